@@ -1,0 +1,38 @@
+# ipu_gpu — the commands a new user runs; see README.md
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-test
+
+.PHONY: test test-gpu test-slow bench venv clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -q -e ".[test,ref]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## make test: install the test extras into .venv and run the CPU test suite
+test: $(STAMP)
+	NUMBA_BOUNDSCHECK=1 $(VPY) -m pytest -q -m "not gpu and not slow"
+
+## make test-slow: the tests marked slow
+test-slow: $(STAMP)
+	NUMBA_BOUNDSCHECK=1 $(VPY) -m pytest -q -m "slow"
+
+## make test-gpu: on a GPU machine, with the interpreter already there (numpy, numba, cupy, pytest)
+test-gpu:
+	IPU_GPU_BACKEND=gpu NUMBA_BOUNDSCHECK=1 $(PY) -m pytest -q -m gpu -p no:cacheprovider
+
+## make bench: run bench/ and rewrite bench/README.md with the ratio table
+bench:
+	@if [ -x $(VPY) ]; then B=$(VPY); else B=$(PY); fi; \
+	$$B -m pytest bench -q --benchmark-enable --benchmark-only --benchmark-json=bench/.last.json -p no:cacheprovider && \
+	$$B bench/report.py bench/.last.json bench/README.md
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

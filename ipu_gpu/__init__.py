@@ -1,0 +1,43 @@
+"""ipu_gpu: run programs written for Graphcore's IPU TensorFlow API on NVIDIA GPUs (CuPy)
+and on any CPU (Numba).
+
+``import ipu_gpu as tf`` gives the TensorFlow-shaped core: Tensor, Variable, GradientTape,
+math and ``nn``. Importing compiles nothing and never imports cupy.
+"""
+
+from . import ops as _ops  # registers every op
+from . import math, nn
+from .core.backend import BackendError, backend_name, set_backend
+from .core.convert import constant, convert_to_tensor
+from .core.dtypes import (as_dtype, bool_, double, float16, float32, float64, half, int8, int16,
+                          int32, int64, uint8)
+from .core.tape import GradientTape, UnconnectedGradients
+from .core.tensor import Tensor, TensorShape, Variable
+from .ops.creation import fill, ones, ones_like, range, zeros, zeros_like
+from .ops.indexing import gather, one_hot, where
+from .ops.math import (abs, add, cast, clip_by_value, divide, equal, exp, floordiv, floormod,
+                       greater, greater_equal, identity, less, less_equal, log, logical_and,
+                       logical_not, logical_or, maximum, minimum, multiply, negative, not_equal,
+                       pow, rsqrt, sigmoid, sign, sqrt, square, stop_gradient, subtract, tanh,
+                       truediv)
+from .ops.matmul import matmul
+from .ops.reduction import argmax, argmin, reduce_max, reduce_mean, reduce_min, reduce_sum
+from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, transpose
+
+bool = bool_  # noqa: A001 - tf.bool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendError", "GradientTape", "Tensor", "TensorShape", "UnconnectedGradients", "Variable",
+    "abs", "add", "argmax", "argmin", "as_dtype", "backend_name", "bool", "cast",
+    "clip_by_value", "concat", "constant", "convert_to_tensor", "divide", "double", "equal",
+    "exp", "expand_dims", "fill", "float16", "float32", "float64", "floordiv", "floormod",
+    "gather", "greater", "greater_equal", "half", "identity", "int8", "int16", "int32", "int64",
+    "less", "less_equal", "log", "logical_and", "logical_not", "logical_or", "math", "matmul",
+    "maximum", "minimum", "multiply", "negative", "nn", "not_equal", "one_hot", "ones",
+    "ones_like", "pow", "range", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum",
+    "reshape", "rsqrt", "set_backend", "sigmoid", "sign", "split", "sqrt", "square", "squeeze",
+    "stack", "stop_gradient", "subtract", "tanh", "transpose", "truediv", "uint8", "where",
+    "zeros", "zeros_like",
+]

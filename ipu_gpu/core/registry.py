@@ -1,0 +1,144 @@
+"""The op registry: one definition per op (check, forward, backward), one dispatch path.
+
+``register`` returns an ``Op``; calling it converts the inputs to arrays,
+refuses mixed host/device inputs, runs ``check`` (shapes and dtypes only, so
+no device sync), picks the kernel module from the array type, runs
+``forward`` and records the call on any GradientTape that watches an input.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import backend, tape
+from .convert import to_array
+from .tensor import Tensor, Variable, wrap
+
+REGISTRY: dict = {}  # op name -> Op
+
+
+class Op:
+    """A registered op. ``op(*inputs, **static)`` returns Tensors."""
+
+    __slots__ = ("name", "args", "check", "forward", "backward", "family", "twice_differentiable",
+                 "scalars_follow", "_kernel_modules")
+
+    def __init__(self, name, args, check, forward, backward, family, twice_differentiable,
+                 scalars_follow):
+        self.name = name
+        self.args = args
+        self.check = check
+        self.forward = forward
+        self.backward = backward
+        self.family = family
+        self.twice_differentiable = twice_differentiable
+        self.scalars_follow = scalars_follow
+        self._kernel_modules = {}
+
+    def _arg(self, j: int) -> str:
+        if j < len(self.args) - 1 or not self.args[-1].endswith("..."):
+            return self.args[j]
+        return f"{self.args[-1][:-3]}[{j - len(self.args) + 1}]"
+
+    def kernels(self, xp):
+        """The kernel module of this op's family for arrays of ``xp`` (None if it has none)."""
+        if self.family is None:
+            return None
+        k = self._kernel_modules.get(xp)
+        if k is None:
+            k = self._kernel_modules[xp] = backend.kernels_for(self.family, xp)
+        return k
+
+    def __call__(self, *inputs, **static):
+        n = len(inputs)
+        arrays = [None] * n
+        ids = [0] * n  # node 0: a value no tape can watch
+        anchor = None
+        pending = False
+        for j, x in enumerate(inputs):
+            tx = type(x)
+            if tx is Tensor:
+                a = x._value
+                ids[j] = x._id
+            elif tx is Variable or isinstance(x, Tensor):
+                if tape._local.tapes and isinstance(x, Variable):
+                    tape.variable_accessed(x)
+                a = x._value
+                ids[j] = x._id
+            elif tx is np.ndarray or backend.is_cupy_array(x):
+                a = to_array(x, arg=self._arg(j), op=self.name)
+            else:
+                pending = True
+                continue
+            arrays[j] = a
+            if anchor is None:
+                anchor = a
+            elif type(a) is not type(anchor):
+                raise TypeError(f"{self.name}: {self._arg(j)} must be on the same device as the "
+                                f"other inputs (mixed numpy and cupy arrays)")
+        xp = np if anchor is None or type(anchor) is np.ndarray else sys.modules["cupy"]
+        if pending:
+            follow = anchor.dtype if (self.scalars_follow and anchor is not None) else None
+            target_xp = xp if anchor is not None else None
+            for j, x in enumerate(inputs):
+                if arrays[j] is None:
+                    a = _convert_value(x, follow, self._arg(j), self.name, target_xp)
+                    arrays[j] = a
+            if anchor is None:
+                xp = backend.xp_of(arrays[0]) if n else backend.default_xp()
+        self.check(*arrays, **static)
+        outputs, residuals = self.forward(self.kernels(xp), xp, *arrays, **static)
+        multi = type(outputs) in (tuple, list)
+        outs = outputs if multi else (outputs,)
+        if xp is np:  # numpy reductions return scalars, not 0-d arrays
+            outs = [o if type(o) is np.ndarray else np.asarray(o) for o in outs]
+        out_tensors = [wrap(o) for o in outs]
+        if self.backward is not None and tape._local.tapes:
+            tape.record(self, ids, arrays, [t._id for t in out_tensors], outs, residuals, static, xp)
+        if multi:
+            return type(outputs)(out_tensors)
+        return out_tensors[0]
+
+
+def _convert_value(x, follow_dtype, arg, op, xp):
+    """Convert a Python value; scalars take ``follow_dtype`` (TF: a Python scalar adopts the
+    other operand's dtype) when the value fits it."""
+    if follow_dtype is not None and isinstance(x, (bool, int, float, list, tuple, np.generic)):
+        natural = to_array(x, arg=arg, op=op, xp=np)
+        if natural.dtype.kind == "f" and follow_dtype.kind in "iub":
+            raise TypeError(f"{op}: {arg} must be {follow_dtype.name} like the other operand, "
+                            f"got a float value")
+        if natural.dtype.kind == "b" and follow_dtype.kind != "b":
+            raise TypeError(f"{op}: {arg} must be {follow_dtype.name} like the other operand, "
+                            f"got a bool value")
+        a = natural.astype(follow_dtype)
+        return a if xp is None or xp is np else xp.asarray(a)
+    return to_array(x, arg=arg, op=op, xp=xp)
+
+
+def register(name: str, *, args: tuple, check, forward, backward=None, family: str | None = None,
+             twice_differentiable: bool = False, scalars_follow: bool = False) -> Op:
+    """Define an op once.
+
+    Args:
+      name: the public (Graphcore/TF) name, also the registry key.
+      args: names of the array inputs, for error messages; a last name ending in "..."
+        (``"values..."``) names a variable number of inputs (``values[0]``, ...).
+      check: ``check(*arrays, **static)``; raises ValueError/TypeError; reads no data.
+      forward: ``forward(k, xp, *arrays, **static) -> (outputs, residuals)``.
+      backward: ``backward(k, xp, residuals, *cotangents, **static) -> grads`` (one per
+        input, None where there is none); None for ops without a gradient.
+      family: kernel family (``ipu_gpu.kernels.<family>_cpu|_gpu``) passed as ``k``.
+      twice_differentiable: the backward rule uses only ``xp`` functions and operators
+        on residuals that are inputs, outputs or piecewise-constant data, so it can be
+        run on Tensors for second derivatives.
+      scalars_follow: Python scalars/lists take the dtype of the first array input.
+    """
+    if name in REGISTRY:
+        raise ValueError(f"register: op {name!r} is already registered")
+    op = Op(name, tuple(args), check, forward, backward, family, twice_differentiable,
+            scalars_follow)
+    REGISTRY[name] = op
+    return op

@@ -1,0 +1,322 @@
+"""GradientTape: records differentiable ops and plays them back in reverse.
+
+A record keeps what an op's ``backward`` needs (its residuals and static
+arguments) and the node ids of its inputs and outputs; nodes are Tensor ids,
+and every read of a Variable carries the variable's id, so gradients with
+respect to a variable sum over all its reads.
+
+When other tapes are recording while ``gradient`` runs (nested tapes), the
+backward rules run on Tensors through the ops layer's array namespace, so the
+outer tapes record the gradient computation and can differentiate it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import threading
+
+import numpy as np
+
+from . import backend, nest
+from .tensor import Tensor, Variable, wrap
+
+
+class UnconnectedGradients(enum.Enum):
+    """What ``gradient`` returns for a source the target does not depend on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+class _Local(threading.local):
+    def __init__(self):
+        self.tapes: list[GradientTape] = []  # the tapes recording now, innermost last
+
+
+_local = _Local()
+_tensor_ops = None  # array-API namespace over Tensors, installed by ipu_gpu.ops
+
+
+def set_tensor_namespace(namespace) -> None:
+    """Install the Tensor-level namespace that nested-tape gradients run backward rules on."""
+    global _tensor_ops
+    _tensor_ops = namespace
+
+
+def recording_tapes() -> list:
+    """The tapes recording in this thread (an empty list when none)."""
+    return _local.tapes
+
+
+def variable_accessed(var: Variable) -> None:
+    """Let recording tapes watch a trainable variable that was just read."""
+    if var._trainable:
+        for tp in _local.tapes:
+            if tp._watch_accessed and var._id not in tp._watched:
+                tp._watched.add(var._id)
+                tp._variables.append(var)
+
+
+class Record:
+    """One differentiable op call as a tape keeps it."""
+
+    __slots__ = ("op", "in_ids", "out_ids", "in_dtypes", "out_meta", "residuals", "static",
+                 "xp", "arrays")
+
+    def __init__(self, op, in_ids, out_ids, in_dtypes, out_meta, residuals, static, xp, arrays):
+        self.op = op
+        self.in_ids = in_ids
+        self.out_ids = out_ids
+        self.in_dtypes = in_dtypes
+        self.out_meta = out_meta
+        self.residuals = residuals
+        self.static = static
+        self.xp = xp
+        self.arrays = arrays  # (inputs, outputs) for ops differentiable twice, else None
+
+
+def record(op, in_ids, in_arrays, out_ids, out_arrays, residuals, static, xp) -> None:
+    """Append the op to every recording tape that watches one of its inputs."""
+    rec = None
+    for tp in _local.tapes:
+        watched = tp._watched
+        for i in in_ids:
+            if i in watched:
+                break
+        else:
+            continue
+        if rec is None:
+            rec = Record(op, in_ids, out_ids, [a.dtype for a in in_arrays],
+                         [(a.shape, a.dtype) for a in out_arrays], residuals, static, xp,
+                         (in_arrays, out_arrays) if op.twice_differentiable else None)
+        tp._records.append(rec)
+        watched.update(out_ids)
+
+
+def _is_float(dtype) -> bool:
+    return dtype.kind == "f"
+
+
+class GradientTape:
+    """Records operations for automatic differentiation (``tf.GradientTape``).
+
+    Args:
+      persistent: if True, ``gradient`` may be called more than once.
+      watch_accessed_variables: if True, trainable variables read while the
+        tape is recording are watched automatically.
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = bool(persistent)
+        self._watch_accessed = bool(watch_accessed_variables)
+        self._records: list | None = []
+        self._watched: set = set()
+        self._variables: list = []
+        self._recording = False
+
+    # ---- recording --------------------------------------------------------
+    def __enter__(self):
+        if self._records is None:
+            raise RuntimeError("GradientTape: this non-persistent tape has been used; make a new one")
+        self._push()
+        return self
+
+    def __exit__(self, *exc):
+        if self._recording:
+            self._pop()
+        return False
+
+    def _push(self):
+        _local.tapes.append(self)
+        self._recording = True
+
+    def _pop(self):
+        _local.tapes.remove(self)
+        self._recording = False
+
+    def watch(self, tensor) -> None:
+        """Watch a Tensor/Variable (or a nested structure of them) so ops on it are recorded."""
+        for leaf in nest.flatten(tensor):
+            if not isinstance(leaf, Tensor):
+                raise ValueError(f"GradientTape.watch: tensor must be a Tensor or Variable, got "
+                                 f"{type(leaf).__name__}")
+            if leaf._id not in self._watched:
+                self._watched.add(leaf._id)
+                if isinstance(leaf, Variable):
+                    self._variables.append(leaf)
+
+    def watched_variables(self) -> tuple:
+        """The variables this tape watches, in the order they were first watched."""
+        return tuple(self._variables)
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """A context in which this tape records nothing."""
+        if not self._recording:
+            raise ValueError("GradientTape.stop_recording: the tape is not recording")
+        self._pop()
+        try:
+            yield
+        finally:
+            self._push()
+
+    def reset(self) -> None:
+        """Forget everything recorded and watched."""
+        self._records = []
+        self._watched = set()
+        self._variables = []
+
+    # ---- differentiation --------------------------------------------------
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """Gradients of ``target`` (summed, if it is not a scalar or is a list) with respect
+        to ``sources``, in the structure of ``sources``; None (or zeros, with
+        ``unconnected_gradients='zero'``) for sources the target does not depend on.
+        ``output_gradients`` are the cotangents of ``target``, one per target.
+        """
+        if self._records is None:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
+                               "set of gradients (or jacobians)")
+        unconnected = UnconnectedGradients(getattr(unconnected_gradients, "value",
+                                                   unconnected_gradients))
+        flat_sources = nest.flatten(sources)
+        for s in flat_sources:
+            if not isinstance(s, Tensor):
+                raise ValueError(f"GradientTape.gradient: sources must be Tensors or Variables, "
+                                 f"got {type(s).__name__}")
+        flat_targets = nest.flatten(target)
+        for t in flat_targets:
+            if not isinstance(t, Tensor):
+                raise ValueError(f"GradientTape.gradient: target must be Tensors, got "
+                                 f"{type(t).__name__}")
+        if output_gradients is None:
+            flat_seeds = [None] * len(flat_targets)
+        else:
+            flat_seeds = nest.flatten(output_gradients)
+            if len(flat_seeds) != len(flat_targets):
+                raise ValueError(f"GradientTape.gradient: output_gradients must have one entry per "
+                                 f"target ({len(flat_targets)}), got {len(flat_seeds)}")
+
+        was_recording = self._recording
+        if was_recording:
+            self._pop()
+        try:
+            nested = bool(_local.tapes)
+            if nested and _tensor_ops is None:
+                raise RuntimeError("GradientTape: ipu_gpu.ops is not loaded")
+            grads = self._backprop(flat_targets, flat_seeds, flat_sources, nested)
+        finally:
+            if was_recording:
+                self._push()
+        if not self._persistent:
+            self._records = None
+            self._watched = set()
+
+        results = []
+        for s in flat_sources:
+            g = grads.get(s._id)
+            if g is None:
+                if unconnected is UnconnectedGradients.ZERO:
+                    xp = backend.xp_of(s._value)
+                    results.append(wrap(xp.zeros_like(s._value)))
+                else:
+                    results.append(None)
+            else:
+                results.append(g if isinstance(g, Tensor) else wrap(
+                    g if type(g) is not np.generic and not isinstance(g, np.generic)
+                    else np.asarray(g)))
+        return nest.pack_sequence_as(sources, results)
+
+    def _backprop(self, targets, seeds, sources, nested: bool) -> dict:
+        grads: dict = {}
+
+        def accumulate(node, g):
+            old = grads.get(node)
+            grads[node] = g if old is None else old + g
+
+        for t, seed in zip(targets, seeds):
+            if seed is None:
+                xp = backend.xp_of(t._value)
+                g = xp.ones_like(t._value)
+                g = wrap(g) if nested else g
+            elif nested:
+                g = seed if isinstance(seed, Tensor) else wrap(_seed_array(seed, t))
+            else:
+                g = _seed_array(seed, t)
+            accumulate(t._id, g)
+
+        reach = {s._id for s in sources}
+        records = self._records
+        for rec in records:
+            for i in rec.in_ids:
+                if i in reach:
+                    reach.update(rec.out_ids)
+                    break
+
+        for rec in reversed(records):
+            cots = [grads.get(o) for o in rec.out_ids]
+            if all(c is None for c in cots):
+                continue
+            if not any(i in reach for i in rec.in_ids):
+                continue
+            for j, c in enumerate(cots):
+                if c is None:
+                    shape, dtype = rec.out_meta[j]
+                    z = rec.xp.zeros(shape, dtype)
+                    cots[j] = wrap(z) if nested else z
+            in_grads = _run_backward(rec, cots, nested)
+            for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
+                if g is None or node not in reach or not _is_float(dtype):
+                    continue
+                if g.dtype != dtype:
+                    g = _cast(g, dtype)
+                accumulate(node, g)
+        return grads
+
+
+def _seed_array(seed, target: Tensor):
+    from .convert import to_array
+
+    a = to_array(seed, dtype=target.dtype, arg="output_gradients", op="GradientTape.gradient")
+    if tuple(a.shape) != tuple(target.shape):
+        raise ValueError(f"GradientTape.gradient: output_gradients must have the target's shape "
+                         f"{tuple(target.shape)}, got {tuple(a.shape)}")
+    return a
+
+
+def _cast(g, dtype):
+    if isinstance(g, Tensor):
+        return _tensor_ops.astype(g, dtype)
+    return g.astype(dtype)
+
+
+def _run_backward(rec: Record, cots: list, nested: bool):
+    op = rec.op
+    k = op.kernels(rec.xp)
+    if not nested:
+        return op.backward(k, rec.xp, rec.residuals, *cots, **rec.static)
+    involved = {c._id for c in cots}
+    involved.update(rec.in_ids)
+    wanted = any(not involved.isdisjoint(tp._watched) for tp in _local.tapes)
+    if not wanted:
+        grads = op.backward(k, rec.xp, rec.residuals, *[c._value for c in cots], **rec.static)
+        return [None if g is None else wrap(g) for g in grads]
+    if rec.arrays is None:
+        raise LookupError(f"{op.name}: its gradient is not differentiable (second derivatives "
+                          f"of {op.name} are not supported)")
+    in_arrays, out_arrays = rec.arrays
+    by_identity = {}
+    for node, a in zip(rec.in_ids, in_arrays):
+        by_identity[id(a)] = wrap(a, node)
+    for node, a in zip(rec.out_ids, out_arrays):
+        by_identity[id(a)] = wrap(a, node)
+    residuals = tuple(_as_tensor_residual(r, by_identity) for r in rec.residuals)
+    return op.backward(k, _tensor_ops, residuals, *cots, **rec.static)
+
+
+def _as_tensor_residual(r, by_identity):
+    if isinstance(r, np.ndarray) or backend.is_cupy_array(r):
+        t = by_identity.get(id(r))
+        return t if t is not None else wrap(r)  # data fixed w.r.t. the inputs (masks, ids)
+    return r

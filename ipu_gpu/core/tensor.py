@@ -1,0 +1,325 @@
+"""Tensor (an immutable wrapper of one numpy/cupy array) and Variable (a mutable one).
+
+Operators on a Tensor call the ops layer's public functions by name through ``OPS``; the
+ops layer fills that table, so this module never imports it.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import backend, dtypes
+
+OPS: dict = {}  # op name -> public function behind each operator, filled by ipu_gpu.ops
+_next_id = itertools.count(1).__next__
+
+
+class TensorShape(tuple):
+    """A tuple of dimension sizes with the few TensorShape methods IPU code uses."""
+
+    __slots__ = ()
+
+    @property
+    def rank(self) -> int:
+        return len(self)
+
+    @property
+    def ndims(self) -> int:
+        return len(self)
+
+    def as_list(self) -> list:
+        return list(self)
+
+    def num_elements(self) -> int:
+        return int(np.prod(self, dtype=np.int64))
+
+    def is_fully_defined(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"TensorShape({list(self)})"
+
+
+def wrap(value, node_id: int | None = None) -> Tensor:
+    """A Tensor around ``value`` (a numpy/cupy array) without copying or checking."""
+    t = object.__new__(Tensor)
+    t._value = value
+    t._id = _next_id() if node_id is None else node_id
+    return t
+
+
+class Tensor:
+    """An immutable n-dimensional array on the CPU (numpy) or the GPU (cupy).
+
+    Made by ops, ``ipu_gpu.constant`` and ``ipu_gpu.convert_to_tensor``; it
+    supports the Python operators, numpy-style indexing, ``numpy()``,
+    ``__array__`` and ``__dlpack__``.
+    """
+
+    __slots__ = ("_value", "_id", "__weakref__")
+    __array_priority__ = 100  # numpy defers binary operators to ours
+
+    def __init__(self, value):
+        from .convert import to_array
+
+        self._value = to_array(value, arg="value", op="Tensor")
+        self._id = _next_id()
+
+    # ---- reading ----------------------------------------------------------
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._value.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def device(self) -> str:
+        return "/device:GPU:0" if backend.is_cupy_array(self._value) else "/device:CPU:0"
+
+    def numpy(self) -> np.ndarray:
+        """A numpy copy of the value (``# syncs device`` for a GPU tensor)."""
+        v = self._value
+        if backend.is_cupy_array(v):
+            return v.get()
+        return np.array(v, copy=True)
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._value
+        if backend.is_cupy_array(v):
+            v = v.get()  # syncs device
+        if dtype is not None and v.dtype != dtype:
+            return v.astype(dtype)
+        return np.array(v, copy=True) if copy else v
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._value.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    def __len__(self) -> int:
+        if self._value.ndim == 0:
+            raise TypeError("len() of a scalar (0-d) Tensor is not defined")
+        return self._value.shape[0]
+
+    def __iter__(self):
+        if self._value.ndim == 0:
+            raise TypeError("iteration over a scalar (0-d) Tensor is not defined")
+        for i in range(self._value.shape[0]):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        return (
+            f"<ipu_gpu.{name}: shape={tuple(self._value.shape)}, dtype={self.dtype.name}, "
+            f"numpy={np.array2string(np.asarray(self), separator=', ')}>"
+        )
+
+    __str__ = __repr__
+
+    def _scalar(self, kind):
+        if self._value.size != 1:
+            raise ValueError(f"only a one-element Tensor converts to {kind.__name__}, got shape "
+                             f"{tuple(self._value.shape)}")
+        return kind(self._value.reshape(()).item())
+
+    def __bool__(self) -> bool:
+        return self._scalar(bool)
+
+    def __float__(self) -> float:
+        return self._scalar(float)
+
+    def __int__(self) -> int:
+        return self._scalar(int)
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only an integer Tensor can be used as an index, got {self.dtype}")
+        return self._scalar(int)
+
+    __hash__ = None  # elementwise __eq__, as TF 2: use id() or the .ref() of TF
+
+    # ---- operators -> registered ops -------------------------------------
+    def __add__(self, other):
+        return OPS["add"](self, other)
+
+    def __radd__(self, other):
+        return OPS["add"](other, self)
+
+    def __sub__(self, other):
+        return OPS["subtract"](self, other)
+
+    def __rsub__(self, other):
+        return OPS["subtract"](other, self)
+
+    def __mul__(self, other):
+        return OPS["multiply"](self, other)
+
+    def __rmul__(self, other):
+        return OPS["multiply"](other, self)
+
+    def __truediv__(self, other):
+        return OPS["divide"](self, other)
+
+    def __rtruediv__(self, other):
+        return OPS["divide"](other, self)
+
+    def __floordiv__(self, other):
+        return OPS["floordiv"](self, other)
+
+    def __rfloordiv__(self, other):
+        return OPS["floordiv"](other, self)
+
+    def __mod__(self, other):
+        return OPS["floormod"](self, other)
+
+    def __rmod__(self, other):
+        return OPS["floormod"](other, self)
+
+    def __pow__(self, other):
+        return OPS["pow"](self, other)
+
+    def __rpow__(self, other):
+        return OPS["pow"](other, self)
+
+    def __matmul__(self, other):
+        return OPS["matmul"](self, other)
+
+    def __rmatmul__(self, other):
+        return OPS["matmul"](other, self)
+
+    def __neg__(self):
+        return OPS["negative"](self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return OPS["abs"](self)
+
+    def __invert__(self):
+        return OPS["logical_not"](self)
+
+    def __and__(self, other):
+        return OPS["logical_and"](self, other)
+
+    def __rand__(self, other):
+        return OPS["logical_and"](other, self)
+
+    def __or__(self, other):
+        return OPS["logical_or"](self, other)
+
+    def __ror__(self, other):
+        return OPS["logical_or"](other, self)
+
+    def __lt__(self, other):
+        return OPS["less"](self, other)
+
+    def __le__(self, other):
+        return OPS["less_equal"](self, other)
+
+    def __gt__(self, other):
+        return OPS["greater"](self, other)
+
+    def __ge__(self, other):
+        return OPS["greater_equal"](self, other)
+
+    def __eq__(self, other):
+        return OPS["equal"](self, other)
+
+    def __ne__(self, other):
+        return OPS["not_equal"](self, other)
+
+    def __getitem__(self, key):
+        return OPS["getitem"](self, key)
+
+
+class Variable(Tensor):
+    """A mutable, named tensor: model weights (``tf.Variable``).
+
+    Usable wherever a Tensor is; reads by ops inside a GradientTape are watched
+    automatically when ``trainable`` (and the tape's ``watch_accessed_variables``).
+    """
+
+    __slots__ = ("_trainable", "_name")
+
+    def __init__(self, initial_value, trainable: bool = True, name: str | None = None,
+                 dtype=None):
+        from .convert import to_array
+
+        if callable(initial_value):
+            initial_value = initial_value()
+        if not isinstance(trainable, bool):
+            raise TypeError(f"Variable: trainable must be a bool, got {type(trainable).__name__}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"Variable: name must be a str, got {type(name).__name__}")
+        d = None if dtype is None else dtypes.as_dtype(dtype)
+        value = to_array(initial_value, dtype=d, arg="initial_value", op="Variable")
+        if value is initial_value or (isinstance(initial_value, Tensor)
+                                      and value is initial_value._value):
+            value = value.copy()  # a variable owns its buffer
+        self._value = value
+        self._id = _next_id()
+        self._trainable = trainable
+        self._name = f"{name or 'Variable'}:0"  # eager TF names every unnamed variable so
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _new_value(self, value, how: str):
+        from .convert import to_array
+
+        v = to_array(value, dtype=self._value.dtype, arg="value", op=f"Variable.{how}")
+        if tuple(v.shape) != tuple(self._value.shape):
+            raise ValueError(f"Variable.{how}: value must have shape {tuple(self._value.shape)}, "
+                             f"got {tuple(v.shape)}")
+        if backend.is_cupy_array(v) != backend.is_cupy_array(self._value):
+            raise TypeError(f"Variable.{how}: value must be on the variable's device ({self.device})")
+        return v
+
+    # A fresh buffer on every assignment keeps earlier reads (and tape residuals) immutable.
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        """Set the value; shape and dtype stay fixed. Returns the variable."""
+        v = self._new_value(value, "assign")
+        self._value = v.copy() if v is getattr(value, "_value", value) else v
+        return self
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        """Add ``delta`` to the value. Returns the variable."""
+        self._value = self._value + self._new_value(delta, "assign_add")
+        return self
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        """Subtract ``delta`` from the value. Returns the variable."""
+        self._value = self._value - self._new_value(delta, "assign_sub")
+        return self
+
+    def read_value(self) -> Tensor:
+        """The current value as a Tensor that gradients flow through to the variable."""
+        from . import tape
+
+        tape.variable_accessed(self)
+        return wrap(self._value, self._id)
+
+    def value(self) -> Tensor:
+        return self.read_value()
+
+    def __repr__(self) -> str:
+        return (f"<ipu_gpu.Variable '{self._name}' shape={tuple(self._value.shape)} "
+                f"dtype={self.dtype.name}, numpy={np.array2string(np.asarray(self), separator=', ')}>")

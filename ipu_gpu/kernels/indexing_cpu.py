@@ -1,0 +1,53 @@
+"""Gather and scatter-add on the CPU (numpy + Numba)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._threads import num_threads
+
+
+def gather_rows(params, ids, out):
+    """out[i] = params[ids[i]] for 2-D ``params`` [R, D], 1-D int ``ids``; raises ValueError
+    naming the first id outside [0, R)."""
+    bad = _first_out_of_range(ids, params.shape[0])
+    if bad >= 0:
+        raise ValueError(f"gather: indices must be in [0, {params.shape[0]}), got {ids[bad]} "
+                         f"at position {bad}")
+    np.take(params, ids, axis=0, out=out, mode="clip")  # ids are checked: clip never acts
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _first_out_of_range(ids, n):
+    for i in range(ids.shape[0]):
+        if ids[i] < 0 or ids[i] >= n:
+            return i
+    return -1
+
+
+def scatter_add_rows(grad, ids, out):
+    """out[ids[i]] += grad[i] for 2-D ``grad`` [N, D] into zeroed ``out`` [R, D]; duplicate
+    ids accumulate in index order (deterministic); ids must be in range."""
+    _scatter_add_rows(grad, ids, out, num_threads())
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _scatter_add_rows(grad, ids, out, nthreads):
+    # Each thread owns the rows r with r % nthreads == t: no races, fixed order per row.
+    for t in prange(nthreads):
+        for i in range(ids.shape[0]):
+            r = ids[i]
+            if r % nthreads == t:
+                dst = out[r]
+                src = grad[i]
+                for j in range(src.shape[0]):
+                    dst[j] += src[j]
+
+
+def index_add(out, key, grad):
+    """out[key] += grad with repeated indices accumulating (numpy's ufunc.at)."""
+    np.add.at(out, key, grad)
+    return out

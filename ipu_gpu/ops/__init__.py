@@ -1,0 +1,18 @@
+"""Op definitions by family; importing this package registers every op."""
+
+from ..core import tape as _tape
+from . import creation, indexing, math, matmul, nn, reduction, shape, tensor_namespace
+
+from ..core.tensor import OPS as _OPERATORS
+
+_tape.set_tensor_namespace(tensor_namespace)
+_OPERATORS.update(
+    add=math.add, subtract=math.subtract, multiply=math.multiply, divide=math.divide,
+    floordiv=math.floordiv, floormod=math.floormod, pow=math.pow, matmul=matmul.matmul,
+    negative=math.negative, abs=math.abs, logical_not=math.logical_not,
+    logical_and=math.logical_and, logical_or=math.logical_or, less=math.less,
+    less_equal=math.less_equal, greater=math.greater, greater_equal=math.greater_equal,
+    equal=math.equal, not_equal=math.not_equal, getitem=indexing.getitem,
+)
+
+__all__ = ["creation", "indexing", "math", "matmul", "nn", "reduction", "shape"]

@@ -1,0 +1,206 @@
+"""Indexing ops: gather, Tensor.__getitem__, one_hot, where."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.registry import register
+from ..core.tensor import Tensor
+from ._util import broadcast_shape, check_axis, require_bool, require_int, require_same_dtype
+
+
+# ---- gather --------------------------------------------------------------------------------
+def _check_gather(params, indices, *, axis):
+    require_int("gather", "indices", indices)
+    if params.ndim == 0:
+        raise ValueError("gather: params must have rank >= 1, got a scalar")
+    check_axis("gather", axis, params.ndim)
+
+
+def _gather_forward(k, xp, params, indices, *, axis):
+    a = axis % params.ndim
+    moved = xp.moveaxis(params, a, 0)
+    rows = xp.ascontiguousarray(moved).reshape(moved.shape[0], -1)
+    flat_ids = indices.reshape(-1)
+    out = xp.empty((flat_ids.shape[0], rows.shape[1]), dtype=params.dtype)
+    k.gather_rows(rows, flat_ids, out)
+    out = out.reshape(tuple(indices.shape) + tuple(moved.shape[1:]))
+    # the gathered axes go where `axis` was
+    nb = indices.ndim
+    order = list(range(nb, nb + a)) + list(range(nb)) + list(range(nb + a, out.ndim))
+    return xp.transpose(out, order), (params.shape, params.dtype, indices, a)
+
+
+def _gather_backward(k, xp, res, g, *, axis):
+    shape, dtype, indices, a = res
+    nb = indices.ndim
+    order = list(range(a, a + nb)) + list(range(a)) + list(range(a + nb, g.ndim))
+    g_rows = xp.ascontiguousarray(xp.transpose(g, order)).reshape(indices.size, -1)
+    moved_shape = (shape[a],) + tuple(shape[:a]) + tuple(shape[a + 1:])
+    out = xp.zeros((shape[a], g_rows.shape[1]), dtype=dtype)
+    k.scatter_add_rows(g_rows, indices.reshape(-1), out)
+    return xp.moveaxis(out.reshape(moved_shape), 0, a), None
+
+
+_GATHER = register("gather", args=("params", "indices"), check=_check_gather,
+                   forward=_gather_forward, backward=_gather_backward, family="indexing")
+
+
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    """Slices of ``params`` along ``axis`` (default 0) at ``indices``: the output shape is
+    ``params.shape[:axis] + indices.shape + params.shape[axis+1:]``. Out-of-range indices
+    raise ValueError on the CPU (as TF's CPU kernel) and give zeros on the GPU (as TF's GPU
+    kernel). The gradient scatter-adds, so duplicate indices accumulate. Only
+    ``batch_dims=0`` is supported."""
+    if batch_dims != 0:
+        raise ValueError(f"gather: batch_dims must be 0 (the only value ipu_gpu supports), "
+                         f"got {batch_dims}")
+    return _GATHER(params, indices, axis=0 if axis is None else axis)
+
+
+# ---- __getitem__ ---------------------------------------------------------------------------
+def _normalize_key(key):
+    """The index as a tuple of ints, slices, None, Ellipsis and integer/bool arrays."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for part in key:
+        if isinstance(part, Tensor):
+            part = part._value
+        elif isinstance(part, list):
+            part = np.asarray(part)
+        if isinstance(part, (bool, np.bool_)):
+            raise TypeError("__getitem__: key must not be a bare bool")
+        if hasattr(part, "dtype") and getattr(part, "ndim", 0) > 0:
+            if part.dtype.kind not in "iub":
+                raise TypeError(f"__getitem__: key arrays must be integer or bool, got {part.dtype}")
+        elif not (part is None or part is Ellipsis or isinstance(part, (slice, int, np.integer))):
+            raise TypeError(f"__getitem__: key must be ints, slices, None, Ellipsis or integer "
+                            f"arrays, got {type(part).__name__}")
+        out.append(part)
+    return tuple(out)
+
+
+def _check_getitem(x, *, key):
+    if x.ndim == 0 and any(p is not None and p is not Ellipsis for p in key):
+        raise ValueError("__getitem__: a scalar Tensor can only be indexed with None or ...")
+
+
+def _getitem_forward(k, xp, x, *, key):
+    try:
+        y = x[key]
+    except IndexError as e:
+        raise ValueError(f"__getitem__: key out of range for shape {list(x.shape)}: {e}") from None
+    return y, (x.shape, x.dtype)
+
+
+def _getitem_backward(k, xp, res, g, *, key):
+    shape, dtype = res
+    out = xp.zeros(shape, dtype)
+    k.index_add(out, key, g)
+    return (out,)
+
+
+_GETITEM = register("getitem", args=("tensor",), check=_check_getitem, forward=_getitem_forward,
+                    backward=_getitem_backward, family="indexing")
+
+
+def getitem(tensor, key):
+    """numpy-style indexing (ints, slices, None, ..., integer/bool arrays); out-of-range raises
+    ValueError; the gradient accumulates over repeated indices."""
+    return _GETITEM(tensor, key=_normalize_key(key))
+
+
+# ---- one_hot -------------------------------------------------------------------------------
+_ONE_HOT_ARGS = ("indices", "on_value", "off_value")
+
+
+def _check_one_hot(indices, on, off, *, depth, axis):
+    require_int("one_hot", "indices", indices)
+    require_same_dtype("one_hot", _ONE_HOT_ARGS[1:], on, off)
+    if on.ndim or off.ndim:
+        raise ValueError("one_hot: on_value and off_value must be scalars")
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 0:
+        raise ValueError(f"one_hot: depth must be a non-negative int, got {depth!r}")
+    if not -1 <= axis <= indices.ndim:
+        raise ValueError(f"one_hot: axis must be in [-1, {indices.ndim}], got {axis}")
+
+
+def _one_hot_forward(k, xp, indices, on, off, *, depth, axis):
+    hot = indices[..., None] == xp.arange(depth, dtype=indices.dtype)
+    out = xp.where(hot, on, off)
+    if axis != -1 and axis != indices.ndim:
+        out = xp.moveaxis(out, -1, axis)
+    return out, None
+
+
+_ONE_HOT = register("one_hot", args=_ONE_HOT_ARGS, check=_check_one_hot,
+                    forward=_one_hot_forward)
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """A ``depth``-long one-hot axis at ``axis`` (default last): ``on_value`` (default 1) where
+    the index matches, ``off_value`` (default 0) elsewhere; indices outside [0, depth) give
+    an all-off row, as TF. ``dtype`` defaults to on/off's dtype, else float32."""
+    if dtype is not None:
+        d = dtypes.as_dtype(dtype)
+    elif on_value is not None and hasattr(on_value, "dtype"):
+        d = on_value.dtype
+    elif off_value is not None and hasattr(off_value, "dtype"):
+        d = off_value.dtype
+    else:
+        d = dtypes.float32
+    on = np.asarray(1 if on_value is None else on_value, dtype=d) if not isinstance(
+        on_value, Tensor) else on_value
+    off = np.asarray(0 if off_value is None else off_value, dtype=d) if not isinstance(
+        off_value, Tensor) else off_value
+    return _ONE_HOT(indices, on, off, depth=depth, axis=-1 if axis is None else axis)
+
+
+# ---- where ---------------------------------------------------------------------------------
+_WHERE_ARGS = ("condition", "x", "y")
+
+
+def _check_where(c, x, y):
+    require_bool("where", "condition", c)
+    require_same_dtype("where", _WHERE_ARGS[1:], x, y)
+    s = broadcast_shape("where", ("x", "y"), x.shape, y.shape)
+    broadcast_shape("where", ("x", "condition"), s, c.shape)
+
+
+def _where_forward(k, xp, c, x, y):
+    return xp.where(c, x, y), (c, x.shape, y.shape)
+
+
+def _where_backward(k, xp, res, g):
+    from ._util import unbroadcast
+
+    c, xs, ys = res
+    return None, unbroadcast(xp, xp.where(c, g, 0), xs), unbroadcast(xp, xp.where(c, 0, g), ys)
+
+
+_WHERE = register("where", args=_WHERE_ARGS, check=_check_where, forward=_where_forward,
+                  backward=_where_backward, twice_differentiable=True)
+
+
+def _check_where_indices(c):
+    require_bool("where", "condition", c)
+
+
+_WHERE_INDICES = register("where_indices", args=("condition",), check=_check_where_indices,
+                          forward=lambda k, xp, c: (xp.argwhere(c).astype(np.int64), None))
+
+
+def where(condition, x=None, y=None, name=None):
+    """With x and y: elements of ``x`` where ``condition`` is True, else of ``y`` (all three
+    broadcast). With neither: the int64 [n, rank] coordinates of the True elements."""
+    if x is None and y is None:
+        return _WHERE_INDICES(condition)
+    if x is None or y is None:
+        raise ValueError("where: x and y must both be given or both be None")
+    if not isinstance(x, Tensor) and isinstance(y, Tensor):
+        x = np.asarray(x, dtype=y.dtype) if not hasattr(x, "dtype") else x
+    elif not isinstance(y, Tensor) and isinstance(x, Tensor):
+        y = np.asarray(y, dtype=x.dtype) if not hasattr(y, "dtype") else y
+    return _WHERE(condition, x, y)

@@ -1,0 +1,65 @@
+"""Matrix multiplication (``tf.linalg.matmul``): batched, with transposes, BLAS as the engine."""
+
+from __future__ import annotations
+
+from ..core.registry import register
+from ._util import require_same_dtype, unbroadcast
+
+_AB = ("a", "b")
+
+
+def _mT(xp, x):
+    return xp.swapaxes(x, -1, -2)
+
+
+def _check(a, b, *, transpose_a, transpose_b):
+    require_same_dtype("matmul", _AB, a, b)
+    if a.dtype.kind not in "fi":
+        raise TypeError(f"matmul: a must be float16/32/64 or int32/64, got {a.dtype}")
+    for name, x in zip(_AB, (a, b)):
+        if x.ndim < 2:
+            raise ValueError(f"matmul: {name} must have rank >= 2, got shape {list(x.shape)}")
+    k_a = a.shape[-2] if transpose_a else a.shape[-1]
+    k_b = b.shape[-1] if transpose_b else b.shape[-2]
+    if k_a != k_b:
+        raise ValueError(f"matmul: b must have {k_a} rows (the inner dimension of a), got "
+                         f"{k_b} (a {list(a.shape)}, b {list(b.shape)}, transpose_a={transpose_a}, "
+                         f"transpose_b={transpose_b})")
+    try:
+        import numpy as np
+
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: b's batch dimensions {list(b.shape[:-2])} must broadcast with "
+                         f"a's {list(a.shape[:-2])}") from None
+
+
+def _forward(k, xp, a, b, *, transpose_a, transpose_b):
+    x = _mT(xp, a) if transpose_a else a
+    y = _mT(xp, b) if transpose_b else b
+    return xp.matmul(x, y), (a, b)
+
+
+def _backward(k, xp, res, g, *, transpose_a, transpose_b):
+    a, b = res
+    if not transpose_a and not transpose_b:
+        ga, gb = xp.matmul(g, _mT(xp, b)), xp.matmul(_mT(xp, a), g)
+    elif transpose_a and not transpose_b:
+        ga, gb = xp.matmul(b, _mT(xp, g)), xp.matmul(a, g)
+    elif not transpose_a and transpose_b:
+        ga, gb = xp.matmul(g, b), xp.matmul(_mT(xp, g), a)
+    else:
+        ga, gb = xp.matmul(_mT(xp, b), _mT(xp, g)), xp.matmul(_mT(xp, g), _mT(xp, a))
+    return unbroadcast(xp, ga, a.shape), unbroadcast(xp, gb, b.shape)
+
+
+_MATMUL = register("matmul", args=_AB, check=_check, forward=_forward, backward=_backward,
+                   twice_differentiable=True)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, output_type=None, name=None):
+    """a @ b over the last two axes, batch axes broadcasting; ``transpose_*``/``adjoint_*``
+    transpose an operand first (the same for real dtypes). Both operands share one dtype."""
+    return _MATMUL(a, b, transpose_a=bool(transpose_a or adjoint_a),
+                   transpose_b=bool(transpose_b or adjoint_b))
