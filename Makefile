@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
 
-.PHONY: test test-gpu test-slow bench venv clean
+.PHONY: demo test test-gpu test-slow bench venv clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -15,6 +15,15 @@ $(STAMP): pyproject.toml | $(VPY)
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+DEMO_STAMP := $(VENV)/.installed-base
+$(DEMO_STAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
+## make demo: install into .venv and train a small MLP with the TF-shaped core
+demo: $(DEMO_STAMP)
+	$(VPY) examples/train_mlp.py
 
 ## make test: install the test extras into .venv and run the CPU test suite
 test: $(STAMP)
