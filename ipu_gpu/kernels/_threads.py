@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 
-# Replicas run in Python threads; the default 'workqueue' layer is not thread-safe.
-os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
+import numba
 
-import numba  # noqa: E402
+# Replicas run kernels from several Python threads; Numba's default fallback layer
+# ('workqueue') is not thread-safe, so ask for a thread-safe one (omp or tbb) unless the
+# user chose a layer explicitly.
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    numba.config.THREADING_LAYER = "threadsafe"
 
 
 def num_threads() -> int:

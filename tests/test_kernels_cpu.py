@@ -1,0 +1,82 @@
+"""The CPU kernel modules directly: contracts, determinism, thread safety."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from ipu_gpu.kernels import indexing_cpu, softmax_cpu
+
+
+def test_threading_layer_is_thread_safe():
+    import numba
+
+    out = np.zeros((4, 3), np.float32)
+    indexing_cpu.scatter_add_rows(np.ones((8, 3), np.float32), np.arange(8) % 4, out)
+    assert numba.threading_layer() in ("omp", "tbb")
+
+
+def test_scatter_add_rows_accumulates_duplicates_deterministically():
+    rng = np.random.default_rng(0)
+    grad = rng.normal(size=(500, 7)).astype(np.float32)
+    ids = rng.integers(0, 11, 500).astype(np.int32)
+    expected = np.zeros((11, 7), np.float64)
+    np.add.at(expected, ids, grad.astype(np.float64))
+    first = indexing_cpu.scatter_add_rows(grad, ids, np.zeros((11, 7), np.float32))
+    np.testing.assert_allclose(first, expected, rtol=1e-5, atol=1e-5)
+    for _ in range(3):
+        again = indexing_cpu.scatter_add_rows(grad, ids, np.zeros((11, 7), np.float32))
+        assert np.array_equal(first, again)  # bitwise: a fixed summation order
+
+
+def test_gather_rows_names_the_bad_id():
+    params = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with pytest.raises(ValueError, match="gather: indices must be in \\[0, 4\\), got 4"):
+        indexing_cpu.gather_rows(params, np.array([0, 4], np.int32), np.empty((2, 3), np.float32))
+    with pytest.raises(ValueError, match="got -1"):
+        indexing_cpu.gather_rows(params, np.array([-1], np.int64), np.empty((1, 3), np.float32))
+
+
+def _xent_reference(x, ids):
+    x = x.astype(np.float64)
+    m = x.max(1, keepdims=True)
+    lse = (m + np.log(np.exp(x - m).sum(1, keepdims=True)))[:, 0]
+    p = np.exp(x - lse[:, None])
+    p[np.arange(len(ids)), ids] -= 1
+    return lse - x[np.arange(len(ids)), ids], p
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sparse_softmax_xent_kernel_matches_reference(dtype):
+    rng = np.random.default_rng(1)
+    x = (rng.normal(size=(64, 10)) * 5).astype(dtype)
+    ids = rng.integers(0, 10, 64).astype(np.int32)
+    loss, d = softmax_cpu.sparse_softmax_xent_fwd(x, ids, np.empty(64, dtype), np.empty_like(x))
+    ref_loss, ref_d = _xent_reference(x, ids)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(loss, ref_loss, rtol=tol, atol=tol)
+    np.testing.assert_allclose(d, ref_d, rtol=tol, atol=tol)
+
+
+def test_kernels_run_concurrently_from_threads():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(256, 50)).astype(np.float32)
+    ids = rng.integers(0, 50, 256).astype(np.int32)
+    expected, _ = _xent_reference(x, ids)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                loss, _ = softmax_cpu.sparse_softmax_xent_fwd(
+                    x, ids, np.empty(256, np.float32), np.empty_like(x))
+                np.testing.assert_allclose(loss, expected, rtol=1e-5, atol=1e-5)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
