@@ -100,14 +100,14 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     Placement follows the value (numpy -> CPU, cupy -> GPU); Python values go
     to the current backend.
     """
-    d = None if dtype is None else dtypes.as_dtype(dtype)
+    d = None if dtype is None else dtypes.as_dtype(dtype, "convert_to_tensor: dtype")
     if type(value) is Tensor:
         if d is not None and value.dtype != d:
             raise TypeError(f"convert_to_tensor: value must have dtype {d.name}, got a Tensor "
                             f"of dtype {value.dtype.name}")
         return value
     if d is None and dtype_hint is not None and not hasattr(value, "dtype"):
-        hinted = dtypes.as_dtype(dtype_hint, "dtype_hint")
+        hinted = dtypes.as_dtype(dtype_hint, "convert_to_tensor: dtype_hint")
         try:
             return wrap(to_array(value, hinted))
         except TypeError:
@@ -124,7 +124,7 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
 def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     """A constant Tensor from a value, cast to ``dtype`` and broadcast/reshaped to ``shape``
     as ``tf.constant`` does. Placed on the current backend."""
-    d = None if dtype is None else dtypes.as_dtype(dtype)
+    d = None if dtype is None else dtypes.as_dtype(dtype, "constant: dtype")
     xp = backend.default_xp()
     if isinstance(value, Tensor):
         a = value._value if d is None else value._value.astype(d)

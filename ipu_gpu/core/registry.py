@@ -56,7 +56,7 @@ class Op:
         arrays = [None] * n
         ids = [0] * n  # node 0: a value no tape can watch
         anchor = None
-        pending = False
+        pending = raw = False
         for j, x in enumerate(inputs):
             tx = type(x)
             if tx is Tensor:
@@ -69,6 +69,7 @@ class Op:
                 ids[j] = x._id
             elif tx is np.ndarray or backend.is_cupy_array(x):
                 a = to_array(x, arg=self._arg(j), op=self.name)
+                raw = True
             else:
                 pending = True
                 continue
@@ -79,6 +80,8 @@ class Op:
                 raise TypeError(f"{self.name}: {self._arg(j)} must be on the same device as the "
                                 f"other inputs (mixed numpy and cupy arrays)")
         xp = np if anchor is None or type(anchor) is np.ndarray else sys.modules["cupy"]
+        if raw and self.scalars_follow:
+            anchor = _follow_first_tensor(inputs, arrays, anchor)
         if pending:
             follow = anchor.dtype if (self.scalars_follow and anchor is not None) else None
             target_xp = xp if anchor is not None else None
@@ -100,6 +103,21 @@ class Op:
         if multi:
             return type(outputs)(out_tensors)
         return out_tensors[0]
+
+
+def _follow_first_tensor(inputs, arrays, anchor):
+    """Cast raw numeric arrays to the dtype of the first Tensor input, as TF converts
+    non-Tensor operands (``t_f32 * np.ones(3)`` is float32). Returns the new anchor."""
+    first = next((x._value for x in inputs if isinstance(x, Tensor)), None)
+    if first is None:
+        return anchor
+    d = first.dtype
+    for j, x in enumerate(inputs):
+        a = arrays[j]
+        if (a is not None and not isinstance(x, Tensor) and a.dtype != d
+                and a.dtype.kind in "fiu" and d.kind in "fiu"):
+            arrays[j] = a.astype(d)
+    return first
 
 
 def _convert_value(x, follow_dtype, arg, op, xp):

@@ -266,9 +266,8 @@ class Variable(Tensor):
             raise TypeError(f"Variable: name must be a str, got {type(name).__name__}")
         d = None if dtype is None else dtypes.as_dtype(dtype)
         value = to_array(initial_value, dtype=d, arg="initial_value", op="Variable")
-        if value is initial_value or (isinstance(initial_value, Tensor)
-                                      and value is initial_value._value):
-            value = value.copy()  # a variable owns its buffer
+        if not isinstance(initial_value, (bool, int, float, list, tuple)):
+            value = value.copy()  # a variable owns its buffer (not a numpy/torch/Tensor one)
         self._value = value
         self._id = _next_id()
         self._trainable = trainable

@@ -55,7 +55,12 @@ def normalize_axis(op: str, axis, ndim: int, arg: str = "axis") -> tuple | None:
         axis = np.asarray(axis).tolist()
     elif isinstance(axis, np.ndarray):
         axis = axis.tolist()
-    items = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    if isinstance(axis, (int, np.integer)):
+        items = [axis]
+    elif isinstance(axis, (list, tuple)):
+        items = list(axis)
+    else:
+        raise TypeError(f"{op}: {arg} must be an int or a list of ints, got {axis!r}")
     out = []
     for a in items:
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)):

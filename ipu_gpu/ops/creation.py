@@ -9,7 +9,7 @@ from ..core.registry import register
 from ..core.tensor import Tensor, wrap
 
 
-def _shape(op, shape):
+def _shape(op, shape, arg="shape"):
     if isinstance(shape, Tensor):
         shape = np.asarray(shape).tolist()
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
@@ -17,23 +17,25 @@ def _shape(op, shape):
     try:
         dims = tuple(shape)
     except TypeError:
-        raise TypeError(f"{op}: shape must be a list of ints, got {shape!r}") from None
+        raise TypeError(f"{op}: {arg} must be a list of ints, got {shape!r}") from None
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-            raise TypeError(f"{op}: shape must be a list of ints, got {shape!r}")
+            raise TypeError(f"{op}: {arg} must be a list of ints, got {shape!r}")
         if d < 0:
-            raise ValueError(f"{op}: shape must not have negative sizes, got {list(dims)}")
+            raise ValueError(f"{op}: {arg} must not have negative sizes, got {list(dims)}")
     return tuple(int(d) for d in dims)
 
 
 def zeros(shape, dtype=dtypes.float32, name=None) -> Tensor:
     """A Tensor of ``shape`` filled with 0, on the current backend."""
-    return wrap(backend.default_xp().zeros(_shape("zeros", shape), dtypes.as_dtype(dtype)))
+    d = dtypes.as_dtype(dtype, "zeros: dtype")
+    return wrap(backend.default_xp().zeros(_shape("zeros", shape), d))
 
 
 def ones(shape, dtype=dtypes.float32, name=None) -> Tensor:
     """A Tensor of ``shape`` filled with 1, on the current backend."""
-    return wrap(backend.default_xp().ones(_shape("ones", shape), dtypes.as_dtype(dtype)))
+    d = dtypes.as_dtype(dtype, "ones: dtype")
+    return wrap(backend.default_xp().ones(_shape("ones", shape), d))
 
 
 def _check_like(x, *, dtype):
@@ -48,12 +50,14 @@ _ONES_LIKE = register("ones_like", args=("input",), check=_check_like,
 
 def zeros_like(input, dtype=None, name=None) -> Tensor:  # noqa: A002
     """Zeros with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    return _ZEROS_LIKE(input, dtype=None if dtype is None else dtypes.as_dtype(dtype))
+    return _ZEROS_LIKE(input, dtype=None if dtype is None
+                       else dtypes.as_dtype(dtype, "zeros_like: dtype"))
 
 
 def ones_like(input, dtype=None, name=None) -> Tensor:  # noqa: A002
     """Ones with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    return _ONES_LIKE(input, dtype=None if dtype is None else dtypes.as_dtype(dtype))
+    return _ONES_LIKE(input, dtype=None if dtype is None
+                      else dtypes.as_dtype(dtype, "ones_like: dtype"))
 
 
 def _check_fill(value, *, dims):
@@ -76,7 +80,7 @@ _FILL = register("fill", args=("value",), check=_check_fill, forward=_fill_forwa
 def fill(dims, value, name=None) -> Tensor:
     """A Tensor of shape ``dims`` with every element ``value`` (a scalar); the gradient with
     respect to ``value`` is the sum of the output gradient."""
-    return _FILL(value, dims=_shape("fill", dims))
+    return _FILL(value, dims=_shape("fill", dims, "dims"))
 
 
 def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # noqa: A001
@@ -91,7 +95,7 @@ def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # no
     if vals[2] == 0:
         raise ValueError("range: delta must not be 0")
     if dtype is not None:
-        d = dtypes.as_dtype(dtype)
+        d = dtypes.as_dtype(dtype, "range: dtype")
     else:
         d = dtypes.float32 if any(isinstance(v, (float, np.floating)) for v in vals) else dtypes.int32
     return wrap(backend.default_xp().arange(vals[0], vals[1], vals[2], dtype=d))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import backend, dtypes
+from ..core.convert import to_array
 from ..core.registry import register
 from ..core.tensor import Tensor
 from ._util import broadcast_shape, check_axis, require_bool, require_int, require_same_dtype
@@ -21,7 +22,8 @@ def _check_gather(params, indices, *, axis):
 def _gather_forward(k, xp, params, indices, *, axis):
     a = axis % params.ndim
     moved = xp.moveaxis(params, a, 0)
-    rows = xp.ascontiguousarray(moved).reshape(moved.shape[0], -1)
+    width = int(np.prod(moved.shape[1:], dtype=np.int64))  # not -1: size 0 is ambiguous
+    rows = xp.ascontiguousarray(moved).reshape(moved.shape[0], width)
     flat_ids = indices.reshape(-1)
     out = xp.empty((flat_ids.shape[0], rows.shape[1]), dtype=params.dtype)
     k.gather_rows(rows, flat_ids, out)
@@ -36,8 +38,9 @@ def _gather_backward(k, xp, res, g, *, axis):
     shape, dtype, indices, a = res
     nb = indices.ndim
     order = list(range(a, a + nb)) + list(range(a)) + list(range(a + nb, g.ndim))
-    g_rows = xp.ascontiguousarray(xp.transpose(g, order)).reshape(indices.size, -1)
     moved_shape = (shape[a],) + tuple(shape[:a]) + tuple(shape[a + 1:])
+    width = int(np.prod(moved_shape[1:], dtype=np.int64))  # not -1: size 0 is ambiguous
+    g_rows = xp.ascontiguousarray(xp.transpose(g, order)).reshape(indices.size, width)
     out = xp.zeros((shape[a], g_rows.shape[1]), dtype=dtype)
     k.scatter_add_rows(g_rows, indices.reshape(-1), out)
     return xp.moveaxis(out.reshape(moved_shape), 0, a), None
@@ -70,6 +73,8 @@ def _normalize_key(key):
             part = part._value
         elif isinstance(part, list):
             part = np.asarray(part)
+        if getattr(part, "ndim", None) == 0 and part.dtype.kind in "iu":
+            part = int(part)  # a 0-d integer Tensor/array indexes like an int (syncs device)
         if isinstance(part, (bool, np.bool_)):
             raise TypeError("__getitem__: key must not be a bare bool")
         if hasattr(part, "dtype") and getattr(part, "ndim", 0) > 0:
@@ -144,17 +149,19 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     the index matches, ``off_value`` (default 0) elsewhere; indices outside [0, depth) give
     an all-off row, as TF. ``dtype`` defaults to on/off's dtype, else float32."""
     if dtype is not None:
-        d = dtypes.as_dtype(dtype)
+        d = dtypes.as_dtype(dtype, "one_hot: dtype")
     elif on_value is not None and hasattr(on_value, "dtype"):
         d = on_value.dtype
     elif off_value is not None and hasattr(off_value, "dtype"):
         d = off_value.dtype
     else:
         d = dtypes.float32
-    on = np.asarray(1 if on_value is None else on_value, dtype=d) if not isinstance(
-        on_value, Tensor) else on_value
-    off = np.asarray(0 if off_value is None else off_value, dtype=d) if not isinstance(
-        off_value, Tensor) else off_value
+    src = getattr(indices, "_value", indices)
+    xp = backend.xp_of(src) if hasattr(src, "dtype") else backend.default_xp()
+    on = on_value if hasattr(on_value, "dtype") else xp.asarray(
+        np.asarray(1 if on_value is None else on_value, dtype=d))
+    off = off_value if hasattr(off_value, "dtype") else xp.asarray(
+        np.asarray(0 if off_value is None else off_value, dtype=d))
     return _ONE_HOT(indices, on, off, depth=depth, axis=-1 if axis is None else axis)
 
 
@@ -199,8 +206,12 @@ def where(condition, x=None, y=None, name=None):
         return _WHERE_INDICES(condition)
     if x is None or y is None:
         raise ValueError("where: x and y must both be given or both be None")
-    if not isinstance(x, Tensor) and isinstance(y, Tensor):
-        x = np.asarray(x, dtype=y.dtype) if not hasattr(x, "dtype") else x
-    elif not isinstance(y, Tensor) and isinstance(x, Tensor):
-        y = np.asarray(y, dtype=x.dtype) if not hasattr(y, "dtype") else y
+    if hasattr(x, "dtype") != hasattr(y, "dtype"):
+        # a Python x or y adopts the dtype (and device) of the other operand, as in TF
+        other = x if hasattr(x, "dtype") else y
+        xp = backend.xp_of(getattr(other, "_value", other))
+        if other is x:
+            y = to_array(y, x.dtype, arg="y", op="where", xp=xp)
+        else:
+            x = to_array(x, y.dtype, arg="x", op="where", xp=xp)
     return _WHERE(condition, x, y)

@@ -310,7 +310,7 @@ _CAST = register("cast", args=("x",), check=_check_any, forward=_cast_forward,
 def cast(x, dtype, name=None):
     """``x`` converted to ``dtype`` (floats to ints truncate toward zero, as TF);
     the gradient flows between floating dtypes only."""
-    return _CAST(x, dtype=dtypes.as_dtype(dtype))
+    return _CAST(x, dtype=dtypes.as_dtype(dtype, "cast: dtype"))
 
 
 _IDENTITY = register("identity", args=("input",), check=_check_any,

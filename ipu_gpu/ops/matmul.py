@@ -54,7 +54,7 @@ def _backward(k, xp, res, g, *, transpose_a, transpose_b):
 
 
 _MATMUL = register("matmul", args=_AB, check=_check, forward=_forward, backward=_backward,
-                   twice_differentiable=True)
+                   twice_differentiable=True, scalars_follow=True)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,

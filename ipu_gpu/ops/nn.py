@@ -49,7 +49,8 @@ def relu(features, name=None):
 
 def leaky_relu(features, alpha=0.2, name=None):
     """features where positive, ``alpha * features`` elsewhere."""
-    return _LEAKY_RELU(features, alpha=float(alpha) if not isinstance(alpha, bool) else alpha)
+    number = isinstance(alpha, (int, float, np.number)) and not isinstance(alpha, bool)
+    return _LEAKY_RELU(features, alpha=float(alpha) if number else alpha)  # check() names it
 
 
 def elu(features, name=None):

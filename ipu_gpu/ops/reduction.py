@@ -52,12 +52,16 @@ def _count(shape, axes):
 
 def _mean(xp, x, axes, keepdims):
     n = _count(x.shape, axes)
-    if x.dtype.kind in "iu":  # TF: integer mean is the truncated integer quotient
+    if x.dtype.kind in "iu":  # TF: integer mean is the C++ quotient, truncated toward zero
         s = xp.sum(x, axis=axes, keepdims=keepdims, dtype=np.int64)
-        return (s // n if n else s).astype(x.dtype)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return xp.mean(x, axis=axes, keepdims=keepdims, dtype=np.float32
-                       if x.dtype == dtypes.float16 else x.dtype).astype(x.dtype, copy=False)
+        if not n:
+            return s.astype(x.dtype)
+        q = xp.abs(s) // n
+        return xp.where(s < 0, -q, q).astype(x.dtype)
+    acc = dtypes.float32 if x.dtype == dtypes.float16 else x.dtype
+    s = xp.sum(x, axis=axes, keepdims=keepdims, dtype=acc)
+    with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is NaN, as TF
+        return (s / acc.type(n)).astype(x.dtype, copy=False)
 
 
 def _extreme(reducer, fill):
@@ -143,10 +147,10 @@ def argmax(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
     """Index of the largest value along ``axis`` (default 0), first one on ties; int64 unless
     ``output_type`` says int32."""
     return _ARGMAX(input, axis=0 if axis is None else axis,
-                   output_type=dtypes.as_dtype(output_type, "output_type"))
+                   output_type=dtypes.as_dtype(output_type, "argmax: output_type"))
 
 
 def argmin(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
     """Index of the smallest value along ``axis`` (default 0), first one on ties."""
     return _ARGMIN(input, axis=0 if axis is None else axis,
-                   output_type=dtypes.as_dtype(output_type, "output_type"))
+                   output_type=dtypes.as_dtype(output_type, "argmin: output_type"))
