@@ -37,6 +37,8 @@ def _python_value_dtype(value) -> np.dtype:
         return dtypes.int32
     if flat.dtype.kind == "f":
         return dtypes.float32
+    if flat.dtype == object:  # TF: ValueError for ints beyond int64 and non-numbers (None)
+        raise ValueError(flat.dtype)
     raise TypeError(f"cannot convert a value of dtype {flat.dtype} to a Tensor")
 
 
@@ -63,13 +65,17 @@ def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_ten
         try:
             inferred = _python_value_dtype(value)
         except ValueError:
-            raise ValueError(f"{op}: {arg} must be a rectangular nested list of numbers") from None
+            raise ValueError(f"{op}: {arg} must be a rectangular nested list of numbers in "
+                             f"int64/float range") from None
         except TypeError as e:
             raise TypeError(f"{op}: {arg}: {e}") from None
         target = inferred if dtype is None else np.dtype(dtype)
-        if inferred.kind == "f" and target.kind in "iub":
-            raise TypeError(f"{op}: {arg} must be convertible to {target.name}, got a float value")
-        a = np.asarray(value, dtype=target)
+        if (inferred.kind == "f" and target.kind in "iub") or (inferred.kind in "iu"
+                                                                and target.kind == "b"):
+            raise TypeError(f"{op}: {arg} must be convertible to {target.name}, got "
+                            f"{'a float' if inferred.kind == 'f' else 'an integer'} value")
+        with np.errstate(over="ignore"):  # 1e40 -> inf in float32, as TF
+            a = np.asarray(value, dtype=target)
         target_xp = xp if xp is not None else backend.default_xp()
         return a if target_xp is np else target_xp.asarray(a)
     elif hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
@@ -86,7 +92,8 @@ def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_ten
         raise TypeError(f"{op}: {arg} must have a dtype in "
                         f"{[d.name for d in dtypes.SUPPORTED]}, got {a.dtype}")
     if dtype is not None and a.dtype != dtype:
-        a = a.astype(dtype)
+        with np.errstate(all="ignore"):  # out-of-range values wrap or saturate, as TF casts
+            a = a.astype(dtype)
     return a
 
 
@@ -127,19 +134,19 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     d = None if dtype is None else dtypes.as_dtype(dtype, "constant: dtype")
     xp = backend.default_xp()
     if isinstance(value, Tensor):
-        a = value._value if d is None else value._value.astype(d)
-    else:
+        if d is not None and value.dtype != d:
+            raise TypeError(f"constant: value must have dtype {d.name}, got a Tensor of dtype "
+                            f"{value.dtype.name}")
+        a = value._value  # immutable: sharing is safe
+    elif isinstance(value, (numbers.Number, list, tuple)):
+        a = to_array(value, d, arg="value", op="constant", xp=np)  # a fresh array
+    else:  # arrays and DLPack producers are cast freely (as TF) and always copied
         a = to_array(value, None, arg="value", op="constant")
-        if d is not None and a.dtype != d:
-            if a.dtype.kind == "f" and d.kind in "iub":
-                raise TypeError(f"constant: value must be convertible to {d.name}, got {a.dtype}")
-            a = a.astype(d)
+        a = a.copy() if d is None or a.dtype == d else to_array(a, d)
     if xp is not np and not backend.is_cupy_array(a):
         a = xp.asarray(a)
     elif xp is np and backend.is_cupy_array(a):
         a = a.get()
-    if a is value:
-        a = a.copy()
     if shape is not None:
         shape = tuple(int(s) for s in shape)
         if a.size == 1:

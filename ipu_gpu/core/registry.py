@@ -116,7 +116,8 @@ def _follow_first_tensor(inputs, arrays, anchor):
         a = arrays[j]
         if (a is not None and not isinstance(x, Tensor) and a.dtype != d
                 and a.dtype.kind in "fiu" and d.kind in "fiu"):
-            arrays[j] = a.astype(d)
+            with np.errstate(all="ignore"):  # out-of-range values wrap, as TF converts
+                arrays[j] = a.astype(d)
     return first
 
 
@@ -131,7 +132,10 @@ def _convert_value(x, follow_dtype, arg, op, xp):
         if natural.dtype.kind == "b" and follow_dtype.kind != "b":
             raise TypeError(f"{op}: {arg} must be {follow_dtype.name} like the other operand, "
                             f"got a bool value")
-        a = natural.astype(follow_dtype)
+        with np.errstate(all="ignore"):  # overflow gives inf, as TF
+            # a float converts from the value itself: 0.1 must not pass through float32
+            a = (np.asarray(x, dtype=follow_dtype) if natural.dtype.kind == "f"
+                 else natural.astype(follow_dtype))
         return a if xp is None or xp is np else xp.asarray(a)
     return to_array(x, arg=arg, op=op, xp=xp)
 

@@ -97,7 +97,11 @@ class Tensor:
             v = v.get()  # syncs device
         if dtype is not None and v.dtype != dtype:
             return v.astype(dtype)
-        return np.array(v, copy=True) if copy else v
+        if copy:
+            return np.array(v, copy=True)
+        v = v.view()
+        v.flags.writeable = False  # a Tensor is immutable: TF's arrays are read-only too
+        return v
 
     def __dlpack__(self, *args, **kwargs):
         return self._value.__dlpack__(*args, **kwargs)
@@ -296,7 +300,7 @@ class Variable(Tensor):
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Set the value; shape and dtype stay fixed. Returns the variable."""
         v = self._new_value(value, "assign")
-        self._value = v.copy() if v is getattr(value, "_value", value) else v
+        self._value = v if isinstance(value, (bool, int, float, list, tuple)) else v.copy()
         return self
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):

@@ -293,7 +293,8 @@ def _check_any(x, **static):
 
 
 def _cast_forward(k, xp, x, *, dtype):
-    return x.astype(dtype, copy=False), (x.dtype,)
+    with quiet(xp):  # out-of-range values wrap or saturate silently, as TF's cast
+        return x.astype(dtype, copy=False), (x.dtype,)
 
 
 def _cast_backward(k, xp, res, g, *, dtype):
