@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 
 import numpy as np
@@ -10,26 +9,16 @@ import pytest
 from hypothesis import settings
 
 import ipu_gpu
+from ipu_gpu.core.backend import cupy_if_gpu
 
 settings.register_profile("ci", max_examples=20, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
-def gpu_cupy():
-    """The cupy module when cupy imports and sees a CUDA device, else None."""
-    try:
-        cupy = importlib.import_module("cupy")
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            return cupy
-    except Exception:  # no cupy, no driver, no device: all mean "no GPU here"
-        return None
-    return None
-
-
 def require_gpu():
     """The cupy module, or skip the calling test."""
-    cupy = gpu_cupy()
+    cupy = cupy_if_gpu()
     if cupy is None:
         pytest.skip("needs cupy and a CUDA GPU")
     return cupy
@@ -47,3 +36,15 @@ def backend(request):
         yield xp
     finally:
         ipu_gpu.set_backend(previous)
+
+
+@pytest.fixture(scope="session")
+def real_tf():
+    """TensorFlow (CPU only) as a reference oracle; skips when it is not installed."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # silence TF before it is imported
+    real = pytest.importorskip("tensorflow")
+    try:  # TF on the CPU only (not CUDA_VISIBLE_DEVICES: cupy tests share this process)
+        real.config.set_visible_devices([], "GPU")
+    except RuntimeError:  # devices already initialised
+        pass
+    return real

@@ -12,17 +12,6 @@ import ipu_gpu as tf
 from ipu_gpu import Tensor, Variable
 
 
-@pytest.fixture(scope="module")
-def real_tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # silence TF before it is imported
-    real = pytest.importorskip("tensorflow")
-    try:  # TF on the CPU only (not CUDA_VISIBLE_DEVICES: cupy tests share this process)
-        real.config.set_visible_devices([], "GPU")
-    except RuntimeError:  # devices already initialised by an earlier module
-        pass
-    return real
-
-
 CONVERTERS = [tf.convert_to_tensor, tf.constant]
 
 

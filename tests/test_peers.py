@@ -23,16 +23,6 @@ TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-10, atol
 
 
 @pytest.fixture(scope="module")
-def real_tf():
-    real = pytest.importorskip("tensorflow")
-    try:  # TF on the CPU only (not CUDA_VISIBLE_DEVICES: cupy tests share this process)
-        real.config.set_visible_devices([], "GPU")
-    except RuntimeError:  # devices already initialised by an earlier module
-        pass
-    return real
-
-
-@pytest.fixture(scope="module")
 def torch():
     t = pytest.importorskip("torch")
     t.set_num_threads(1)  # deterministic, and no oversubscription with Numba's threads

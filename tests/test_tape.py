@@ -14,17 +14,6 @@ import ipu_gpu as tf
 from ipu_gpu import GradientTape, Tensor, Variable
 
 
-@pytest.fixture(scope="module")
-def real_tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # silence TF before it is imported
-    real = pytest.importorskip("tensorflow")
-    try:  # TF on the CPU only (not CUDA_VISIBLE_DEVICES: cupy tests share this process)
-        real.config.set_visible_devices([], "GPU")
-    except RuntimeError:  # devices already initialised by an earlier module
-        pass
-    return real
-
-
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

@@ -20,8 +20,8 @@ class BackendError(RuntimeError):
     """The backend that was asked for cannot be used on this machine."""
 
 
-def _cupy_with_gpu():
-    """The cupy module if it imports and sees a CUDA device, else None."""
+def cupy_if_gpu():
+    """The cupy module if it imports and sees a CUDA device, else None (never raises)."""
     try:
         cupy = importlib.import_module("cupy")
         if cupy.cuda.runtime.getDeviceCount() > 0:
@@ -46,7 +46,7 @@ def backend_name() -> str:
         if wanted == "cpu":
             _chosen = "cpu"
         elif wanted == "gpu":
-            if _cupy_with_gpu() is None:
+            if cupy_if_gpu() is None:
                 raise BackendError(
                     f"{_ENV}=gpu but no GPU backend is usable: install the 'gpu' extra "
                     "(cupy) and make sure a CUDA device is visible"
@@ -61,7 +61,7 @@ def _probe_gpu_cheaply() -> bool:
     # Without the cupy package there is no GPU backend; don't pay for importing it otherwise.
     if importlib.util.find_spec("cupy") is None:
         return False
-    return _cupy_with_gpu() is not None
+    return cupy_if_gpu() is not None
 
 
 def set_backend(name: str) -> None:
@@ -69,14 +69,14 @@ def set_backend(name: str) -> None:
     global _chosen
     if name not in ("cpu", "gpu"):
         raise ValueError(f"set_backend: name must be 'cpu' or 'gpu', got {name!r}")
-    if name == "gpu" and _cupy_with_gpu() is None:
+    if name == "gpu" and cupy_if_gpu() is None:
         raise BackendError("set_backend: 'gpu' asked for but cupy or a CUDA device is missing")
     _chosen = name
 
 
 def default_xp():
     """The array module (numpy or cupy) of the current backend."""
-    return numpy if backend_name() == "cpu" else sys.modules.get("cupy") or _cupy_with_gpu()
+    return numpy if backend_name() == "cpu" else sys.modules.get("cupy") or cupy_if_gpu()
 
 
 def is_cupy_array(a) -> bool:
