@@ -23,10 +23,10 @@ class Op:
     """A registered op. ``op(*inputs, **static)`` returns Tensors."""
 
     __slots__ = ("name", "args", "check", "forward", "backward", "family", "twice_differentiable",
-                 "scalars_follow", "_kernel_modules")
+                 "scalars_follow", "partial_backward", "_kernel_modules")
 
     def __init__(self, name, args, check, forward, backward, family, twice_differentiable,
-                 scalars_follow):
+                 scalars_follow, partial_backward=False):
         self.name = name
         self.args = args
         self.check = check
@@ -35,6 +35,7 @@ class Op:
         self.family = family
         self.twice_differentiable = twice_differentiable
         self.scalars_follow = scalars_follow
+        self.partial_backward = partial_backward
         self._kernel_modules = {}
 
     def _arg(self, j: int) -> str:
@@ -141,7 +142,8 @@ def _convert_value(x, follow_dtype, arg, op, xp):
 
 
 def register(name: str, *, args: tuple, check, forward, backward=None, family: str | None = None,
-             twice_differentiable: bool = False, scalars_follow: bool = False) -> Op:
+             twice_differentiable: bool = False, scalars_follow: bool = False,
+             partial_backward: bool = False) -> Op:
     """Define an op once.
 
     Args:
@@ -157,10 +159,14 @@ def register(name: str, *, args: tuple, check, forward, backward=None, family: s
         on residuals that are inputs, outputs or piecewise-constant data, so it can be
         run on Tensors for second derivatives.
       scalars_follow: Python scalars/lists take the dtype of the first array input.
+      partial_backward: the tape also passes ``backward`` a keyword ``needed``, one bool per
+        input, False where the gradient would be thrown away (the input does not lead to a
+        source, or is not floating-point); the rule may return None there and skip its cost
+        (matmul: no ``g @ w.T`` for a data batch that is not being differentiated).
     """
     if name in REGISTRY:
         raise ValueError(f"register: op {name!r} is already registered")
     op = Op(name, tuple(args), check, forward, backward, family, twice_differentiable,
-            scalars_follow)
+            scalars_follow, partial_backward)
     REGISTRY[name] = op
     return op

@@ -265,7 +265,11 @@ class GradientTape:
                     shape, dtype = rec.out_meta[j]
                     z = rec.xp.zeros(shape, dtype)
                     cots[j] = wrap(z) if nested else z
-            in_grads = _run_backward(rec, cots, nested)
+            needed = None
+            if rec.op.partial_backward:  # tell the rule which input gradients are kept
+                needed = tuple(i in reach and _is_float(d)
+                               for i, d in zip(rec.in_ids, rec.in_dtypes))
+            in_grads = _run_backward(rec, cots, nested, needed)
             for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
                 if g is None or node not in reach or not _is_float(dtype):
                     continue
@@ -291,16 +295,17 @@ def _cast(g, dtype):
     return g.astype(dtype)
 
 
-def _run_backward(rec: Record, cots: list, nested: bool):
+def _run_backward(rec: Record, cots: list, nested: bool, needed=None):
     op = rec.op
     k = op.kernels(rec.xp)
+    static = rec.static if needed is None else {**rec.static, "needed": needed}
     if not nested:
-        return op.backward(k, rec.xp, rec.residuals, *cots, **rec.static)
+        return op.backward(k, rec.xp, rec.residuals, *cots, **static)
     involved = {c._id for c in cots}
     involved.update(rec.in_ids)
     wanted = any(not involved.isdisjoint(tp._watched) for tp in _local.tapes)
     if not wanted:
-        grads = op.backward(k, rec.xp, rec.residuals, *[c._value for c in cots], **rec.static)
+        grads = op.backward(k, rec.xp, rec.residuals, *[c._value for c in cots], **static)
         return [None if g is None else wrap(g) for g in grads]
     if rec.arrays is None:
         raise LookupError(f"{op.name}: its gradient is not differentiable (second derivatives "
@@ -312,7 +317,7 @@ def _run_backward(rec: Record, cots: list, nested: bool):
     for node, a in zip(rec.out_ids, out_arrays):
         by_identity[id(a)] = wrap(a, node)
     residuals = tuple(_as_tensor_residual(r, by_identity) for r in rec.residuals)
-    return op.backward(k, _tensor_ops, residuals, *cots, **rec.static)
+    return op.backward(k, _tensor_ops, residuals, *cots, **static)
 
 
 def _as_tensor_residual(r, by_identity):

@@ -40,21 +40,32 @@ def _forward(k, xp, a, b, *, transpose_a, transpose_b):
     return xp.matmul(x, y), (a, b)
 
 
-def _backward(k, xp, res, g, *, transpose_a, transpose_b):
+def _grad_a(xp, a, b, g, transpose_a, transpose_b):
+    if not transpose_a:
+        return xp.matmul(g, b if transpose_b else _mT(xp, b))
+    return xp.matmul(_mT(xp, b), _mT(xp, g)) if transpose_b else xp.matmul(b, _mT(xp, g))
+
+
+def _grad_b(xp, a, b, g, transpose_a, transpose_b):
+    if not transpose_b:
+        return xp.matmul(a if transpose_a else _mT(xp, a), g)
+    return xp.matmul(_mT(xp, g), _mT(xp, a)) if transpose_a else xp.matmul(_mT(xp, g), a)
+
+
+def _backward(k, xp, res, g, *, transpose_a, transpose_b, needed=(True, True)):
+    # needed (from the tape): skip the GEMM of a gradient that would be thrown away, such as
+    # the input batch's in a dense layer.
     a, b = res
-    if not transpose_a and not transpose_b:
-        ga, gb = xp.matmul(g, _mT(xp, b)), xp.matmul(_mT(xp, a), g)
-    elif transpose_a and not transpose_b:
-        ga, gb = xp.matmul(b, _mT(xp, g)), xp.matmul(a, g)
-    elif not transpose_a and transpose_b:
-        ga, gb = xp.matmul(g, b), xp.matmul(_mT(xp, g), a)
-    else:
-        ga, gb = xp.matmul(_mT(xp, b), _mT(xp, g)), xp.matmul(_mT(xp, g), _mT(xp, a))
-    return unbroadcast(xp, ga, a.shape), unbroadcast(xp, gb, b.shape)
+    ga = gb = None
+    if needed[0]:
+        ga = unbroadcast(xp, _grad_a(xp, a, b, g, transpose_a, transpose_b), a.shape)
+    if needed[1]:
+        gb = unbroadcast(xp, _grad_b(xp, a, b, g, transpose_a, transpose_b), b.shape)
+    return ga, gb
 
 
 _MATMUL = register("matmul", args=_AB, check=_check, forward=_forward, backward=_backward,
-                   twice_differentiable=True, scalars_follow=True)
+                   twice_differentiable=True, scalars_follow=True, partial_backward=True)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,

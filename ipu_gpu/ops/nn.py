@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.registry import register
-from ._util import (check_axis, quiet, require_float, require_int, require_same_dtype)
+from ._util import (astype, check_axis, quiet, require_float, require_int, require_same_dtype)
 
 
 def _activation(name, fn, grad, static_check=None):
@@ -33,8 +33,13 @@ def _check_alpha(alpha):
         raise TypeError(f"leaky_relu: alpha must be a number, got {alpha!r}")
 
 
-_RELU = _activation("relu", lambda xp, x: xp.maximum(x, 0),
-                    lambda xp, g, x, y: xp.where(x > 0, g, 0))
+def _relu_grad(xp, g, x, y):
+    # TF's ReluGrad multiplies by the mask (NaN in g stays NaN); a multiply has no
+    # data-dependent branch, unlike where(), which mispredicts on random signs.
+    return g * astype(xp, x > 0, g.dtype)
+
+
+_RELU = _activation("relu", lambda xp, x: xp.maximum(x, 0), _relu_grad)
 _LEAKY_RELU = _activation(
     "leaky_relu", lambda xp, x, alpha: xp.where(x > 0, x, x * alpha),
     lambda xp, g, x, y, alpha: xp.where(x > 0, g, g * alpha), _check_alpha)

@@ -1,0 +1,194 @@
+"""Helpers for bench/ (imported by conftest.py and the bench files): thread counts, seeds,
+optional peers (torch, tensorflow, cupy), machine facts and numpy checks. See conftest.py."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow is imported anywhere
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import ipu_gpu  # noqa: E402
+import ipu_gpu.kernels._threads  # noqa: E402,F401  # picks Numba's threading layer first
+
+SEED = 1234
+THREADS = os.cpu_count() or 1
+TARGET_SECONDS = float(os.environ.get("BENCH_SECONDS", "1.0"))  # timed seconds per row, about
+CPU_IMPLS = ("ipu_gpu", "numpy", "torch", "tensorflow")
+GPU_IMPLS = ("ipu_gpu_cupy", "torch_cuda", "cupy")
+OURS = {"ipu_gpu", "ipu_gpu_cupy", "kernel"}
+
+
+# ---- threads, seeds -----------------------------------------------------------------------
+def _set_threads():
+    import numba
+
+    numba.set_num_threads(min(THREADS, numba.config.NUMBA_NUM_THREADS))
+
+
+_set_threads()
+
+
+def rng(offset: int = 0) -> np.random.Generator:
+    """The seeded generator every test draws its inputs from."""
+    return np.random.default_rng(SEED + offset)
+
+
+# ---- peers: torch, tensorflow, cupy (each optional) -----------------------------------------
+@dataclass
+class Peers:
+    torch: object = None
+    tf: object = None
+    cupy: object = None  # only when cupy imports and a CUDA device is visible
+    torch_cuda: bool = False
+
+
+_PEERS: Peers | None = None
+
+
+def peers() -> Peers:
+    """Import the optional peer libraries once, with thread counts set; missing ones are None."""
+    global _PEERS
+    if _PEERS is not None:
+        return _PEERS
+    p = Peers()
+    try:
+        import torch
+
+        torch.set_num_threads(THREADS)
+        torch.manual_seed(SEED)
+        p.torch = torch
+        p.torch_cuda = bool(torch.cuda.is_available())
+    except ImportError:
+        pass
+    try:
+        import tensorflow as tf
+
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+            tf.config.threading.set_inter_op_parallelism_threads(THREADS)
+            tf.config.set_visible_devices([], "GPU")  # TF rows are the CPU anchor
+        except RuntimeError:  # already initialised
+            pass
+        tf.random.set_seed(SEED)
+        p.tf = tf
+    except ImportError:
+        pass
+    from ipu_gpu.core.backend import cupy_if_gpu
+
+    p.cupy = cupy_if_gpu()
+    _PEERS = p
+    return p
+
+
+def require(impl: str) -> Peers:
+    """Peers, or skip the calling test when ``impl``'s library (or the GPU) is missing."""
+    p = peers()
+    if impl == "torch" and p.torch is None:
+        pytest.skip("torch is not installed")
+    if impl == "tensorflow" and p.tf is None:
+        pytest.skip("tensorflow is not installed")
+    if impl in ("ipu_gpu_cupy", "cupy") and p.cupy is None:
+        pytest.skip("needs cupy and a CUDA GPU")
+    if impl == "torch_cuda" and not p.torch_cuda:
+        pytest.skip("needs torch with CUDA and a GPU")
+    return p
+
+
+def impl_params(cpu=CPU_IMPLS, gpu=GPU_IMPLS):
+    """pytest params for the implementations; GPU rows carry the ``gpu`` marker."""
+    return [*cpu, *(pytest.param(i, marks=pytest.mark.gpu) for i in gpu)]
+
+
+# ---- machine facts ------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_facts() -> dict:
+    import numba
+
+    p = peers()
+    facts = {
+        "cpu": _cpu_model(), "cores": os.cpu_count(), "threads": THREADS,
+        "python": platform.python_version(), "numpy": np.__version__,
+        "numba": numba.__version__, "numba_threading_layer": _threading_layer(),
+        "torch": getattr(p.torch, "__version__", None),
+        "tensorflow": getattr(p.tf, "__version__", None),
+        "cupy": getattr(p.cupy, "__version__", None),
+    }
+    if p.cupy is not None:
+        try:
+            props = p.cupy.cuda.runtime.getDeviceProperties(0)
+            name = props["name"]
+            facts["gpu"] = name.decode() if isinstance(name, bytes) else name
+        except Exception:  # facts only
+            pass
+    return facts
+
+
+def _threading_layer():
+    import numba
+
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel kernel has run yet
+        return None
+
+
+# ---- inputs and checks --------------------------------------------------------------------
+def as_impl(impl: str, a: np.ndarray):
+    """``a`` (a numpy array) as the native array/tensor of ``impl``, copied once, untimed."""
+    p = peers()
+    if impl == "ipu_gpu":
+        return ipu_gpu.constant(a)
+    if impl == "ipu_gpu_cupy":
+        return ipu_gpu.constant(p.cupy.asarray(a))
+    if impl in ("numpy", "kernel"):
+        return a
+    if impl == "torch":
+        return p.torch.from_numpy(a.copy())
+    if impl == "torch_cuda":
+        return p.torch.from_numpy(a.copy()).cuda()
+    if impl == "tensorflow":
+        return p.tf.constant(a)
+    if impl == "cupy":
+        return p.cupy.asarray(a)
+    raise ValueError(f"unknown impl {impl!r}")
+
+
+def to_numpy(x):
+    """A numpy array from any implementation's result (ipu_gpu, torch, tf, cupy, numpy)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, ipu_gpu.Tensor):
+        v = x._value
+        return v if isinstance(v, np.ndarray) else v.get()
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        return x.detach().cpu().numpy()
+    if mod.startswith("cupy"):
+        return x.get()
+    if hasattr(x, "numpy"):
+        return x.numpy()
+    return np.asarray(x)
+
+
+def check_close(name: str, got, want: np.ndarray, rtol: float, atol: float) -> None:
+    """Assert ``got`` (any implementation's result) matches the numpy reference ``want``."""
+    got = np.asarray(to_numpy(got))
+    want = np.asarray(want)
+    assert got.shape == want.shape, f"{name}: shape {got.shape} != numpy's {want.shape}"
+    assert got.dtype == want.dtype, f"{name}: dtype {got.dtype} != numpy's {want.dtype}"
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=name)

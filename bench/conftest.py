@@ -1,0 +1,80 @@
+"""Shared set-up for the benchmarks in bench/ (run by ``make bench``).
+
+* Thread counts: torch's intra-op pool, Numba's prange pool and TF's pools all get
+  ``os.cpu_count()`` threads, so two libraries in one process do not oversubscribe the
+  cores (perf_anchors.md section 8).
+* Seeds are fixed; every test builds its inputs from ``rng()`` so each implementation in a
+  group sees the same arrays.
+* ``impl`` parametrizes a test over the implementations: ipu_gpu, numpy, torch and
+  tensorflow on the CPU, and ipu_gpu on cupy, torch CUDA and raw cupy on a GPU. Rows whose
+  library is missing (torch, tensorflow, cupy, a GPU) are skipped, not failed.
+* ``run`` checks a result against numpy, then times the function with
+  ``benchmark.pedantic`` after warm-up calls (JIT compile and first-touch allocation are
+  excluded) and records machine facts and sizes in ``benchmark.extra_info``.
+
+With ``--benchmark-disable`` (the pyproject default) every test runs once as a plain
+correctness test: ``python -m pytest bench -q``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import ipu_gpu
+from benchutil import GPU_IMPLS, OURS, TARGET_SECONDS, machine_facts, peers, require
+
+
+def _sync_for(impl):
+    p = peers()
+    if impl in ("ipu_gpu_cupy", "cupy") and p.cupy is not None:
+        return p.cupy.cuda.get_current_stream().synchronize
+    if impl == "torch_cuda":
+        return p.torch.cuda.synchronize
+    return None
+
+
+peers()  # import torch/tensorflow now, so their thread pools start with our settings
+
+
+@pytest.fixture
+def ipu_backend(request):
+    """Skip the row if ``impl``'s library or device is missing; else point ipu_gpu's default
+    backend at the device the test's ``impl`` runs on."""
+    callspec = getattr(request.node, "callspec", None)
+    impl = callspec.params.get("impl", "") if callspec else ""
+    require(impl)  # skips rows whose library or device is missing
+    previous = ipu_gpu.backend_name()
+    ipu_gpu.set_backend("gpu" if impl == "ipu_gpu_cupy" else "cpu")
+    yield
+    ipu_gpu.set_backend(previous)
+
+
+@pytest.fixture
+def run(benchmark, request):
+    """``run(fn, impl=..., sizes={...})``: warm ``fn`` up and time it.
+
+    ``fn`` takes no arguments. On a GPU, the timed call includes a device synchronise.
+    Rounds are chosen from one warm call so each row takes about BENCH_SECONDS (default
+    1 s) of timed work, between 7 and 1000 rounds.
+    """
+    def _run(fn, *, impl, sizes, warmup=3, group_note=None):
+        sync = _sync_for(impl)
+        timed = fn if sync is None else (lambda: (fn(), sync()))
+        if not benchmark.enabled:  # --benchmark-disable: one plain call, a correctness run
+            return benchmark.pedantic(timed, rounds=1, iterations=1)
+        for _ in range(warmup):  # JIT compile, caches, allocator: all outside the timing
+            timed()
+        t0 = time.perf_counter()
+        timed()
+        one = max(time.perf_counter() - t0, 1e-6)
+        rounds = int(min(1000, max(7, TARGET_SECONDS / one)))
+        benchmark.extra_info.update(machine_facts())
+        benchmark.extra_info.update({"impl": impl, "ours": impl in OURS,
+                                     "device": "gpu" if impl in GPU_IMPLS else "cpu",
+                                     "sizes": sizes})
+        if group_note:
+            benchmark.extra_info["note"] = group_note
+        return benchmark.pedantic(timed, rounds=rounds, iterations=1, warmup_rounds=1)
+    return _run

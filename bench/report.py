@@ -1,0 +1,218 @@
+"""Turn a pytest-benchmark JSON file into bench/README.md (ratio tables).
+
+    python bench/report.py bench/.last.json bench/README.md
+
+The whole README is rewritten from the template below on every run; edit the template,
+not the README.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+
+TEMPLATE = """\
+# Benchmarks
+
+Written by `bench/report.py` from `{json_name}` on {when}. Do not edit by hand:
+`make bench` rewrites this file (the text lives in the template inside `bench/report.py`).
+
+`make bench` times ipu_gpu against numpy, torch and TensorFlow on the CPU, all in one pytest
+run, on the same inputs. On a machine with cupy and a CUDA GPU it also times ipu_gpu on cupy
+against torch CUDA and raw cupy; without one those rows are skipped.
+
+**Read the ratios, not the absolute times.** This is a small shared virtual machine: the same
+call can take 1.3-1.5x longer a few minutes later (see
+`/work/shared/research/perf_anchors.md` section 1). A ratio of two rows measured in the same
+process moments apart is far more stable than either time, but rows still run one after
+the other, so treat differences below about 1.3x as noise (ipu_gpu's matmul and numpy's run
+the same BLAS call; their ratio shows the noise of the run). A ratio below 1 means ipu_gpu is
+faster; above 1, slower.
+
+How each row is measured:
+- every implementation's result is first checked against a numpy (float64) reference;
+- warm-up calls run before timing, so Numba JIT compilation, first-touch allocation and
+  library start-up are not in the numbers;
+- `benchmark.pedantic`, one call per round, enough rounds for about `BENCH_SECONDS` (1 s)
+  of timing; the table shows the median, with the interquartile range (IQR);
+- thread pools: torch, Numba and TensorFlow each get `os.cpu_count()` threads;
+- GPU rows synchronise the device inside each timed call.
+
+`python -m pytest bench -q` (benchmarks disabled, the pyproject default) runs each case once
+as a quick correctness test.
+
+## Machine
+
+{machine}
+
+## Summary: ipu_gpu time / peer time (median)
+
+{summary}
+
+{target}
+
+{kernel}
+
+## Every group
+
+{groups}
+"""
+
+PEER_ORDER = ["torch", "numpy", "tensorflow"]
+GPU_PEERS = ["torch_cuda", "cupy"]
+IMPL_ORDER = ["ipu_gpu", "kernel", "torch", "numpy", "tensorflow",
+              "ipu_gpu_cupy", "torch_cuda", "cupy"]
+MLP_TARGET = 1.5  # the project's goal: ipu_gpu's MLP training step within 1.5x torch eager
+
+
+def fmt_time(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.1f} µs"
+
+
+def fmt_ratio(r) -> str:
+    return "—" if r is None else f"{r:.2f}×"
+
+
+def impl_of(b) -> str:
+    return (b.get("extra_info") or {}).get("impl") or (b.get("params") or {}).get("impl", "?")
+
+
+def load(path):
+    with open(path) as f:
+        data = json.load(f)
+    groups = defaultdict(dict)
+    for b in data.get("benchmarks", []):
+        groups[b.get("group") or b["name"]][impl_of(b)] = b
+    return data, dict(sorted(groups.items()))
+
+
+def machine_section(data, groups) -> str:
+    extra = next((b["extra_info"] for g in groups.values() for b in g.values()
+                  if b.get("extra_info")), {})
+    mi = data.get("machine_info", {})
+    cpu = extra.get("cpu") or (mi.get("cpu") or {}).get("brand_raw") or mi.get("processor", "?")
+    rows = [
+        ("CPU", cpu),
+        ("cores (os.cpu_count)", extra.get("cores", "?")),
+        ("threads given to torch / Numba / TF", extra.get("threads", "?")),
+        ("Numba threading layer", extra.get("numba_threading_layer") or "?"),
+        ("GPU", extra.get("gpu") or "none"),
+        ("python", extra.get("python") or mi.get("python_version", "?")),
+        ("numpy", extra.get("numpy", "?")),
+        ("numba", extra.get("numba", "?")),
+        ("torch", extra.get("torch") or "not installed"),
+        ("tensorflow", extra.get("tensorflow") or "not installed"),
+        ("cupy", extra.get("cupy") or "not installed / no GPU"),
+        ("date", data.get("datetime", "?")),
+        ("pytest-benchmark", data.get("version", "?")),
+    ]
+    return "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def median(b):
+    return b["stats"]["median"] if b else None
+
+
+def ratio(ours, other):
+    if ours is None or other is None or not other:
+        return None
+    return ours / other
+
+
+def summary_section(groups) -> str:
+    head = ("| group | ipu_gpu | ipu_gpu / torch | ipu_gpu / numpy | ipu_gpu / tensorflow "
+            "| ipu_gpu(cupy) / torch CUDA | ipu_gpu(cupy) / cupy |\n"
+            "|---|---|---|---|---|---|---|")
+    lines = []
+    for name, rows in groups.items():
+        if "ipu_gpu" not in rows and "ipu_gpu_cupy" not in rows:
+            continue
+        ours = median(rows.get("ipu_gpu"))
+        gpu = median(rows.get("ipu_gpu_cupy"))
+        cells = [fmt_time(ours) if ours else "—"]
+        cells += [fmt_ratio(ratio(ours, median(rows.get(p)))) for p in PEER_ORDER]
+        cells += [fmt_ratio(ratio(gpu, median(rows.get(p)))) for p in GPU_PEERS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return head + "\n" + "\n".join(lines) if lines else "(no ipu_gpu rows in this run)"
+
+
+def target_section(groups) -> str:
+    out = [f"**Target:** the MLP training step of ipu_gpu within {MLP_TARGET}× of torch eager "
+           "CPU."]
+    for name, rows in groups.items():
+        if not name.startswith("mlp"):
+            continue
+        r = ratio(median(rows.get("ipu_gpu")), median(rows.get("torch")))
+        if r is None:
+            out.append(f"- {name}: not measured (ipu_gpu or torch row missing)")
+        else:
+            verdict = "met" if r <= MLP_TARGET else "NOT met"
+            out.append(f"- {name}: ipu_gpu / torch = {r:.2f}× ({verdict})")
+    return "\n".join(out)
+
+
+def kernel_section(groups) -> str:
+    lines = []
+    for name, rows in groups.items():
+        r = ratio(median(rows.get("kernel")), median(rows.get("numpy")))
+        if r is not None:
+            lines.append(f"- {name}: softmax_cpu kernel / numpy expressions = {r:.2f}× "
+                         f"({fmt_time(median(rows['kernel']))} vs "
+                         f"{fmt_time(median(rows['numpy']))})")
+    if not lines:
+        return ""
+    return ("**Softmax cross-entropy CPU kernel** (`ipu_gpu/kernels/softmax_cpu.py`, loss and "
+            "dlogits written in place) against the same result from plain numpy array "
+            "expressions, outputs allocated on both sides:\n" + "\n".join(lines))
+
+
+def group_table(name, rows) -> str:
+    ours_impl = next((i for i in ("ipu_gpu", "kernel") if i in rows), None)
+    ours = median(rows.get(ours_impl)) if ours_impl else None
+    gpu_ours = median(rows.get("ipu_gpu_cupy"))
+    order = [i for i in IMPL_ORDER if i in rows] + sorted(set(rows) - set(IMPL_ORDER))
+    sizes = next((b["extra_info"].get("sizes") for b in rows.values()
+                  if b.get("extra_info", {}).get("sizes")), None)
+    out = [f"### {name}", ""]
+    if sizes:
+        out += ["sizes: " + ", ".join(f"{k}={v}" for k, v in sizes.items()), ""]
+    out += [f"| implementation | median | IQR | rounds | {ours_impl or 'ours'} / this |",
+            "|---|---|---|---|---|"]
+    for impl in order:
+        st = rows[impl]["stats"]
+        mine = gpu_ours if impl in ("torch_cuda", "cupy", "ipu_gpu_cupy") else ours
+        out.append(f"| {impl} | {fmt_time(st['median'])} | {fmt_time(st['iqr'])} | "
+                   f"{st['rounds']} | {fmt_ratio(ratio(mine, st['median']))} |")
+    return "\n".join(out)
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__)
+        return 2
+    data, groups = load(argv[1])
+    text = TEMPLATE.format(
+        json_name=argv[1].split("/")[-1] if "/" in argv[1] else argv[1],
+        when=str(data.get("datetime", "?"))[:19].replace("T", " ") + " UTC",
+        machine=machine_section(data, groups),
+        summary=summary_section(groups),
+        target=target_section(groups),
+        kernel=kernel_section(groups),
+        groups="\n\n".join(group_table(n, r) for n, r in groups.items()),
+    )
+    with open(argv[2], "w") as f:
+        f.write(text)
+    print(f"wrote {argv[2]}: {len(groups)} groups")
+    print(summary_section(groups))
+    print(target_section(groups))
+    print(kernel_section(groups))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
