@@ -8,15 +8,24 @@ import pytest
 from ipu_gpu.kernels import indexing_cpu, softmax_cpu
 
 
-def test_threading_layer_is_thread_safe():
+def test_threading_layer_is_thread_safe(monkeypatch):
     import numba
 
+    monkeypatch.setattr(indexing_cpu, "PARALLEL_MIN_ELEMENTS", 0)
     out = np.zeros((4, 3), np.float32)
     indexing_cpu.scatter_add_rows(np.ones((8, 3), np.float32), np.arange(8) % 4, out)
     assert numba.threading_layer() in ("omp", "tbb")
 
 
-def test_scatter_add_rows_accumulates_duplicates_deterministically():
+@pytest.fixture(params=["serial", "parallel"])
+def scatter_path(request, monkeypatch):
+    """Run scatter_add_rows on its serial and its parallel path."""
+    if request.param == "parallel":
+        monkeypatch.setattr(indexing_cpu, "PARALLEL_MIN_ELEMENTS", 0)
+    return request.param
+
+
+def test_scatter_add_rows_accumulates_duplicates_deterministically(scatter_path):
     rng = np.random.default_rng(0)
     grad = rng.normal(size=(500, 7)).astype(np.float32)
     ids = rng.integers(0, 11, 500).astype(np.int32)
@@ -71,6 +80,30 @@ def test_kernels_run_concurrently_from_threads():
                 loss, _ = softmax_cpu.sparse_softmax_xent_fwd(
                     x, ids, np.empty(256, np.float32), np.empty_like(x))
                 np.testing.assert_allclose(loss, expected, rtol=1e-5, atol=1e-5)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_parallel_numba_kernel_runs_concurrently_from_threads(monkeypatch):
+    monkeypatch.setattr(indexing_cpu, "PARALLEL_MIN_ELEMENTS", 0)
+    rng = np.random.default_rng(3)
+    grad = rng.normal(size=(300, 5)).astype(np.float32)
+    ids = rng.integers(0, 17, 300).astype(np.int32)
+    expected = indexing_cpu.scatter_add_rows(grad, ids, np.zeros((17, 5), np.float32))
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                got = indexing_cpu.scatter_add_rows(grad, ids, np.zeros((17, 5), np.float32))
+                assert np.array_equal(got, expected)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 

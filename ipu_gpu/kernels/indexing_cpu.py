@@ -27,11 +27,29 @@ def _first_out_of_range(ids, n):
     return -1
 
 
+# Below this many gradient elements the serial loop wins: an OpenMP launch costs more, and
+# its spinning threads stall the BLAS calls that follow in a training step (bench/README.md).
+PARALLEL_MIN_ELEMENTS = 1 << 20
+
+
 def scatter_add_rows(grad, ids, out):
     """out[ids[i]] += grad[i] for 2-D ``grad`` [N, D] into zeroed ``out`` [R, D]; duplicate
-    ids accumulate in index order (deterministic); ids must be in range."""
-    _scatter_add_rows(grad, ids, out, num_threads())
+    ids accumulate in index order (deterministic, the same order on both paths); ids must
+    be in range."""
+    if grad.size >= PARALLEL_MIN_ELEMENTS:
+        _scatter_add_rows(grad, ids, out, num_threads())
+    else:
+        _scatter_add_rows_serial(grad, ids, out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _scatter_add_rows_serial(grad, ids, out):
+    for i in range(ids.shape[0]):
+        dst = out[ids[i]]
+        src = grad[i]
+        for j in range(src.shape[0]):
+            dst[j] += src[j]
 
 
 @njit(cache=True, nogil=True, parallel=True)
