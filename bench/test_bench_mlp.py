@@ -74,6 +74,25 @@ def array_step(xp, params, x, y, lr):
     return loss
 
 
+def _tape_step(tf, xt, yt, params, lr):
+    """One SGD step written against the TF API: the same code for ipu_gpu and tensorflow."""
+
+    def step():
+        with tf.GradientTape() as tape:
+            h = xt
+            for i in range(0, len(params), 2):
+                h = tf.nn.bias_add(tf.matmul(h, params[i]), params[i + 1])
+                if i + 2 < len(params):
+                    h = tf.nn.relu(h)
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yt, logits=h))
+        grads = tape.gradient(loss, params)
+        for v, g in zip(params, grads):
+            v.assign_sub(lr * g)
+        return loss
+    return step
+
+
 def _make_step(impl, p, x, y, init, lr):
     """(step, params_now): step() runs one training step and returns the loss; params_now()
     gives the current weights as numpy arrays in the [in, out] layout."""
@@ -82,38 +101,14 @@ def _make_step(impl, p, x, y, init, lr):
         xt, yt = as_impl(impl, x), as_impl(impl, y)
         params = [tf.Variable(as_impl(impl, a)) for a in init]
 
-        def step():
-            with tf.GradientTape() as tape:
-                h = xt
-                for i in range(0, len(params), 2):
-                    h = tf.nn.bias_add(tf.matmul(h, params[i]), params[i + 1])
-                    if i + 2 < len(params):
-                        h = tf.nn.relu(h)
-                loss = tf.reduce_mean(
-                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yt, logits=h))
-            grads = tape.gradient(loss, params)
-            for v, g in zip(params, grads):
-                v.assign_sub(lr * g)
-            return loss
+        step = _tape_step(tf, xt, yt, params, lr)
         return step, lambda: [to_numpy(v) for v in params]
     if impl == "tensorflow":
         tf = p.tf
         xt, yt = tf.constant(x), tf.constant(y)
         params = [tf.Variable(a) for a in init]
 
-        def step():
-            with tf.GradientTape() as tape:
-                h = xt
-                for i in range(0, len(params), 2):
-                    h = tf.nn.bias_add(tf.matmul(h, params[i]), params[i + 1])
-                    if i + 2 < len(params):
-                        h = tf.nn.relu(h)
-                loss = tf.reduce_mean(
-                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yt, logits=h))
-            grads = tape.gradient(loss, params)
-            for v, g in zip(params, grads):
-                v.assign_sub(lr * g)
-            return loss
+        step = _tape_step(tf, xt, yt, params, lr)
         return step, lambda: [v.numpy() for v in params]
     if impl in ("torch", "torch_cuda"):
         torch = p.torch

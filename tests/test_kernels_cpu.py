@@ -8,6 +8,24 @@ import pytest
 from ipu_gpu.kernels import indexing_cpu, softmax_cpu
 
 
+def _run_in_threads(work, n=4):
+    """Run ``work`` in ``n`` threads at once; re-raise the first failure."""
+    errors = []
+
+    def guarded():
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
 def test_threading_layer_is_thread_safe(monkeypatch):
     import numba
 
@@ -72,23 +90,14 @@ def test_kernels_run_concurrently_from_threads():
     x = rng.normal(size=(256, 50)).astype(np.float32)
     ids = rng.integers(0, 50, 256).astype(np.int32)
     expected, _ = _xent_reference(x, ids)
-    errors = []
 
     def work():
-        try:
-            for _ in range(20):
-                loss, _ = softmax_cpu.sparse_softmax_xent_fwd(
-                    x, ids, np.empty(256, np.float32), np.empty_like(x))
-                np.testing.assert_allclose(loss, expected, rtol=1e-5, atol=1e-5)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(20):
+            loss, _ = softmax_cpu.sparse_softmax_xent_fwd(
+                x, ids, np.empty(256, np.float32), np.empty_like(x))
+            np.testing.assert_allclose(loss, expected, rtol=1e-5, atol=1e-5)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    _run_in_threads(work)
 
 
 def test_parallel_numba_kernel_runs_concurrently_from_threads(monkeypatch):
@@ -97,19 +106,10 @@ def test_parallel_numba_kernel_runs_concurrently_from_threads(monkeypatch):
     grad = rng.normal(size=(300, 5)).astype(np.float32)
     ids = rng.integers(0, 17, 300).astype(np.int32)
     expected = indexing_cpu.scatter_add_rows(grad, ids, np.zeros((17, 5), np.float32))
-    errors = []
 
     def work():
-        try:
-            for _ in range(20):
-                got = indexing_cpu.scatter_add_rows(grad, ids, np.zeros((17, 5), np.float32))
-                assert np.array_equal(got, expected)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(20):
+            got = indexing_cpu.scatter_add_rows(grad, ids, np.zeros((17, 5), np.float32))
+            assert np.array_equal(got, expected)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    _run_in_threads(work)
