@@ -398,8 +398,6 @@ def test_second_derivatives_match_tensorflow(real_tf, rng, program, shapes):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.xfail(raises=LookupError, strict=True,
-                   reason="getitem's backward (np.add.at) is not differentiable again yet")
 def test_second_derivative_through_getitem():
     x = _c([1.0, 2.0, 3.0])
     with GradientTape() as outer:
@@ -409,6 +407,18 @@ def test_second_derivative_through_getitem():
             y = tf.reduce_sum(x[1:] ** 3)
         dy = inner.gradient(y, x)
     np.testing.assert_allclose(outer.gradient(dy, x).numpy(), [0.0, 12.0, 18.0])
+
+
+def test_second_derivative_through_repeated_integer_index():
+    x = _c([1.0, 2.0, 3.0])
+    with GradientTape() as outer:
+        outer.watch(x)
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = tf.reduce_sum(x[[0, 0, 2]] ** 3)
+        dy = inner.gradient(y, x)  # [2 * 3x0^2, 0, 3x2^2]
+    np.testing.assert_allclose(dy.numpy(), [6.0, 0.0, 27.0])
+    np.testing.assert_allclose(outer.gradient(dy, x).numpy(), [12.0, 0.0, 18.0])
 
 
 # ---- threads -------------------------------------------------------------------------------

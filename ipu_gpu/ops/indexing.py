@@ -102,13 +102,29 @@ def _getitem_forward(k, xp, x, *, key):
 
 def _getitem_backward(k, xp, res, g, *, key):
     shape, dtype = res
-    out = xp.zeros(shape, dtype)
-    k.index_add(out, key, g)
-    return (out,)
+    # Through the getitem_grad op, so that under nested tapes the scatter is recorded too.
+    out = _GETITEM_GRAD(g, key=key, shape=shape)
+    return (out if isinstance(g, Tensor) else out._value,)
 
 
 _GETITEM = register("getitem", args=("tensor",), check=_check_getitem, forward=_getitem_forward,
-                    backward=_getitem_backward, family="indexing")
+                    backward=_getitem_backward, family="indexing", twice_differentiable=True)
+
+
+def _check_getitem_grad(g, *, key, shape):
+    pass  # built only by getitem's backward, from shapes getitem already checked
+
+
+def _getitem_grad_forward(k, xp, g, *, key, shape):
+    out = xp.zeros(shape, g.dtype)
+    k.index_add(out, key, g)
+    return out, ()
+
+
+_GETITEM_GRAD = register(
+    "getitem_grad", args=("grad",), check=_check_getitem_grad, forward=_getitem_grad_forward,
+    backward=lambda k, xp, res, g2, *, key, shape: (g2[key],), family="indexing",
+    twice_differentiable=True)
 
 
 def getitem(tensor, key):
