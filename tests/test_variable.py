@@ -220,3 +220,8 @@ def test_not_hashable_but_identity_comparable():
     with pytest.raises(TypeError):
         hash(v)
     assert bool(v == 1.0)
+
+
+def test_bad_dtype_names_the_argument():
+    with pytest.raises(TypeError, match="^Variable: dtype must be"):
+        Variable(1.0, dtype="not-a-dtype")

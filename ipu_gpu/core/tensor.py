@@ -268,7 +268,7 @@ class Variable(Tensor):
             raise TypeError(f"Variable: trainable must be a bool, got {type(trainable).__name__}")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"Variable: name must be a str, got {type(name).__name__}")
-        d = None if dtype is None else dtypes.as_dtype(dtype)
+        d = None if dtype is None else dtypes.as_dtype(dtype, "Variable: dtype")
         value = to_array(initial_value, dtype=d, arg="initial_value", op="Variable")
         if not isinstance(initial_value, (bool, int, float, list, tuple)):
             value = value.copy()  # a variable owns its buffer (not a numpy/torch/Tensor one)
