@@ -307,3 +307,8 @@ def test_cast_same_dtype_and_gradient():
         tape.watch(x)
         y = tf.reduce_sum(tf.cast(tf.cast(x, tf.int32), tf.float32))
     assert tape.gradient(y, x) is None  # no gradient through an integer cast, as TF
+
+
+def test_one_hot_rejects_on_value_of_another_dtype():
+    with pytest.raises(TypeError, match="^one_hot: on_value must have dtype float64"):
+        tf.one_hot([0, 1], 3, on_value=tf.constant(1.0), dtype=tf.float64)

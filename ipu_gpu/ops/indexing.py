@@ -178,6 +178,9 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         np.asarray(1 if on_value is None else on_value, dtype=d))
     off = off_value if hasattr(off_value, "dtype") else xp.asarray(
         np.asarray(0 if off_value is None else off_value, dtype=d))
+    for arg, v in (("on_value", on), ("off_value", off)):
+        if v.dtype != d:
+            raise TypeError(f"one_hot: {arg} must have dtype {d.name}, got {v.dtype.name}")
     return _ONE_HOT(indices, on, off, depth=depth, axis=-1 if axis is None else axis)
 
 
