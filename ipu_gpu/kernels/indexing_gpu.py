@@ -16,7 +16,7 @@ def gather_rows(params, ids, out):
     if os.environ.get("IPU_GPU_DEBUG") == "1" and not bool(valid.all()):  # syncs device
         raise ValueError(f"gather: indices must be in [0, {n})")
     cupy.take(params, cupy.where(valid, ids, 0), axis=0, out=out)
-    out *= valid[:, None].astype(out.dtype)
+    out[~valid] = 0
     return out
 
 
