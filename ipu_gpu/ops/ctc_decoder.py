@@ -1,0 +1,162 @@
+"""CTC beam-search decoding (``ipu.nn_ops.ctc_beam_search_decoder`` and
+``ctc_beam_search_decoder_with_log_probs``): Graphcore's prefix beam search.
+
+The algorithm (copy / extend / merge / select with a stable tie rule, log space with the
+finite log-zero -65504) is described in ``kernels/ctc_decoder_cpu.py`` and
+tf_ipu_semantics.md section 2.3. No gradient: the ops are registered without a backward
+rule, as on the IPU (decoding is not differentiable).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.registry import register
+from ._util import quiet, require_int
+
+_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
+LOG_ZERO = -65504.0
+
+
+def _require_int_arg(op: str, arg: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op}: {arg} must be an int, got {value!r}")
+    return int(value)
+
+
+def _check(op: str, data_arg: str, lengths_arg: str):
+    def check(data, lengths, *, beam_width, top_paths, blank_index):
+        if data.dtype not in _DTYPES:
+            raise TypeError(f"{op}: {data_arg} must be float16 or float32, got {data.dtype}")
+        require_int(op, lengths_arg, lengths)
+        if data.ndim != 3:
+            raise ValueError(f"{op}: {data_arg} must have rank 3 [max_time, batch, "
+                             f"num_classes], got shape {list(data.shape)}")
+        if lengths.ndim != 1:
+            raise ValueError(f"{op}: {lengths_arg} must have rank 1 [batch], got shape "
+                             f"{list(lengths.shape)}")
+        max_time, batch, num_classes = data.shape
+        if lengths.shape[0] != batch:
+            raise ValueError(f"{op}: {lengths_arg} must have shape [{batch}] (the batch size "
+                             f"of {data_arg}), got {list(lengths.shape)}")
+        if num_classes < 1:
+            raise ValueError(f"{op}: {data_arg} must have at least one class, got shape "
+                             f"{list(data.shape)}")
+        if beam_width < 1:
+            raise ValueError(f"{op}: beam_width must be >= 1, got {beam_width}")
+        if top_paths < 1:
+            raise ValueError(f"{op}: top_paths must be >= 1, got {top_paths}")
+        if top_paths > beam_width:
+            raise ValueError(f"{op}: top_paths must be <= beam_width ({beam_width}), got "
+                             f"{top_paths}")
+        if not -num_classes <= blank_index < num_classes:
+            raise ValueError(f"{op}: blank_index must be in [{-num_classes}, {num_classes}) "
+                             f"(num_classes {num_classes}), got {blank_index}")
+    return check
+
+
+def _forward(from_logits: bool, op: str, lengths_arg: str):
+    def forward(k, xp, data, lengths, *, beam_width, top_paths, blank_index):
+        max_time, batch, num_classes = data.shape
+        if batch:
+            lo = int(xp.min(lengths))  # syncs device
+            hi = int(xp.max(lengths))  # syncs device
+            if lo < 0 or hi > max_time:
+                bad = lo if lo < 0 else hi
+                raise ValueError(f"{op}: {lengths_arg} must be in [0, {max_time}] "
+                                 f"(max_time), got {bad}")
+        x = xp.ascontiguousarray(data, dtype=xp.float32)  # float16 computes in float32
+        if from_logits:
+            with quiet(xp):  # -inf logits give -inf log-probabilities, as TF
+                x = x - xp.max(x, axis=2, keepdims=True)
+                x -= xp.log(xp.sum(xp.exp(x), axis=2, keepdims=True))
+        lens = xp.ascontiguousarray(lengths, dtype=xp.int32)
+        blank = blank_index % num_classes
+        probs = xp.empty((batch, top_paths), xp.float32)
+        out_lengths = xp.empty((batch, top_paths), xp.int32)
+        decoded = xp.empty((batch, top_paths, max_time), xp.int32)
+        k.ctc_beam_search(x, lens, beam_width, blank, probs, out_lengths, decoded)
+        return (probs.astype(data.dtype), out_lengths, decoded), None
+    return forward
+
+
+_DECODER = register(
+    "ctc_beam_search_decoder", args=("logits", "logits_lengths"),
+    check=_check("ctc_beam_search_decoder", "logits", "logits_lengths"),
+    forward=_forward(True, "ctc_beam_search_decoder", "logits_lengths"),
+    family="ctc_decoder")
+_DECODER_LOG_PROBS = register(
+    "ctc_beam_search_decoder_with_log_probs", args=("log_probs", "input_lengths"),
+    check=_check("ctc_beam_search_decoder_with_log_probs", "log_probs", "input_lengths"),
+    forward=_forward(False, "ctc_beam_search_decoder_with_log_probs", "input_lengths"),
+    family="ctc_decoder")
+
+
+def _statics(op, beam_width, top_paths, blank_index):
+    return dict(beam_width=_require_int_arg(op, "beam_width", beam_width),
+                top_paths=_require_int_arg(op, "top_paths", top_paths),
+                blank_index=_require_int_arg(op, "blank_index", blank_index))
+
+
+def ctc_beam_search_decoder(logits, logits_lengths, beam_width=100, top_paths=1,
+                            blank_index=-1, name=None):
+    """CTC beam-search decoding of logits (log-softmax over the classes is applied first).
+
+    Args:
+      logits: [max_time, batch_size, num_classes], float16 or float32, time-major.
+        float16 is decoded in float32 arithmetic.
+      logits_lengths: [batch_size] integer, each in [0, max_time]; time steps at and past
+        a sequence's length are ignored.
+      beam_width: number of beams kept per step (>= 1).
+      top_paths: number of paths returned, in [1, beam_width], most probable first.
+      blank_index: the blank class, in [-num_classes, num_classes); negative values count
+        from the end, so the default -1 is the last class (``num_classes - 1``).
+      name: ignored (TF graph name).
+
+    Returns:
+      A tuple ``(label_probabilities, label_lengths, decoded_labels)``:
+      label_probabilities [batch_size, top_paths] in the dtype of ``logits``,
+      label_lengths [batch_size, top_paths] int32, and
+      decoded_labels [batch_size, top_paths, max_time] int32.
+
+      Deliberate differences from Graphcore's documentation:
+      * label_probabilities is the natural log-probability log P(path) (<= 0), which is
+        what the IPU kernel returns and what Graphcore's own test compares with
+        ``tf.nn.ctc_beam_search_decoder``; the docstring's "negative log probabilities"
+        does not describe the kernel.
+      * decoded_labels positions at and past each path's length hold ``blank_index``
+        (normalised to [0, num_classes)); the IPU leaves them uninitialised.
+      * a path no beam reaches (fewer distinct prefixes than top_paths) has length 0 and
+        probability -65504 (Graphcore's log-zero).
+
+    Raises:
+      TypeError: logits not float16/float32, lengths not integer, or a non-int argument.
+      ValueError: bad ranks, mismatched batch sizes, lengths outside [0, max_time],
+        beam_width < 1, top_paths outside [1, beam_width], blank_index out of range.
+    """
+    op = "ctc_beam_search_decoder"
+    return _DECODER(logits, logits_lengths, **_statics(op, beam_width, top_paths, blank_index))
+
+
+def ctc_beam_search_decoder_with_log_probs(log_probs, input_lengths, beam_width=100,
+                                           top_paths=1, blank_index=-1, name=None):
+    """CTC beam-search decoding of log-probabilities (used as given, not normalised).
+
+    Args:
+      log_probs: [max_time, batch_size, num_classes], float16 or float32, time-major,
+        log-probabilities over the classes (e.g. from ``log_softmax``).
+      input_lengths: [batch_size] integer, each in [0, max_time].
+      beam_width, top_paths, blank_index, name: as ``ctc_beam_search_decoder``.
+
+    Returns:
+      ``(label_probabilities, label_lengths, decoded_labels)`` as
+      ``ctc_beam_search_decoder``: label_probabilities is log P(path) (<= 0 for normalised
+      inputs), not the negative log-probability the Graphcore docstring names; decoded
+      positions past each path's length hold the (normalised) blank_index.
+
+    Raises:
+      TypeError, ValueError: as ``ctc_beam_search_decoder``.
+    """
+    op = "ctc_beam_search_decoder_with_log_probs"
+    return _DECODER_LOG_PROBS(log_probs, input_lengths,
+                              **_statics(op, beam_width, top_paths, blank_index))
