@@ -1,0 +1,226 @@
+"""CTC loss on the CPU (Numba): log-space alpha/beta recursions (Graves et al. 2006) with the
+loss and the logits gradient computed in one call.
+
+Arithmetic follows PopLibs' CTC loss (``lib/popnn/CTCLoss.cpp``): float32 partials, log-zero
+is the finite sentinel -65504 (so an infeasible alignment gives a large finite loss, not
+inf), ``logadd(a, b) = max + log1p(exp(min - max))``, and the gradient is
+``exp(lp) - exp(G + loss)`` with ``G[t, c]`` the log-sum of the occupancies of class c,
+started at log-zero. We accumulate the occupancies in linear space (one exp per cell
+instead of an exp and a log) and add the log-zero start as its own term
+``exp(loss - 65504)``, which is 0 unless the alignment is infeasible.
+
+Every constant is a float32 (a float64 literal would silently promote the kernels to
+float64: perf_anchors.md section 1, trap 4) and there is no fastmath (it would break the
+sentinel arithmetic: trap 5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._threads import num_threads
+
+LOG_ZERO = np.float32(-65504.0)  # PopLibs' probabilityZero: the smallest float16
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+
+# Below this much work (time steps x batch x (classes + extended labels)) the serial kernel
+# wins: an OpenMP launch costs more, and its spinning threads would stall BLAS calls that
+# follow in a training step (see indexing_cpu.py).
+PARALLEL_MIN_WORK = 1 << 17
+
+
+def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logits, loss, grad):
+    """CTC loss per batch entry into ``loss`` [B] and, unless ``grad`` is None, the gradient
+    of the loss with respect to the logits (softmax - posterior occupancy) into ``grad``
+    [T, B, C], 0 at t >= data_length[b].
+
+    ``data`` [T, B, C] float32 C-contiguous: logits when ``logits`` is True (a log-softmax
+    over classes is applied first), else log-probabilities used as they are. ``labels``
+    [B, Lmax] int32, lengths [B] int32, all checked by the caller (lengths within the
+    tensor sizes, labels in [0, C)). Outputs preallocated float32, fully overwritten.
+    Deterministic (each batch entry is computed by one thread in a fixed order).
+    """
+    want_grad = grad is not None
+    g = grad if want_grad else np.empty((0, 0, 0), np.float32)
+    work = data.shape[0] * data.shape[1] * (data.shape[2] + 2 * labels.shape[1] + 1)
+    if work >= PARALLEL_MIN_WORK and data.shape[1] > 1:
+        _ctc_parallel(data, labels, label_length, data_length, blank_index, logits, want_grad,
+                      loss, g, num_threads())
+    else:
+        _ctc_serial(data, labels, label_length, data_length, blank_index, logits, want_grad,
+                    loss, g)
+    return loss, grad
+
+
+def ctc_loss_check_values(name, labels, label_length, data_length, max_time, num_classes):
+    """Raise ValueError unless 0 <= data_length <= max_time, 0 <= label_length <=
+    max_label_length and labels[b, :label_length[b]] lie in [0, num_classes)."""
+    arg = "logit_length" if name == "ctc_loss_v2" else "data_length"
+    max_label = labels.shape[1]
+    for what, lengths, hi in ((arg, data_length, max_time),
+                              ("label_length", label_length, max_label)):
+        bad = np.flatnonzero((lengths < 0) | (lengths > hi))
+        if bad.size:
+            b = bad[0]
+            raise ValueError(f"{name}: {what} must be in [0, {hi}], got {lengths[b]} at batch "
+                             f"entry {b}")
+    b, i = _first_bad_label(labels, label_length, num_classes)
+    if b >= 0:
+        raise ValueError(f"{name}: labels must be in [0, {num_classes}) (num_classes), got "
+                         f"{labels[b, i]} at [{b}, {i}]")
+
+
+@njit(cache=True, nogil=True)
+def _first_bad_label(labels, label_length, num_classes):
+    for b in range(labels.shape[0]):
+        for i in range(label_length[b]):
+            if labels[b, i] < 0 or labels[b, i] >= num_classes:
+                return b, i
+    return -1, -1
+
+
+@njit(cache=True, nogil=True)
+def _logadd2(a, b):
+    if a < b:
+        a, b = b, a
+    return a + np.log1p(np.exp(b - a))
+
+
+@njit(cache=True, nogil=True)
+def _logadd3(a, b, c):
+    m = max(a, max(b, c))
+    return m + np.log(np.exp(a - m) + np.exp(b - m) + np.exp(c - m))
+
+
+@njit(cache=True, nogil=True)
+def _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss, grad, b):
+    """One batch entry: loss[b] and, if ``want_grad``, grad[:, b, :]."""
+    t_max = data.shape[0]
+    n_cls = data.shape[2]
+    n_t = data_length[b]
+    n_lab = label_length[b]
+    n_s = 2 * n_lab + 1
+    if want_grad:
+        for t in range(n_t, t_max):
+            row = grad[t, b]
+            for c in range(n_cls):
+                row[c] = _ZERO
+    if n_t == 0:  # no time steps: log-one for the empty label, log-zero otherwise
+        loss[b] = _ZERO if n_lab == 0 else -LOG_ZERO
+        return
+
+    # extended label [blank, l1, blank, l2, ..., lL, blank]; skip[s]: s-2 -> s allowed
+    ext = np.empty(n_s, np.int32)
+    skip = np.zeros(n_s, np.bool_)
+    for s in range(n_s):
+        ext[s] = blank if s % 2 == 0 else labels[b, s // 2]
+        if s >= 3 and s % 2 == 1 and ext[s] != ext[s - 2]:
+            skip[s] = True
+
+    # log-probabilities at the extended labels; the softmax row goes straight into grad
+    lpe = np.empty((n_t, n_s), np.float32)
+    for t in range(n_t):
+        row = data[t, b]
+        lse = _ZERO
+        if logits:
+            m = row[0]
+            for c in range(1, n_cls):
+                m = max(m, row[c])
+            total = _ZERO
+            if want_grad:
+                out = grad[t, b]
+                for c in range(n_cls):
+                    e = np.exp(row[c] - m)
+                    out[c] = e
+                    total += e
+                inv = _ONE / total
+                for c in range(n_cls):
+                    out[c] *= inv
+            else:
+                for c in range(n_cls):
+                    total += np.exp(row[c] - m)
+            lse = m + np.log(total)
+        elif want_grad:
+            out = grad[t, b]
+            for c in range(n_cls):
+                out[c] = np.exp(row[c])
+        for s in range(n_s):
+            lpe[t, s] = row[ext[s]] - lse
+
+    # alpha, the full table (the backward pass needs every row)
+    alpha = np.empty((n_t, n_s), np.float32)
+    for s in range(n_s):
+        alpha[0, s] = LOG_ZERO
+    alpha[0, 0] = lpe[0, 0]
+    if n_s > 1:
+        alpha[0, 1] = lpe[0, 1]
+    for t in range(1, n_t):
+        prev = alpha[t - 1]
+        cur = alpha[t]
+        lp = lpe[t]
+        cur[0] = prev[0] + lp[0]
+        for s in range(1, n_s):
+            if skip[s]:
+                r = _logadd3(prev[s], prev[s - 1], prev[s - 2])
+            else:
+                r = _logadd2(prev[s], prev[s - 1])
+            cur[s] = r + lp[s]
+    last = alpha[n_t - 1]
+    ll = last[n_s - 1]
+    if n_s > 1:
+        ll = _logadd2(ll, last[n_s - 2])
+    nll = -ll
+    loss[b] = nll
+    if not want_grad:
+        return
+
+    # beta (two rows) and the occupancy subtracted from the softmax, t descending
+    base = np.exp(nll + LOG_ZERO)  # the log-zero start of G; 0 unless infeasible
+    beta = np.empty(n_s, np.float32)
+    nxt = np.empty(n_s, np.float32)
+    for s in range(n_s):
+        beta[s] = LOG_ZERO
+    beta[n_s - 1] = lpe[n_t - 1, n_s - 1]
+    if n_s > 1:
+        beta[n_s - 2] = lpe[n_t - 1, n_s - 2]
+    for t in range(n_t - 1, -1, -1):
+        out = grad[t, b]
+        a = alpha[t]
+        lp = lpe[t]
+        if base != _ZERO:
+            for c in range(n_cls):
+                out[c] -= base
+        for s in range(n_s):
+            out[ext[s]] -= np.exp(a[s] + beta[s] - lp[s] + nll)
+        if t == 0:
+            break
+        lp = lpe[t - 1]
+        for s in range(n_s - 1):
+            if s + 2 < n_s and skip[s + 2]:
+                r = _logadd3(beta[s], beta[s + 1], beta[s + 2])
+            else:
+                r = _logadd2(beta[s], beta[s + 1])
+            nxt[s] = r + lp[s]
+        nxt[n_s - 1] = beta[n_s - 1] + lp[n_s - 1]
+        beta, nxt = nxt, beta
+
+
+@njit(cache=True, nogil=True)
+def _ctc_serial(data, labels, label_length, data_length, blank, logits, want_grad, loss, grad):
+    for b in range(data.shape[1]):
+        _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss,
+                 grad, b)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _ctc_parallel(data, labels, label_length, data_length, blank, logits, want_grad, loss,
+                  grad, nthreads):
+    # Batch entries are independent; interleave them over the threads so that long and
+    # short sequences mix (static chunks would give one thread all the long ones).
+    n_b = data.shape[1]
+    for i in prange(nthreads):
+        for b in range(i, n_b, nthreads):
+            _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss,
+                     grad, b)
