@@ -1,7 +1,8 @@
 """Op definitions by family; importing this package registers every op."""
 
 from ..core import tape as _tape
-from . import creation, indexing, math, matmul, nn, reduction, shape, tensor_namespace
+from . import (creation, ctc, ctc_decoder, indexing, math, matmul, nn, reduction, shape,
+               tensor_namespace)
 
 from ..core.tensor import OPS as _OPERATORS
 
@@ -15,4 +16,4 @@ _OPERATORS.update(
     equal=math.equal, not_equal=math.not_equal, getitem=indexing.getitem,
 )
 
-__all__ = ["creation", "indexing", "math", "matmul", "nn", "reduction", "shape"]
+__all__ = ["creation", "ctc", "ctc_decoder", "indexing", "math", "matmul", "nn", "reduction", "shape"]
