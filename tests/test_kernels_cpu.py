@@ -113,3 +113,15 @@ def test_parallel_numba_kernel_runs_concurrently_from_threads(monkeypatch):
             assert np.array_equal(got, expected)
 
     _run_in_threads(work)
+
+
+def test_op_without_kernels_for_an_array_type_says_so():
+    from ipu_gpu.core.registry import register
+
+    class FakeXp:
+        __name__ = "fakecupy"
+
+    op = register("_test_no_gpu_kernels", args=("x",), check=lambda x: None,
+                  forward=lambda k, xp, x: (x, None), family="no_such_family")
+    with pytest.raises(TypeError, match="_test_no_gpu_kernels: inputs must be numpy arrays"):
+        op.kernels(FakeXp())

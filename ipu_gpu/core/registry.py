@@ -49,7 +49,15 @@ class Op:
             return None
         k = self._kernel_modules.get(xp)
         if k is None:
-            k = self._kernel_modules[xp] = backend.kernels_for(self.family, xp)
+            try:
+                k = self._kernel_modules[xp] = backend.kernels_for(self.family, xp)
+            except ModuleNotFoundError as e:
+                side = "cpu" if xp is np else "gpu"
+                if e.name != f"ipu_gpu.kernels.{self.family}_{side}":
+                    raise
+                raise TypeError(f"{self.name}: inputs must be numpy arrays (this op has no "
+                                f"{side.upper()} kernels yet; use IPU_GPU_BACKEND=cpu), got "
+                                f"{xp.__name__} arrays") from None
         return k
 
     def __call__(self, *inputs, **static):
