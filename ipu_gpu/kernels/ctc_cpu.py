@@ -45,12 +45,13 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
     want_grad = grad is not None
     g = grad if want_grad else np.empty((0, 0, 0), np.float32)
     work = data.shape[0] * data.shape[1] * (data.shape[2] + 2 * labels.shape[1] + 1)
+    lse = _softmax_into(data, logits, want_grad, g)
     if work >= PARALLEL_MIN_WORK and data.shape[1] > 1:
-        _ctc_parallel(data, labels, label_length, data_length, blank_index, logits, want_grad,
-                      loss, g, num_threads())
+        _ctc_fast_parallel(data, lse, labels, label_length, data_length, blank_index, logits,
+                           want_grad, loss, g, num_threads())
     else:
-        _ctc_serial(data, labels, label_length, data_length, blank_index, logits, want_grad,
-                    loss, g)
+        _ctc_fast_serial(data, lse, labels, label_length, data_length, blank_index, logits,
+                         want_grad, loss, g)
     return loss, grad
 
 
@@ -207,20 +208,229 @@ def _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, 
         beta, nxt = nxt, beta
 
 
-@njit(cache=True, nogil=True)
+def _softmax_into(data, logits, want_grad, g):
+    """The softmax over classes (``logits``) or exp of the log-probabilities into ``g`` when
+    ``want_grad``, with numpy's vectorised exp (Numba's exp is a scalar libm call here:
+    perf_anchors.md section 8); returns the log-sum-exp [T, B] (0 for log-probabilities)."""
+    n_t, n_b, _ = data.shape
+    with np.errstate(all="ignore"):
+        if logits:
+            m = data.max(axis=2, keepdims=True)
+            buf = g if want_grad else np.empty_like(data)
+            np.subtract(data, m, out=buf)
+            np.exp(buf, out=buf)
+            tot = buf.sum(axis=2, keepdims=True)
+            lse = (m + np.log(tot)).reshape(n_t, n_b)
+            if want_grad:
+                np.multiply(buf, _ONE / tot, out=buf)
+            return lse
+        if want_grad:
+            np.exp(data, out=g)
+        return np.zeros((n_t, n_b), np.float32)
+
+
 def _ctc_serial(data, labels, label_length, data_length, blank, logits, want_grad, loss, grad):
-    for b in range(data.shape[1]):
+    """The serial path of ``ctc_loss_fwd_bwd`` (``grad`` an empty 3-d array when not
+    ``want_grad``)."""
+    lse = _softmax_into(data, logits, want_grad, grad)
+    _ctc_fast_serial(data, lse, labels, label_length, data_length, blank, logits, want_grad,
+                     loss, grad)
+
+
+_TINY = 1e-280  # float64: a scaled probability below this risks underflow -> exact fallback
+
+
+@njit(cache=True, nogil=True)
+def _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, want_grad,
+                  loss, grad, b):
+    """As ``_ctc_one`` but with ``grad[t, b]`` (t < data_length) already holding the softmax
+    (or exp of the log-probabilities) and ``lse`` the log-sum-exp: the recursions run in
+    linear space (float64, rescaled every step, restricted to the states that can both be
+    reached and reach the end), so they need no exp or log. Whenever that could lose
+    anything against the log-space arithmetic (an infeasible alignment, non-finite
+    inputs, a scaled value near float64's underflow), it defers to the exact ``_ctc_one``.
+    """
+    t_max = data.shape[0]
+    n_cls = data.shape[2]
+    n_t = data_length[b]
+    n_lab = label_length[b]
+    n_s = 2 * n_lab + 1
+    need = n_lab
+    for i in range(1, n_lab):
+        if labels[b, i] == labels[b, i - 1]:
+            need += 1
+    if n_t == 0 or n_t < need:
         _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss,
                  grad, b)
+        return
+    if want_grad:
+        for t in range(n_t, t_max):
+            row = grad[t, b]
+            for c in range(n_cls):
+                row[c] = _ZERO
+
+    ext = np.empty(n_s, np.int32)
+    skip = np.zeros(n_s, np.bool_)
+    for s in range(n_s):
+        ext[s] = blank if s % 2 == 0 else labels[b, s // 2]
+        if s >= 3 and s % 2 == 1 and ext[s] != ext[s - 2]:
+            skip[s] = True
+
+    # probabilities at the extended labels, scaled per step by the row maximum
+    p = np.empty((n_t, n_s), np.float64)
+    log_scale = 0.0
+    for t in range(n_t):
+        row = data[t, b]
+        l = lse[t, b]
+        mx = -np.inf
+        for s in range(n_s):
+            v = row[ext[s]] - l  # float32, as in _ctc_one
+            p[t, s] = v
+            mx = max(mx, v)
+        if not np.isfinite(mx):
+            _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss,
+                     grad, b)
+            return
+        bad = False
+        for s in range(n_s):
+            d = p[t, s] - mx
+            if not d > -600.0:
+                bad = True
+            p[t, s] = np.exp(d)
+        if bad:
+            _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss,
+                     grad, b)
+            return
+        log_scale += mx
+
+    # alpha (scaled per step), states outside [lo, hi] are 0
+    alpha = np.zeros((n_t, n_s), np.float64)
+    hi = min(n_s - 1, 1)
+    lo = max(0, n_s - 2 * n_t)
+    tot = 0.0
+    for s in range(lo, hi + 1):
+        alpha[0, s] = p[0, s]
+        tot += p[0, s]
+    inv = 1.0 / tot
+    for s in range(lo, hi + 1):
+        alpha[0, s] *= inv
+    log_scale -= np.log(inv)
+    bad = False
+    for t in range(1, n_t):
+        prev = alpha[t - 1]
+        cur = alpha[t]
+        pt = p[t]
+        hi = min(n_s - 1, 2 * t + 1)
+        lo = max(0, n_s - 2 * (n_t - t))
+        tot = 0.0
+        for s in range(lo, hi + 1):
+            r = prev[s]
+            if s >= 1:
+                r += prev[s - 1]
+                if skip[s]:
+                    r += prev[s - 2]
+            r *= pt[s]
+            cur[s] = r
+            tot += r
+        if not tot > 0.0:
+            bad = True
+            break
+        inv = 1.0 / tot
+        mn = np.inf
+        for s in range(lo, hi + 1):
+            v = cur[s] * inv
+            cur[s] = v
+            mn = min(mn, v)
+        if not mn > _TINY:
+            bad = True
+            break
+        log_scale -= np.log(inv)
+    if bad:
+        _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss,
+                 grad, b)
+        return
+    last = alpha[n_t - 1]
+    lik = last[n_s - 1]
+    if n_s > 1:
+        lik += last[n_s - 2]
+    nll = -(np.log(lik) + log_scale)
+    if not want_grad:
+        loss[b] = np.float32(nll)
+        return
+
+    # beta' (beta without the emission at t), scaled per step; occupancy = alpha * beta'
+    # normalised per step (it sums to 1 over the states at every t)
+    beta = np.zeros(n_s, np.float64)
+    nxt = np.zeros(n_s, np.float64)
+    beta[n_s - 1] = 1.0
+    if n_s > 1:
+        beta[n_s - 2] = 1.0
+    for t in range(n_t - 1, -1, -1):
+        out = grad[t, b]
+        a = alpha[t]
+        hi = min(n_s - 1, 2 * t + 1)
+        lo = max(0, n_s - 2 * (n_t - t))
+        tot = 0.0
+        for s in range(lo, hi + 1):
+            tot += a[s] * beta[s]
+        if not tot > 0.0:
+            bad = True
+            break
+        inv = 1.0 / tot
+        for s in range(lo, hi + 1):
+            out[ext[s]] -= np.float32(a[s] * beta[s] * inv)
+        if t == 0:
+            break
+        # beta'_{t-1}(s) = sum over successors k of p_t(k) beta'_t(k), s in window(t - 1)
+        pt = p[t]
+        hi2 = min(n_s - 1, 2 * t - 1)
+        lo2 = max(0, n_s - 2 * (n_t - t + 1))
+        for s in range(lo, hi + 1):
+            beta[s] *= pt[s]
+        tot = 0.0
+        for s in range(lo2, hi2 + 1):
+            r = beta[s]
+            if s + 1 < n_s:
+                r += beta[s + 1]
+                if s + 2 < n_s and skip[s + 2]:
+                    r += beta[s + 2]
+            nxt[s] = r
+            tot += r
+        if not tot > 0.0:
+            bad = True
+            break
+        inv = 1.0 / tot
+        mn = np.inf
+        for s in range(lo2, hi2 + 1):
+            v = nxt[s] * inv
+            nxt[s] = v
+            mn = min(mn, v)
+        if not mn > _TINY:
+            bad = True
+            break
+        for s in range(lo, hi + 1):
+            beta[s] = 0.0
+        beta, nxt = nxt, beta
+    if bad:
+        _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss,
+                 grad, b)
+        return
+    loss[b] = np.float32(nll)
+
+
+@njit(cache=True, nogil=True)
+def _ctc_fast_serial(data, lse, labels, label_length, data_length, blank, logits, want_grad,
+                     loss, grad):
+    for b in range(data.shape[1]):
+        _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, want_grad,
+                      loss, grad, b)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _ctc_parallel(data, labels, label_length, data_length, blank, logits, want_grad, loss,
-                  grad, nthreads):
-    # Batch entries are independent; interleave them over the threads so that long and
-    # short sequences mix (static chunks would give one thread all the long ones).
+def _ctc_fast_parallel(data, lse, labels, label_length, data_length, blank, logits, want_grad,
+                       loss, grad, nthreads):
     n_b = data.shape[1]
     for i in prange(nthreads):
         for b in range(i, n_b, nthreads):
-            _ctc_one(data, labels, label_length, data_length, blank, logits, want_grad, loss,
-                     grad, b)
+            _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits,
+                          want_grad, loss, grad, b)
