@@ -329,10 +329,13 @@ def _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, w
                 r += prev[s - 1]
                 if skip[s]:
                     r += prev[s - 2]
+            reached = r > 0.0  # exactly 0 only when no predecessor is reachable
             r *= pt[s]
+            if reached and not r > 0.0:
+                bad = True  # the product underflowed
             cur[s] = r
             tot += r
-        if not tot > 0.0:
+        if bad or not tot > 0.0:
             bad = True
             break
         inv = 1.0 / tot
@@ -340,7 +343,8 @@ def _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, w
         for s in range(lo, hi + 1):
             v = cur[s] * inv
             cur[s] = v
-            mn = min(mn, v)
+            if v > 0.0:
+                mn = min(mn, v)
         if not mn > _TINY:
             bad = True
             break
@@ -386,7 +390,12 @@ def _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, w
         hi2 = min(n_s - 1, 2 * t - 1)
         lo2 = max(0, n_s - 2 * (n_t - t + 1))
         for s in range(lo, hi + 1):
-            beta[s] *= pt[s]
+            v = beta[s] * pt[s]
+            if beta[s] > 0.0 and not v > 0.0:
+                bad = True  # the product underflowed
+            beta[s] = v
+        if bad:
+            break
         tot = 0.0
         for s in range(lo2, hi2 + 1):
             r = beta[s]
@@ -404,7 +413,8 @@ def _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, w
         for s in range(lo2, hi2 + 1):
             v = nxt[s] * inv
             nxt[s] = v
-            mn = min(mn, v)
+            if v > 0.0:
+                mn = min(mn, v)
         if not mn > _TINY:
             bad = True
             break
