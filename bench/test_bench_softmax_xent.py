@@ -56,18 +56,8 @@ def _array_fwd_bwd(xp, x, labels):
 
 
 def _fwd_bwd_fn(impl, p, logits, labels):
-    if impl in ("ipu_gpu", "ipu_gpu_cupy"):
-        tf = ipu_gpu
-
-        def step():
-            with tf.GradientTape() as tape:
-                tape.watch(logits)
-                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                    labels=labels, logits=logits))
-            return loss, tape.gradient(loss, logits)
-        return step
-    if impl == "tensorflow":
-        tf = p.tf
+    if impl in ("ipu_gpu", "ipu_gpu_cupy", "tensorflow"):
+        tf = p.tf if impl == "tensorflow" else ipu_gpu
 
         def step():
             with tf.GradientTape() as tape:

@@ -241,6 +241,18 @@ _TINY = 1e-280  # float64: a scaled probability below this risks underflow -> ex
 
 
 @njit(cache=True, nogil=True)
+def _rescale(vec, lo, hi, inv):
+    """vec[lo:hi+1] *= inv; False if a positive entry falls below _TINY (underflow risk)."""
+    mn = np.inf
+    for s in range(lo, hi + 1):
+        v = vec[s] * inv
+        vec[s] = v
+        if v > 0.0:
+            mn = min(mn, v)
+    return mn > _TINY
+
+
+@njit(cache=True, nogil=True)
 def _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, want_grad,
                   loss, grad, b):
     """As ``_ctc_one`` but with ``grad[t, b]`` (t < data_length) already holding the softmax
@@ -339,13 +351,7 @@ def _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, w
             bad = True
             break
         inv = 1.0 / tot
-        mn = np.inf
-        for s in range(lo, hi + 1):
-            v = cur[s] * inv
-            cur[s] = v
-            if v > 0.0:
-                mn = min(mn, v)
-        if not mn > _TINY:
+        if not _rescale(cur, lo, hi, inv):
             bad = True
             break
         log_scale -= np.log(inv)
@@ -409,13 +415,7 @@ def _ctc_one_fast(data, lse, labels, label_length, data_length, blank, logits, w
             bad = True
             break
         inv = 1.0 / tot
-        mn = np.inf
-        for s in range(lo2, hi2 + 1):
-            v = nxt[s] * inv
-            nxt[s] = v
-            if v > 0.0:
-                mn = min(mn, v)
-        if not mn > _TINY:
+        if not _rescale(nxt, lo2, hi2, inv):
             bad = True
             break
         for s in range(lo, hi + 1):
