@@ -280,6 +280,131 @@ def test_stop_gradient():
     assert float(tape.gradient(y, x)) == 9.0
 
 
+# ---- only watched sources get gradients (as TF) --------------------------------------------
+def test_frozen_variable_beside_a_trainable_one_gives_none():
+    w = Variable(2.0)
+    frozen = Variable(3.0, trainable=False)
+    with GradientTape(persistent=True) as tape:
+        y = w * frozen  # recorded because w is watched; frozen is an unwatched input of it
+    assert tape.watched_variables() == (w,)
+    gw, gf = tape.gradient(y, [w, frozen])
+    assert float(gw) == 3.0
+    assert gf is None
+    gw, gf = tape.gradient(y, [w, frozen], unconnected_gradients="zero")
+    assert float(gw) == 3.0
+    assert isinstance(gf, Tensor) and gf.dtype == np.float32 and float(gf) == 0.0
+
+
+def test_variable_read_but_not_watched_gives_none():
+    w = Variable(2.0)
+    v = Variable([5.0, 6.0])
+    with GradientTape(watch_accessed_variables=False, persistent=True) as tape:
+        tape.watch(w)
+        y = tf.reduce_sum(w * v)
+    assert tape.watched_variables() == (w,)
+    gw, gv = tape.gradient(y, [w, v])
+    assert float(gw) == 11.0
+    assert gv is None
+    gv = tape.gradient(y, [w, v], unconnected_gradients=tf.UnconnectedGradients.ZERO)[1]
+    np.testing.assert_array_equal(gv.numpy(), [0, 0])
+
+
+def test_unwatched_tensors_give_none():
+    x, c = _c(4.0), _c(7.0)
+    v = Variable(np.float64(5.0))
+    early = v.read_value()  # read before the tape: not watched by it
+    with GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * c
+        h = c * c  # not recorded: no watched input
+        z = h * x + early * x
+    gx, gc = tape.gradient(y, [x, c])
+    assert float(gx) == 7.0 and gc is None
+    gh, ge, gx = tape.gradient(z, [h, early, x])
+    assert gh is None and ge is None
+    assert float(gx) == 54.0
+
+
+def test_watched_tensors_and_recorded_outputs_get_gradients():
+    x, c = _c(4.0), _c(7.0)
+    with GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        h = x * c  # the output of a recorded op is watched
+        y = h * h
+    gh, gx, gc = tape.gradient(y, [h, x, c])
+    assert (float(gh), float(gx), gc) == (56.0, 392.0, None)
+
+
+def test_target_that_is_a_source_gets_ones_even_unwatched():
+    c = _c([1.0, 2.0])
+    frozen = Variable(3.0, trainable=False)
+    with GradientTape(persistent=True) as tape:
+        pass
+    np.testing.assert_array_equal(tape.gradient(c, c).numpy(), [1, 1])
+    assert float(tape.gradient(frozen, frozen)) == 1.0
+
+
+def test_nested_tapes_give_none_for_unwatched_sources():
+    x, c = _c(4.0), _c(7.0)
+    with GradientTape() as outer:
+        outer.watch(x)
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = x * x * c
+        g = inner.gradient(y, x)
+    assert float(g) == 56.0
+    gx, gc = outer.gradient(g, [x, c])
+    assert float(gx) == 14.0 and gc is None
+
+    w = Variable(2.0)
+    frozen = Variable(3.0, trainable=False)
+    with GradientTape() as outer:
+        with GradientTape() as inner:
+            y = w * w * frozen
+        gw, gf = inner.gradient(y, [w, frozen])
+    assert float(gw) == 12.0 and gf is None
+    hw, hf = outer.gradient(gw, [w, frozen])
+    assert float(hw) == 6.0 and hf is None
+
+
+def _watching_cases(lib):
+    """Gradients (None or numpy) of small programs where some sources are not watched."""
+    out = []
+    w = lib.Variable(2.0)
+    frozen = lib.Variable(3.0, trainable=False)
+    v = lib.Variable(5.0)
+    x, c = lib.constant(4.0), lib.constant(7.0)
+    with lib.GradientTape(persistent=True) as tape:
+        y = w * frozen * v + c
+    out += tape.gradient(y, [w, frozen, v, c])
+    out += tape.gradient(y, [w, frozen, v, c], unconnected_gradients="zero")
+    out.append([var.name for var in tape.watched_variables()])
+    with lib.GradientTape(watch_accessed_variables=False, persistent=True) as tape:
+        tape.watch([x, frozen])
+        y = w * frozen * x * c
+    out += tape.gradient(y, [w, frozen, x, c])
+    out += tape.gradient(y, [w, frozen, x, c], unconnected_gradients="zero")
+    out.append([var.name for var in tape.watched_variables()])
+    with lib.GradientTape() as outer:
+        with lib.GradientTape() as inner:
+            y = w * w * frozen * c
+        g = inner.gradient(y, [w, frozen, c])
+    out += g
+    out += outer.gradient(g[0], [w, frozen, c])
+    return [None if g is None else g if isinstance(g, list) else np.asarray(g) for g in out]
+
+
+def test_watching_matches_tensorflow(real_tf):
+    ours, theirs = _watching_cases(tf), _watching_cases(real_tf)
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if b is None or isinstance(b, list):
+            assert a == b, i
+        else:
+            assert a is not None, i
+            np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=str(i))
+
+
 # ---- dtypes --------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_gradient_dtype_is_source_dtype(dtype):

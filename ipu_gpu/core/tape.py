@@ -173,7 +173,8 @@ class GradientTape:
                  unconnected_gradients=UnconnectedGradients.NONE):
         """Gradients of ``target`` (summed, if it is not a scalar or is a list) with respect
         to ``sources``, in the structure of ``sources``; None (or zeros, with
-        ``unconnected_gradients='zero'``) for sources the target does not depend on.
+        ``unconnected_gradients='zero'``) for sources the target does not depend on and for
+        sources the tape does not watch (as TF: a frozen variable, an unwatched constant).
         ``output_gradients`` are the cotangents of ``target``, one per target.
         """
         if self._records is None:
@@ -247,7 +248,11 @@ class GradientTape:
                 g = _seed_array(seed, t)
             accumulate(t._id, g)
 
-        reach = {s._id for s in sources}
+        # Only sources the tape watches (watched Tensors and variables, outputs of recorded
+        # ops) get gradients, as in TF: a record kept for one watched input must not hand a
+        # gradient to an unwatched input beside it (a frozen variable, a constant).
+        watched = self._watched
+        reach = {s._id for s in sources if s._id in watched}
         records = self._records
         for rec in records:
             for i in rec.in_ids:
