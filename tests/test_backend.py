@@ -100,6 +100,16 @@ def test_env_gpu_without_cupy_is_a_backend_error():
     assert out["zeros"] == "BackendError"
 
 
+def test_first_tensor_in_a_fresh_interpreter_chooses_the_backend():
+    """Choosing the backend on first use needs importlib.util, which a bare interpreter has
+    not imported (`import ipu_gpu; constant(1.0)` once raised AttributeError)."""
+    r = _run("import importlib, sys; sys.modules.pop('importlib.util', None); "
+             "importlib.__dict__.pop('util', None); "
+             "import ipu_gpu; print(ipu_gpu.constant(1.0).numpy())")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "1.0"
+
+
 @pytest.mark.parametrize("value", ["bogus", "cuda", "1"])
 def test_env_bogus_is_an_error(value):
     out = _probe(value)

@@ -6,7 +6,7 @@ cupy array reaches an op; ``import ipu_gpu`` never imports it.
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import os
 import sys
 
