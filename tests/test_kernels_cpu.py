@@ -138,3 +138,33 @@ def test_scatter_add_rows_float16_accumulates_duplicates():
     np.add.at(want, ids, grad.astype(np.float64))
     assert out.dtype == np.float16
     np.testing.assert_allclose(out, want, rtol=1e-2, atol=2e-2)
+
+
+# ---- bounds guards: bad indices raise, never write out of bounds (issue 12) ------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("bad", [4, 1000, -1, -5, 2**40])
+def test_scatter_add_rows_rejects_out_of_range_ids(scatter_path, dtype, bad):
+    grad = np.ones((6, 3), dtype)
+    ids = np.array([0, 1, 3, bad, 2, 0], np.int64)
+    out = np.zeros((4, 3), dtype)
+    with pytest.raises(ValueError, match=rf"scatter_add_rows: ids must be in \[0, 4\), got "
+                                         rf"{bad} at position 3"):
+        indexing_cpu.scatter_add_rows(grad, ids, out)
+    assert np.isfinite(out.astype(np.float64)).all()
+    with pytest.raises(ValueError, match=r"scatter_add_rows: ids must be in \[0, 0\)"):
+        indexing_cpu.scatter_add_rows(grad, ids % 4, np.zeros((0, 3), dtype))
+
+
+@pytest.mark.parametrize("grad_shape, ids_len, out_shape", [
+    ((6, 3), 7, (4, 3)),  # more ids than gradient rows
+    ((6, 3), 5, (4, 3)),  # fewer
+    ((6, 4), 6, (4, 3)),  # gradient rows wider than out's
+    ((6, 2), 6, (4, 3)),
+])
+def test_scatter_add_rows_rejects_mismatched_shapes(grad_shape, ids_len, out_shape):
+    with pytest.raises(ValueError, match="scatter_add_rows: grad must have shape"):
+        indexing_cpu.scatter_add_rows(np.ones(grad_shape, np.float32),
+                                      np.zeros(ids_len, np.int32), np.zeros(out_shape, np.float32))
+    with pytest.raises(TypeError, match="scatter_add_rows: out must have grad's dtype"):
+        indexing_cpu.scatter_add_rows(np.ones((2, 3), np.float16), np.zeros(2, np.int32),
+                                      np.zeros((4, 3), np.float32))

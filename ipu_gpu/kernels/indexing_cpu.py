@@ -33,41 +33,70 @@ PARALLEL_MIN_ELEMENTS = 1 << 20
 
 
 def scatter_add_rows(grad, ids, out):
-    """out[ids[i]] += grad[i] for 2-D ``grad`` [N, D] into zeroed ``out`` [R, D]; duplicate
-    ids accumulate in index order (deterministic, the same order on both paths); ids must
-    be in range."""
+    """out[ids[i]] += grad[i] for 2-D ``grad`` [N, D], 1-D int ``ids`` [N] into zeroed ``out``
+    [R, D] of grad's dtype; duplicate ids accumulate in index order (deterministic, the same
+    order on both paths). Raises ValueError naming the first id outside [0, R) (``out`` is
+    then partly updated) or mismatched shapes; never writes out of bounds."""
+    if grad.ndim != 2 or ids.ndim != 1 or out.ndim != 2 or grad.shape != (ids.shape[0],
+                                                                           out.shape[1]):
+        raise ValueError(f"scatter_add_rows: grad must have shape [len(ids), out.shape[1]] = "
+                         f"{[ids.shape[0], out.shape[1]]} (ids 1-D, out 2-D), got grad "
+                         f"{list(grad.shape)}, ids {list(ids.shape)}, out {list(out.shape)}")
+    if grad.dtype != out.dtype:
+        raise TypeError(f"scatter_add_rows: out must have grad's dtype {grad.dtype}, got "
+                        f"{out.dtype}")
+    rows = out.shape[0]
     if grad.dtype == np.float16:  # Numba has no float16: the embedding kernel adds its bits
         from .embedding_cpu import embedding_bwd
 
-        return embedding_bwd(np.ascontiguousarray(grad), ids.astype(np.int32, copy=False), out,
-                             False)
-    if grad.size >= PARALLEL_MIN_ELEMENTS:
-        _scatter_add_rows(grad, ids, out, num_threads())
+        bad = _first_out_of_range(ids, rows)  # that kernel would drop bad ids silently
+        if bad < 0:
+            embedding_bwd(np.ascontiguousarray(grad), ids.astype(np.int32, copy=False), out,
+                          False)
+    elif grad.size >= PARALLEL_MIN_ELEMENTS:
+        bad = _scatter_add_rows(grad, ids, out, num_threads())
     else:
-        _scatter_add_rows_serial(grad, ids, out)
+        bad = _scatter_add_rows_serial(grad, ids, out)
+    if bad >= 0:
+        raise ValueError(f"scatter_add_rows: ids must be in [0, {rows}), got {ids[bad]} at "
+                         f"position {bad}")
     return out
 
 
+# The loops below stop at the first id outside [0, rows) and return its position (-1: none):
+# one comparison per id, and no write ever leaves ``out``.
 @njit(cache=True, nogil=True)
 def _scatter_add_rows_serial(grad, ids, out):
+    rows = out.shape[0]
     for i in range(ids.shape[0]):
-        dst = out[ids[i]]
+        r = ids[i]
+        if r < 0 or r >= rows:
+            return i
+        dst = out[r]
         src = grad[i]
         for j in range(src.shape[0]):
             dst[j] += src[j]
+    return -1
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _scatter_add_rows(grad, ids, out, nthreads):
-    # Each thread owns the rows r with r % nthreads == t: no races, fixed order per row.
+    # Each thread owns the rows r with r % nthreads == t: no races, fixed order per row. Every
+    # thread scans all ids, so all stop at the same first bad id.
+    rows = out.shape[0]
+    bad = np.full(nthreads, -1, np.int64)
     for t in prange(nthreads):
         for i in range(ids.shape[0]):
             r = ids[i]
+            if r < 0 or r >= rows:
+                bad[t] = i
+                break
             if r % nthreads == t:
                 dst = out[r]
                 src = grad[i]
                 for j in range(src.shape[0]):
                     dst[j] += src[j]
+    return bad[0]
 
 
 def index_add(out, key, grad):

@@ -6,6 +6,9 @@ import os
 
 import cupy
 import cupyx
+import numpy as np
+
+from . import embedding_gpu
 
 
 def gather_rows(params, ids, out):
@@ -21,9 +24,37 @@ def gather_rows(params, ids, out):
 
 
 def scatter_add_rows(grad, ids, out):
-    """out[ids[i]] += grad[i] into zeroed ``out``; uses float atomics, so the summation order of
-    duplicate ids is not fixed (the CPU twin is deterministic)."""
-    cupyx.scatter_add(out, ids, grad)
+    """out[ids[i]] += grad[i] for 2-D ``grad`` [N, D], 1-D int ``ids`` [N] into zeroed ``out``
+    [R, D] (C-contiguous) of grad's dtype. Ids outside [0, R) are dropped, the adjoint of
+    gather_rows' zero rows (the CPU twin raises); no device sync. Float rows go through
+    embedding_gpu's scatter-add: duplicates summed in index order (the CPU twin's bits)
+    unless ``IPU_GPU_DETERMINISTIC=0`` asks for float32 atomics."""
+    if grad.ndim != 2 or ids.ndim != 1 or out.ndim != 2 or grad.shape != (ids.shape[0],
+                                                                           out.shape[1]):
+        raise ValueError(f"scatter_add_rows: grad must have shape [len(ids), out.shape[1]] = "
+                         f"{[ids.shape[0], out.shape[1]]} (ids 1-D, out 2-D), got grad "
+                         f"{list(grad.shape)}, ids {list(ids.shape)}, out {list(out.shape)}")
+    if grad.dtype != out.dtype:
+        raise TypeError(f"scatter_add_rows: out must have grad's dtype {grad.dtype}, got "
+                        f"{out.dtype}")
+    if not out.flags.c_contiguous:
+        raise ValueError("scatter_add_rows: out must be C-contiguous")
+    rows = out.shape[0]
+    if rows == 0 or ids.shape[0] == 0 or out.shape[1] == 0:
+        return out
+    if out.dtype not in (np.float16, np.float32, np.float64):
+        # cupyx.scatter_add wraps out-of-range ids into range: send them to row 0 with zeros
+        valid = (ids >= 0) & (ids < rows)
+        cupyx.scatter_add(out, cupy.where(valid, ids, 0), cupy.where(valid[:, None], grad, 0))
+        return out
+    if ids.dtype != np.int32:
+        if rows > np.iinfo(np.int32).max:
+            raise ValueError(f"scatter_add_rows: out must have at most 2**31 - 1 rows on the "
+                             f"GPU, got {rows}")
+        # out-of-range ids become -1 first, so the cast cannot wrap one into range
+        ids = cupy.where((ids >= 0) & (ids < rows), ids, -1).astype(np.int32)
+    embedding_gpu.embedding_bwd(cupy.ascontiguousarray(grad), cupy.ascontiguousarray(ids), out,
+                                False)
     return out
 
 
