@@ -4,13 +4,18 @@ This catches indexing and formula mistakes; the real CuPy run is the `gpu`-marke
 
 import numpy as np
 import pytest
-from cuda_emulator import install_fake_cupy
+from cuda_emulator import compiler_available, install_fake_cupy
 
 
 @pytest.fixture
 def gpu_kernels(monkeypatch):
+    # embedding_gpu first: indexing_gpu's scatter-add runs its kernels (cuda/embedding.cu)
     return install_fake_cupy(monkeypatch, ["ipu_gpu.kernels.softmax_gpu",
+                                           "ipu_gpu.kernels.embedding_gpu",
                                            "ipu_gpu.kernels.indexing_gpu"])
+
+
+needs_gxx = pytest.mark.skipif(not compiler_available(), reason="needs g++ for the emulator")
 
 
 def _xent_case(rng, n=9, c=6):
@@ -42,6 +47,7 @@ def test_sparse_xent_gpu_gives_nan_rows_for_bad_ids(gpu_kernels):
     assert np.isfinite(np.delete(loss, 3)).all()
 
 
+@needs_gxx
 def test_indexing_twins_agree(gpu_kernels):
     from ipu_gpu.kernels import indexing_cpu
 
@@ -59,3 +65,35 @@ def test_indexing_twins_agree(gpu_kernels):
     np.testing.assert_allclose(
         gpu_kernels.indexing_gpu.scatter_add_rows(grad, ids, np.zeros((8, 3), np.float32)),
         indexing_cpu.scatter_add_rows(grad, ids, np.zeros((8, 3), np.float32)), rtol=1e-6)
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("id_dtype", [np.int32, np.int64])
+def test_scatter_add_rows_gpu_drops_out_of_range_ids(gpu_kernels, dtype, id_dtype):
+    # the adjoint of the GPU gather's zero rows; the emulator's np.add.at would raise on them,
+    # and cupyx.scatter_add would wrap them into range
+    from ipu_gpu.kernels import indexing_cpu
+
+    rng = np.random.default_rng(5)
+    grad = rng.normal(size=(9, 3)).astype(dtype)
+    bad = [4, -1, -5, 1000] + ([2**32 + 1, -(2**32) + 2] if id_dtype == np.int64 else [])
+    ids = np.array([0, 3, 1, 3, 2, 0, 1, 3, 2], id_dtype)
+    keep = ids.copy()
+    for pos, b in zip((1, 4, 6, 8, 2, 5), bad):
+        ids[pos] = b
+    got = gpu_kernels.indexing_gpu.scatter_add_rows(grad, ids, np.zeros((4, 3), dtype))
+    valid = (ids >= 0) & (ids < 4)
+    want = indexing_cpu.scatter_add_rows(grad[valid], keep[valid], np.zeros((4, 3), dtype))
+    np.testing.assert_array_equal(got, want)  # the same order of additions: the same bits
+
+
+def test_scatter_add_rows_gpu_rejects_mismatched_shapes(gpu_kernels):
+    k = gpu_kernels.indexing_gpu
+    for grad_shape, n_ids in (((6, 3), 7), ((6, 4), 6), ((6, 2), 6)):
+        with pytest.raises(ValueError, match="scatter_add_rows: grad must have shape"):
+            k.scatter_add_rows(np.ones(grad_shape, np.float32), np.zeros(n_ids, np.int32),
+                               np.zeros((4, 3), np.float32))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        k.scatter_add_rows(np.ones((2, 3), np.float32), np.zeros(2, np.int32),
+                           np.zeros((3, 4), np.float32).T)
