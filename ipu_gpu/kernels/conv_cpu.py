@@ -19,24 +19,33 @@ Two GEMM schemes, chosen per shape (``conv2d_plan``):
   input gradient is the product with the transposed filter, added back tap by tap (col2im).
 
 Threading: the rows are cut into blocks (a few thousand rows, so a block's operands stay in
-cache) that the threads take in turn, each calling BLAS single-threaded
-(``openblas_set_num_threads_local``); a block's tap GEMMs are issued by one Numba call that
-holds no GIL (``tap_gemms``: the CBLAS function is passed to it as a ctypes pointer). One
-synchronisation a convolution instead of one a GEMM: on a loaded machine OpenBLAS's own
-threading of many small GEMMs stalls at every call (6x slower here with other processes
-running). Results are deterministic: blocks have fixed bounds and each output block is written
-by one GEMM sequence; filter gradients sum per-block partials in a fixed order, whatever the
-number of threads (a test compares 1 and 2 threads bitwise).
+cache; the cut depends on the shapes only) that the threads take in turn; a block's tap GEMMs
+are issued by one Numba call that holds no GIL (``tap_gemms``: the CBLAS function is passed to
+it as a ctypes pointer). One synchronisation a convolution instead of one a GEMM: on a loaded
+machine OpenBLAS's own threading of many small GEMMs stalls at every call (6x slower here with
+other processes running).
+
+Determinism: every GEMM of a convolution runs with OpenBLAS on one thread, for any number of
+our threads, one included (``single_threaded_blas``). OpenBLAS's thread count is one number
+for the whole process (``openblas_set_num_threads_local`` sets it for every thread in the
+pthreads builds numpy ships), and on some CPUs (its Haswell and Zen kernels: every AMD CPU and
+Intel CPUs without AVX-512) a GEMM's bits depend on it. Blocks have fixed bounds, each output
+block is written by one GEMM sequence, and filter gradients sum a shape-determined number of
+per-block partials in a fixed order, so results are bitwise identical for any thread count and
+from run to run (tests/test_determinism.py). A single-threaded OpenBLAS GEMM does not depend
+on the operands' alignment (it packs them first), so fresh buffers change nothing.
 
 Without CBLAS (another numpy build) the same GEMMs run through numpy.matmul on strided views.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import itertools
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -55,14 +64,14 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
 class _Cblas:
-    """``?gemm`` of the BLAS numpy was built against (and OpenBLAS's per-thread thread count),
-    or nothing when they cannot be found (then numpy.matmul does the GEMMs)."""
+    """``?gemm`` of the BLAS numpy was built against and OpenBLAS's thread-count setter, or
+    nothing when they cannot be found (then numpy.matmul does the GEMMs)."""
 
     def __init__(self):
         self.fns = {}
         self.numba_fns = {}
         self.numba_checked = {}
-        self.set_local_threads = None
+        self.set_threads = None
         lib = None
         for mod in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
             try:
@@ -98,11 +107,34 @@ class _Cblas:
                     nb.restype = None
                     self.numba_fns[np.dtype(dtype)] = nb
                 break
-        local = getattr(lib, "openblas_set_num_threads_local", None)
-        if local is not None and self.fns:
-            local.argtypes = [ctypes.c_int]
-            local.restype = ctypes.c_int
-            self.set_local_threads = local
+        if self.fns:
+            self.set_threads = _thread_setter(lib)
+
+
+def _thread_setter(lib):
+    """``set(n) -> previous`` for OpenBLAS's (process-wide) thread count, or None when numpy's
+    BLAS is not an OpenBLAS that exports one."""
+    local = getattr(lib, "openblas_set_num_threads_local", None)  # returns the previous count
+    if local is not None:
+        local.argtypes = [ctypes.c_int]
+        local.restype = ctypes.c_int
+        return local
+    for suffix in ("64_", "_64_", ""):  # older OpenBLAS: separate getter and setter
+        for prefix in ("scipy_openblas", "openblas"):
+            setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+            getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+            if setter is None or getter is None:
+                continue
+            setter.argtypes, setter.restype = [ctypes.c_int], None
+            getter.argtypes, getter.restype = [], ctypes.c_int
+
+            def set_threads(n, setter=setter, getter=getter):
+                previous = getter()
+                setter(n)
+                return previous
+
+            return set_threads
+    return None
 
 
 def _self_test(fn, dtype) -> bool:
@@ -138,7 +170,7 @@ def use_blas(enabled: bool) -> None:
         _CBLAS.fns = {}
         _CBLAS.numba_fns = {}
         _CBLAS.numba_checked = {}
-        _CBLAS.set_local_threads = None
+        _CBLAS.set_threads = None
 
 
 class Gemm:
@@ -263,11 +295,16 @@ def _view(buf, off, rows, cols, ld):
 
 # ---- threads -----------------------------------------------------------------------------------
 _POOL = None
+_SECTION_LOCK = threading.Lock()
+_section_depth = 0
+_section_saved = 0
 
 
 def _forget_pool():
-    global _POOL
+    global _POOL, _SECTION_LOCK, _section_depth
     _POOL = None  # a forked child has none of the parent's threads
+    _SECTION_LOCK = threading.Lock()
+    _section_depth = 0
 
 
 os.register_at_fork(after_in_child=_forget_pool)
@@ -278,44 +315,58 @@ def _pool(workers):
     if _POOL is None or _POOL._max_workers < workers:
         if _POOL is not None:
             _POOL.shutdown(wait=False)
-        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ipu_gpu_conv",
-                                   initializer=_single_threaded_blas)
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ipu_gpu_conv")
     return _POOL
 
 
-def _single_threaded_blas():
-    local = _cblas().set_local_threads
-    if local is not None:
-        local(1)
+@contextlib.contextmanager
+def single_threaded_blas():
+    """OpenBLAS runs every call on one thread while any such section is open in the process
+    (sections nest and overlap across threads; the last to close restores the count). The
+    count is process-wide, so a numpy matmul another thread makes meanwhile runs on one thread
+    too. Does nothing when numpy's BLAS is not OpenBLAS."""
+    global _section_depth, _section_saved
+    set_threads = _cblas().set_threads
+    if set_threads is None:
+        yield
+        return
+    with _SECTION_LOCK:
+        if _section_depth == 0:
+            _section_saved = set_threads(1)
+        _section_depth += 1
+    try:
+        yield
+    finally:
+        with _SECTION_LOCK:
+            _section_depth -= 1
+            if _section_depth == 0:
+                set_threads(_section_saved)
 
 
 def run_blocks(nblocks, work):
     """``work(b)`` for b in 0..nblocks-1, each once, spread over up to ``num_threads()``
-    threads (the caller is one) whose BLAS calls are single-threaded. Blocks must write
-    disjoint outputs. With one block or one thread, or without OpenBLAS's per-thread setting,
-    the caller runs them in order with BLAS threaded as usual."""
+    threads (the caller is one), with BLAS on one thread throughout (``single_threaded_blas``)
+    whatever the number of threads. Blocks must write disjoint outputs."""
     nt = min(num_threads(), nblocks)
-    local = _cblas().set_local_threads
-    if nt <= 1 or local is None:
-        for b in range(nblocks):
-            work(b)
-        return
-    ticket = itertools.count()  # next() on it is atomic under the GIL
+    with single_threaded_blas():
+        if nt <= 1:
+            for b in range(nblocks):
+                work(b)
+            return
+        ticket = itertools.count()  # next() on it is atomic under the GIL
 
-    def loop():
-        b = next(ticket)
-        while b < nblocks:
-            work(b)
+        def loop():
             b = next(ticket)
+            while b < nblocks:
+                work(b)
+                b = next(ticket)
 
-    futures = [_pool(nt - 1).submit(loop) for _ in range(nt - 1)]
-    local(1)
-    try:
-        loop()
-    finally:
-        local(0)  # back to OpenBLAS's global thread count
-        for f in futures:
-            f.result()
+        futures = [_pool(nt - 1).submit(loop) for _ in range(nt - 1)]
+        try:
+            loop()
+        finally:
+            for f in futures:  # every block is done before BLAS gets its threads back
+                f.result()
 
 
 def _blocks(rows, target):
@@ -333,7 +384,7 @@ def _sum_partials(nparts, dw, accumulate_part):
     """dw = sum over p of the partial gradient ``accumulate_part(p, out)`` writes into ``out``
     (parts computed in parallel, added in a fixed order)."""
     if nparts == 1:
-        accumulate_part(0, dw.reshape(-1))
+        run_blocks(1, lambda p: accumulate_part(p, dw.reshape(-1)))
         return
     parts = np.empty((nparts, dw.size), dw.dtype)
     run_blocks(nparts, lambda p: accumulate_part(p, parts[p]))
@@ -586,11 +637,14 @@ PARALLEL_MIN_WORK = 1 << 18
 def depthwise_conv2d_fwd(x, f, strides, dilations, pads, out):
     """out[N, Ho, Wo, C*M] = depthwise conv of x[N, H, W, C] with f[kh, kw, C, M] (output
     channel c*M + m is input channel c through f[..., c, m]). The padding is not
-    materialised: taps that fall outside ``x`` are skipped."""
+    materialised: taps that fall outside ``x`` are skipped, unless the filter holds an Inf or
+    NaN, whose product with the zero padding is NaN (as TF's and conv2d's)."""
     if out.size == 0:
         return out
     (sh, sw), (dh, dw) = strides, dilations
     pt, pl = pads[0][0], pads[1][0]
+    if any(pads[0] + pads[1]) and not np.isfinite(f).all():
+        x, pt, pl = _padded(x, pads), 0, 0
     work = out.size * f.shape[0] * f.shape[1]
     if work >= PARALLEL_MIN_WORK:
         _depthwise_fwd(x, f, sh, sw, dh, dw, pt, pl, out)
