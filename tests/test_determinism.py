@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ipu_gpu.kernels import conv_cpu
+from ipu_gpu.kernels import _blas, conv_cpu
 
 PROBE = Path(__file__).with_name("determinism_probe.py")
 THREAD_COUNTS = (1, 2, 3)
@@ -73,7 +73,7 @@ def test_probe_digests_catch_a_single_changed_bit():
 
 
 def test_single_threaded_blas_sections_overlap_across_threads():
-    set_threads = conv_cpu._cblas().set_threads
+    set_threads = _blas.thread_setter()
     if set_threads is None:
         pytest.skip("numpy's BLAS is not an OpenBLAS with a thread-count setting")
 
@@ -86,7 +86,7 @@ def test_single_threaded_blas_sections_overlap_across_threads():
     entered, release = threading.Event(), threading.Event()
 
     def other():
-        with conv_cpu.single_threaded_blas():
+        with _blas.single_threaded_blas():
             entered.set()
             release.wait(10)
 
@@ -94,7 +94,7 @@ def test_single_threaded_blas_sections_overlap_across_threads():
     t.start()
     try:
         assert entered.wait(10)
-        with conv_cpu.single_threaded_blas():
+        with _blas.single_threaded_blas():
             assert count() == 1
         assert count() == 1  # the other thread's section is still open
     finally:
@@ -106,7 +106,7 @@ def test_single_threaded_blas_sections_overlap_across_threads():
 def test_every_conv_gemm_runs_with_blas_on_one_thread(monkeypatch):
     """The thread count OpenBLAS sees inside each block is 1, with one Numba thread too
     (a one-thread run once let OpenBLAS thread the GEMMs, which changes their bits)."""
-    set_threads = conv_cpu._cblas().set_threads
+    set_threads = _blas.thread_setter()
     if set_threads is None:
         pytest.skip("numpy's BLAS is not an OpenBLAS with a thread-count setting")
     seen = []

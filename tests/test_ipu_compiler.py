@@ -270,3 +270,37 @@ def test_numba_kernels_run_in_every_replica():
     assert sorted(got) == [0, 1, 2, 3]
     for h in got.values():
         np.testing.assert_array_equal(h, want)
+
+
+def test_replicated_programs_run_with_one_blas_thread():
+    """OpenBLAS's thread count is process-wide; while replicas run concurrently it is 1, so a
+    replica's matmul bits never depend on whether another replica is inside a convolution."""
+    from ipu_gpu.kernels import _blas
+
+    set_threads = _blas.thread_setter()
+    if set_threads is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS with a thread-count setting")
+
+    def blas_threads():
+        previous = set_threads(1)
+        set_threads(previous)
+        return previous
+
+    before = blas_threads()
+    seen = []
+    lock = threading.Lock()
+
+    def program():
+        with lock:
+            seen.append(blas_threads())
+        return tf.constant(0.0)
+
+    _configure(2)
+    _compile(program)
+    assert seen == [1, 1]
+    assert blas_threads() == before
+    system.reset()
+    _configure(1)
+    seen.clear()
+    _compile(program)
+    assert seen == [before]  # one replica: BLAS keeps its threads

@@ -21,6 +21,11 @@ Memory: each replica's inputs are charged to its IPU's ledger while the run last
 (outputs are copied to the host). An IPU that cannot hold them raises
 ``GraphMemoryAllocationError`` from the op that allocated, naming the replica.
 
+BLAS: while the replicas of a replicated program run, OpenBLAS runs on one thread
+(``kernels._blas.single_threaded_blas``). The replicas are the parallelism, and OpenBLAS's
+thread count is process-wide: a count another replica's convolution changed mid-run would
+otherwise change the bits of a matmul on the CPUs whose GEMM results depend on it.
+
 Runs on one device are serialised (a lock per device): two host threads running programs on
 the same IPUs would otherwise interleave replicas on the single-threaded executors and
 deadlock.
@@ -28,6 +33,7 @@ deadlock.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 
@@ -217,6 +223,15 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
         _release_live_tensors()
 
 
+def _blas_threads(replication_factor: int):
+    """One BLAS thread while several replicas run concurrently (see the module docstring)."""
+    if replication_factor <= 1:
+        return contextlib.nullcontext()
+    from ..kernels._blas import single_threaded_blas
+
+    return single_threaded_blas()
+
+
 def run(device, fn, args=(), kwargs=None, num_shards: int = 1):
     """Run ``fn(*args, **kwargs)`` on every replica of ``device`` (replication factor =
     ``device.num_ipus // num_shards``); return the result of replica 0.
@@ -231,7 +246,7 @@ def run(device, fn, args=(), kwargs=None, num_shards: int = 1):
     replicas = device.replica_shards(num_shards)
     program = Program(device, replicas)
     charges: list = []
-    with _device_lock(device), _ChargingTensors():
+    with _device_lock(device), _ChargingTensors(), _blas_threads(len(replicas)):
         futures = [shards[0].executor.submit(_replica_main, program, r, fn, args, kwargs,
                                              charges)
                    for r, shards in enumerate(replicas)]

@@ -26,31 +26,28 @@ machine OpenBLAS's own threading of many small GEMMs stalls at every call (6x sl
 other processes running).
 
 Determinism: every GEMM of a convolution runs with OpenBLAS on one thread, for any number of
-our threads, one included (``single_threaded_blas``). OpenBLAS's thread count is one number
-for the whole process (``openblas_set_num_threads_local`` sets it for every thread in the
-pthreads builds numpy ships), and on some CPUs (its Haswell and Zen kernels: every AMD CPU and
-Intel CPUs without AVX-512) a GEMM's bits depend on it. Blocks have fixed bounds, each output
-block is written by one GEMM sequence, and filter gradients sum a shape-determined number of
-per-block partials in a fixed order, so results are bitwise identical for any thread count and
-from run to run (tests/test_determinism.py). A single-threaded OpenBLAS GEMM does not depend
-on the operands' alignment (it packs them first), so fresh buffers change nothing.
+our threads, one included (``_blas.single_threaded_blas``): OpenBLAS's thread count is one
+number for the whole process, and on some CPUs a GEMM's bits depend on it. Blocks have fixed
+bounds, each output block is written by one GEMM sequence, and filter gradients sum a
+shape-determined number of per-block partials in a fixed order, so results are bitwise
+identical for any thread count and from run to run (tests/test_determinism.py). A
+single-threaded OpenBLAS GEMM does not depend on the operands' alignment (it packs them
+first), so fresh buffers change nothing.
 
 Without CBLAS (another numpy build) the same GEMMs run through numpy.matmul on strided views.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import importlib
 import itertools
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit, prange
 
+from ._blas import numpy_blas_library, single_threaded_blas
 from ._threads import num_threads
 
 SHIFT_MIN_CHANNELS = 16  # below this a per-tap GEMM is too thin: im2col wins
@@ -64,22 +61,14 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
 class _Cblas:
-    """``?gemm`` of the BLAS numpy was built against and OpenBLAS's thread-count setter, or
-    nothing when they cannot be found (then numpy.matmul does the GEMMs)."""
+    """``?gemm`` of the BLAS numpy was built against, or nothing when it cannot be found
+    (then numpy.matmul does the GEMMs)."""
 
     def __init__(self):
         self.fns = {}
         self.numba_fns = {}
         self.numba_checked = {}
-        self.set_threads = None
-        lib = None
-        for mod in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
-            try:
-                # dlsym on the extension's handle also searches the libraries it links
-                lib = ctypes.CDLL(importlib.import_module(mod).__file__)
-                break
-            except (ImportError, OSError):
-                continue
+        lib = numpy_blas_library()
         if lib is None:
             return
         for dtype, letter in ((np.float32, "s"), (np.float64, "d")):
@@ -107,34 +96,6 @@ class _Cblas:
                     nb.restype = None
                     self.numba_fns[np.dtype(dtype)] = nb
                 break
-        if self.fns:
-            self.set_threads = _thread_setter(lib)
-
-
-def _thread_setter(lib):
-    """``set(n) -> previous`` for OpenBLAS's (process-wide) thread count, or None when numpy's
-    BLAS is not an OpenBLAS that exports one."""
-    local = getattr(lib, "openblas_set_num_threads_local", None)  # returns the previous count
-    if local is not None:
-        local.argtypes = [ctypes.c_int]
-        local.restype = ctypes.c_int
-        return local
-    for suffix in ("64_", "_64_", ""):  # older OpenBLAS: separate getter and setter
-        for prefix in ("scipy_openblas", "openblas"):
-            setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-            getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-            if setter is None or getter is None:
-                continue
-            setter.argtypes, setter.restype = [ctypes.c_int], None
-            getter.argtypes, getter.restype = [], ctypes.c_int
-
-            def set_threads(n, setter=setter, getter=getter):
-                previous = getter()
-                setter(n)
-                return previous
-
-            return set_threads
-    return None
 
 
 def _self_test(fn, dtype) -> bool:
@@ -170,7 +131,6 @@ def use_blas(enabled: bool) -> None:
         _CBLAS.fns = {}
         _CBLAS.numba_fns = {}
         _CBLAS.numba_checked = {}
-        _CBLAS.set_threads = None
 
 
 class Gemm:
@@ -295,16 +255,11 @@ def _view(buf, off, rows, cols, ld):
 
 # ---- threads -----------------------------------------------------------------------------------
 _POOL = None
-_SECTION_LOCK = threading.Lock()
-_section_depth = 0
-_section_saved = 0
 
 
 def _forget_pool():
-    global _POOL, _SECTION_LOCK, _section_depth
+    global _POOL
     _POOL = None  # a forked child has none of the parent's threads
-    _SECTION_LOCK = threading.Lock()
-    _section_depth = 0
 
 
 os.register_at_fork(after_in_child=_forget_pool)
@@ -317,30 +272,6 @@ def _pool(workers):
             _POOL.shutdown(wait=False)
         _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ipu_gpu_conv")
     return _POOL
-
-
-@contextlib.contextmanager
-def single_threaded_blas():
-    """OpenBLAS runs every call on one thread while any such section is open in the process
-    (sections nest and overlap across threads; the last to close restores the count). The
-    count is process-wide, so a numpy matmul another thread makes meanwhile runs on one thread
-    too. Does nothing when numpy's BLAS is not OpenBLAS."""
-    global _section_depth, _section_saved
-    set_threads = _cblas().set_threads
-    if set_threads is None:
-        yield
-        return
-    with _SECTION_LOCK:
-        if _section_depth == 0:
-            _section_saved = set_threads(1)
-        _section_depth += 1
-    try:
-        yield
-    finally:
-        with _SECTION_LOCK:
-            _section_depth -= 1
-            if _section_depth == 0:
-                set_threads(_section_saved)
 
 
 def run_blocks(nblocks, work):
