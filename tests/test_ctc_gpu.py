@@ -222,6 +222,61 @@ def test_the_op_runs_unchanged_on_the_gpu_twin(ctc_gpu, logits):
     assert grads[0] is None and grads[2] is None and grads[3] is None
 
 
+@needs_gxx
+@pytest.mark.parametrize("want_grad", [True, False])
+def test_bad_entries_give_nan_instead_of_out_of_bounds_accesses(ctc_gpu, want_grad):
+    # the bounds rule of cuda/ctc.cu, for callers that skip ctc_loss_check_values
+    rng = np.random.default_rng(17)
+    n_t, n_c, max_l = 6, 5, 3
+    x, labels, ll, dl = _case(rng, n_t, 9, n_c, max_l, 0)
+    ll[1] = max_l + 1
+    labels[2, 0], ll[2] = n_c, max(ll[2], 1)
+    dl[3] = n_t + 3
+    dl[4] = -1
+    labels[5, 1], ll[5] = -2, max_l
+    ll[6] = -1
+    labels[7, 2], ll[7] = 2**31 - 1, max_l
+    labels[8, 2], ll[8] = n_c + 4, 2  # past its label_length: not checked, a valid entry
+    bad = [1, 2, 3, 4, 5, 6, 7]
+    good = [0, 8]
+    loss, grad = _run(ctc_gpu, x, labels, ll, dl, 0, True, want_grad=want_grad)
+    assert np.isnan(loss[bad]).all()
+    want_loss, want_grad_ = _run(ctc_cpu, np.ascontiguousarray(x[:, good]), labels[good],
+                                 ll[good], dl[good], 0, True)
+    np.testing.assert_allclose(loss[good], want_loss, rtol=2e-5, atol=1e-4)
+    if want_grad:
+        assert np.isnan(grad[:, bad]).all()
+        np.testing.assert_allclose(grad[:, good], want_grad_, rtol=1e-4, atol=2e-5)
+
+
+@needs_gxx
+def test_host_side_checks_match_the_cpu_twin(ctc_gpu):
+    rng = np.random.default_rng(18)
+    x, labels, ll, dl = _case(rng, 6, 3, 5, 3, 0)
+    good = dict(data=x, labels=labels, label_length=ll, data_length=dl, blank_index=0,
+                logits=True, loss=np.empty(3, np.float32), grad=np.empty_like(x))
+    for bad in (dict(blank_index=5), dict(blank_index=-1), dict(labels=labels[:2]),
+                dict(label_length=ll[:2]), dict(data_length=np.zeros(4, np.int32)),
+                dict(loss=np.empty(2, np.float32)), dict(grad=np.empty((6, 3, 4), np.float32)),
+                dict(data=x[0])):
+        args = {**good, **bad}
+        with pytest.raises(ValueError) as want:
+            ctc_cpu.ctc_loss_fwd_bwd(**args)
+        with pytest.raises(ValueError) as got:
+            ctc_gpu.ctc_loss_fwd_bwd(**args)
+        assert str(got.value) == str(want.value)
+        assert str(got.value).startswith("ctc_loss_fwd_bwd: ")
+    # what only the raw kernels take on trust
+    with pytest.raises(TypeError, match="ctc_loss_fwd_bwd: label_length must be int32"):
+        ctc_gpu.ctc_loss_fwd_bwd(**{**good, "label_length": ll.astype(np.int64)})
+    with pytest.raises(TypeError, match="ctc_loss_fwd_bwd: data must be float32"):
+        ctc_gpu.ctc_loss_fwd_bwd(**{**good, "data": x.astype(np.float64)})
+    with pytest.raises(ValueError, match="ctc_loss_fwd_bwd: grad must be C-contiguous"):
+        ctc_gpu.ctc_loss_fwd_bwd(**{**good, "grad": np.empty((5, 3, 6), np.float32).T})
+    with pytest.raises(ValueError, match="ctc_loss_v2: labels must be \\[B, Lmax\\] and"):
+        ctc_gpu.ctc_loss_check_values("ctc_loss_v2", labels, ll[:2], dl, 6, 5)
+
+
 def test_shared_check_helper_finds_the_first_bad_label():
     from ipu_gpu.kernels import _ctc_checks
 

@@ -168,3 +168,77 @@ def test_scatter_add_rows_rejects_mismatched_shapes(grad_shape, ids_len, out_sha
     with pytest.raises(TypeError, match="scatter_add_rows: out must have grad's dtype"):
         indexing_cpu.scatter_add_rows(np.ones((2, 3), np.float16), np.zeros(2, np.int32),
                                       np.zeros((4, 3), np.float32))
+
+
+def _ctc_case(n_t=6, n_b=3, n_c=5, max_l=3):
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(n_t, n_b, n_c)).astype(np.float32)
+    labels = rng.integers(1, n_c, (n_b, max_l)).astype(np.int32)
+    return dict(data=x, labels=labels, label_length=np.full(n_b, max_l, np.int32),
+                data_length=np.full(n_b, n_t, np.int32), blank_index=0, logits=True,
+                loss=np.empty(n_b, np.float32), grad=np.empty_like(x))
+
+
+def _with_entry(a, pos, value):
+    a = a.copy()
+    a[pos] = value
+    return a
+
+
+_CTC_BAD = {  # name: (changes to the case, the message expected)
+    "blank_high": (dict(blank_index=5), r"blank_index must be in \[0, 5\) \(num_classes\), got 5"),
+    "blank_negative": (dict(blank_index=-1), r"blank_index must be in \[0, 5\).*got -1"),
+    "label_high": (dict(labels=lambda c: _with_entry(c["labels"], (1, 2), 5)),
+                   r"labels must be in \[0, 5\) \(num_classes\), got 5 at \[1, 2\]"),
+    "label_huge": (dict(labels=lambda c: _with_entry(c["labels"], (0, 0), 2**31 - 1)),
+                   r"labels must be in \[0, 5\).*got 2147483647 at \[0, 0\]"),
+    "label_negative": (dict(labels=lambda c: _with_entry(c["labels"], (2, 1), -3)),
+                       r"labels must be in \[0, 5\).*got -3 at \[2, 1\]"),
+    "label_length_past_max": (dict(label_length=lambda c: _with_entry(c["label_length"], 1, 4)),
+                              r"label_length must be in \[0, 3\], got 4 at batch entry 1"),
+    "label_length_huge": (dict(label_length=lambda c: _with_entry(c["label_length"], 0,
+                                                                  2**31 - 1)),
+                          r"label_length must be in \[0, 3\], got 2147483647 at batch entry 0"),
+    "label_length_negative": (dict(label_length=lambda c: _with_entry(c["label_length"], 2, -1)),
+                              r"label_length must be in \[0, 3\], got -1 at batch entry 2"),
+    "data_length_past_max": (dict(data_length=lambda c: _with_entry(c["data_length"], 0, 7)),
+                             r"data_length must be in \[0, 6\], got 7 at batch entry 0"),
+    "data_length_negative": (dict(data_length=lambda c: _with_entry(c["data_length"], 1, -6)),
+                             r"data_length must be in \[0, 6\], got -6 at batch entry 1"),
+    "labels_short_batch": (dict(labels=lambda c: c["labels"][:2]),
+                           r"labels must be \[3, Lmax\], got shape \[2, 3\]"),
+    "label_length_short": (dict(label_length=lambda c: c["label_length"][:2]),
+                           r"label_length must have shape \[3\], got \[2\]"),
+    "data_length_long": (dict(data_length=lambda c: np.full(4, 6, np.int32)),
+                         r"data_length must have shape \[3\], got \[4\]"),
+    "loss_short": (dict(loss=lambda c: np.empty(2, np.float32)),
+                   r"loss must have shape \[3\], got \[2\]"),
+    "grad_wrong": (dict(grad=lambda c: np.empty((6, 3, 4), np.float32)),
+                   r"grad must have data's shape \[6, 3, 5\], got \[6, 3, 4\]"),
+}
+
+
+def _bad_ctc_case(name):
+    case = _ctc_case()
+    changes, message = _CTC_BAD[name]
+    for k, v in changes.items():
+        case[k] = v(case) if callable(v) else v
+    return case, message
+
+
+@pytest.mark.parametrize("want_grad", [True, False])
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("name", list(_CTC_BAD))
+def test_ctc_loss_fwd_bwd_rejects_bad_indices(monkeypatch, name, parallel, want_grad):
+    from ipu_gpu.kernels import ctc_cpu
+
+    if parallel:
+        monkeypatch.setattr(ctc_cpu, "PARALLEL_MIN_WORK", 0)
+    case, message = _bad_ctc_case(name)
+    if not want_grad and name != "grad_wrong":
+        case["grad"] = None
+    case["loss"] = np.full_like(case["loss"], 7.0)
+    with pytest.raises(ValueError, match="ctc_loss_fwd_bwd: " + message):
+        ctc_cpu.ctc_loss_fwd_bwd(**case)
+    if case["loss"].shape == (3,):
+        assert (case["loss"] == 7.0).all()  # checked before anything is written

@@ -39,16 +39,27 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
 
     ``data`` [T, B, C] float32 C-contiguous: logits when ``logits`` is True (a log-softmax
     over classes is applied first), else log-probabilities used as they are. ``labels``
-    [B, Lmax] int32, lengths [B] int32, all checked by the caller (lengths within the
-    tensor sizes, labels in [0, C)). Outputs preallocated float32, fully overwritten.
+    [B, Lmax] int32, lengths [B] int32. Outputs preallocated float32, fully overwritten.
     Deterministic (each batch entry is computed by one thread in a fixed order).
+
+    Raises ValueError naming ``ctc_loss_fwd_bwd`` and the argument, before writing anything,
+    for mismatched shapes, ``blank_index`` outside [0, C), ``data_length`` outside [0, T],
+    ``label_length`` outside [0, Lmax] or a label (within its length) outside [0, C): the
+    op checks these first (``ctc_loss_check_values``), and this O(B * Lmax) second look
+    keeps any other caller from indexing out of bounds.
     """
+    _check_shapes("ctc_loss_fwd_bwd", data, labels, label_length, data_length, loss, grad)
+    n_t, n_b, n_c = data.shape
+    if not 0 <= blank_index < n_c:
+        raise ValueError(f"ctc_loss_fwd_bwd: blank_index must be in [0, {n_c}) (num_classes), "
+                         f"got {blank_index}")
+    ctc_loss_check_values("ctc_loss_fwd_bwd", labels, label_length, data_length, n_t, n_c)
     want_grad = grad is not None
     g = grad if want_grad else np.empty((0, 0, 0), np.float32)
-    exact = np.empty(data.shape[1], np.bool_)  # which entries took the exact log-space path
-    work = data.shape[0] * data.shape[1] * (data.shape[2] + 2 * labels.shape[1] + 1)
+    exact = np.empty(n_b, np.bool_)  # which entries took the exact log-space path
+    work = n_t * n_b * (n_c + 2 * labels.shape[1] + 1)
     lse = _softmax_into(data, logits, want_grad, g)
-    if work >= PARALLEL_MIN_WORK and data.shape[1] > 1:
+    if work >= PARALLEL_MIN_WORK and n_b > 1:
         _ctc_fast_parallel(data, lse, labels, label_length, data_length, blank_index, logits,
                            want_grad, loss, g, exact, num_threads())
     else:
@@ -57,11 +68,50 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
     return loss, grad
 
 
+def _check_shapes(name, data, labels, label_length, data_length, loss, grad):
+    """Raise ValueError unless data is [T, B, C], labels [B, Lmax], the lengths and ``loss``
+    [B] and ``grad`` (unless None) data's shape: what the kernels index with."""
+    if data.ndim != 3:
+        raise ValueError(f"{name}: data must be [T, B, C], got shape {list(data.shape)}")
+    n_b = data.shape[1]
+    if labels.ndim != 2 or labels.shape[0] != n_b:
+        raise ValueError(f"{name}: labels must be [{n_b}, Lmax], got shape "
+                         f"{list(labels.shape)}")
+    for arg, a in (("label_length", label_length), ("data_length", data_length),
+                   ("loss", loss)):
+        if tuple(a.shape) != (n_b,):
+            raise ValueError(f"{name}: {arg} must have shape [{n_b}], got {list(a.shape)}")
+    if grad is not None and tuple(grad.shape) != tuple(data.shape):
+        raise ValueError(f"{name}: grad must have data's shape {list(data.shape)}, got "
+                         f"{list(grad.shape)}")
+
+
 def ctc_loss_check_values(name, labels, label_length, data_length, max_time, num_classes):
     """Raise ValueError unless 0 <= data_length <= max_time, 0 <= label_length <=
-    max_label_length and labels[b, :label_length[b]] lie in [0, num_classes)."""
-    check_values(name, labels, label_length, data_length, max_time, num_classes,
-                 _first_bad_label)
+    max_label_length and labels[b, :label_length[b]] lie in [0, num_classes). One O(B *
+    Lmax) pass; the message is built only when something is wrong."""
+    if (labels.ndim != 2 or label_length.shape != (labels.shape[0],)
+            or data_length.shape != (labels.shape[0],)):
+        raise ValueError(f"{name}: labels must be [B, Lmax] and the lengths [B], got shapes "
+                         f"{list(labels.shape)}, {list(label_length.shape)} and "
+                         f"{list(data_length.shape)}")
+    if not _values_in_range(labels, label_length, data_length, max_time, num_classes):
+        check_values(name, labels, label_length, data_length, max_time, num_classes,
+                     _first_bad_label)
+        raise ValueError(f"{name}: lengths or labels out of range")  # not reached
+
+
+@njit(cache=True, nogil=True)
+def _values_in_range(labels, label_length, data_length, max_time, num_classes):
+    max_label = labels.shape[1]
+    for b in range(labels.shape[0]):
+        n_lab = label_length[b]
+        if data_length[b] < 0 or data_length[b] > max_time or n_lab < 0 or n_lab > max_label:
+            return False
+        for i in range(n_lab):
+            if labels[b, i] < 0 or labels[b, i] >= num_classes:
+                return False
+    return True
 
 
 @njit(cache=True, nogil=True)

@@ -24,6 +24,7 @@ import cupy
 import numpy as np
 
 from ._ctc_checks import check_values, first_bad_label
+from .ctc_cpu import _check_shapes  # host-side shape checks, shared with the CPU twin
 
 _SOURCE = pathlib.Path(__file__).with_name("cuda") / "ctc.cu"
 _LOCK = threading.Lock()
@@ -70,11 +71,22 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
 
     ``data`` [T, B, C] float32 C-contiguous cupy array: logits when ``logits`` is True (a
     log-softmax over classes is applied first), else log-probabilities used as they are.
-    ``labels`` [B, Lmax] int32, lengths [B] int32, all checked by the caller
-    (``ctc_loss_check_values``). Outputs preallocated float32 C-contiguous, fully
-    overwritten. Deterministic; no device sync.
+    ``labels`` [B, Lmax] int32, lengths [B] int32. Outputs preallocated float32 C-contiguous,
+    fully overwritten. Deterministic; no device sync.
+
+    Shapes, dtypes, contiguity and ``blank_index`` are checked here (ValueError/TypeError
+    naming ``ctc_loss_fwd_bwd``, as the CPU twin); the values are the caller's to check
+    (``ctc_loss_check_values``, one sync). An entry whose lengths or labels are out of range
+    anyway gets a NaN loss and NaN gradient rows, never an out-of-bounds access (the CPU
+    twin raises instead).
     """
+    _check_shapes("ctc_loss_fwd_bwd", data, labels, label_length, data_length, loss, grad)
     n_t, n_b, n_c = data.shape
+    if not 0 <= blank_index < n_c:
+        raise ValueError(f"ctc_loss_fwd_bwd: blank_index must be in [0, {n_c}) (num_classes), "
+                         f"got {blank_index}")
+    _check_raw("ctc_loss_fwd_bwd", data=data, loss=loss, grad=grad, labels=labels,
+               label_length=label_length, data_length=data_length)
     if n_b == 0:
         return loss, grad
     want_grad = grad is not None
@@ -120,11 +132,30 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
     return loss, grad
 
 
+def _check_raw(name, **arrays):
+    """What a raw kernel takes on trust: int32 index arrays, float32 C-contiguous data and
+    outputs (the index arrays are made contiguous by the callers)."""
+    for arg, a in arrays.items():
+        if a is None:
+            continue
+        want = np.float32 if arg in ("data", "loss", "grad") else np.int32
+        if a.dtype != want:
+            raise TypeError(f"{name}: {arg} must be {np.dtype(want).name}, got {a.dtype}")
+        if want == np.float32 and not a.flags.c_contiguous:
+            raise ValueError(f"{name}: {arg} must be C-contiguous")
+
+
 def ctc_loss_check_values(name, labels, label_length, data_length, max_time, num_classes):
     """Raise ValueError unless 0 <= data_length <= max_time, 0 <= label_length <=
     max_label_length and labels[b, :label_length[b]] lie in [0, num_classes). One kernel
     flags a problem and one int comes back (a device sync); only then are the arrays copied
     to the host to build ctc_cpu's exact message."""
+    if (labels.ndim != 2 or label_length.shape != (labels.shape[0],)
+            or data_length.shape != (labels.shape[0],)):
+        raise ValueError(f"{name}: labels must be [B, Lmax] and the lengths [B], got shapes "
+                         f"{list(labels.shape)}, {list(label_length.shape)} and "
+                         f"{list(data_length.shape)}")
+    _check_raw(name, labels=labels, label_length=label_length, data_length=data_length)
     n_b, max_label = labels.shape
     if n_b == 0:
         return

@@ -25,6 +25,11 @@
 //                           thread per distinct class of the row walks that class's
 //                           positions in ascending order and subtracts them: no atomics,
 //                           a fixed summation order, so the result is deterministic.
+// Bounds rule: the launches never index with an unchecked value. An entry whose
+// data_length is outside [0, T], label_length outside [0, Lmax] or a label outside [0, C)
+// (the host's ipu_ctc_check_i32 pass normally rejects these first) gets a NaN loss and NaN
+// gradient rows: the alpha/beta blocks check their entry and stop, the alpha block marks it
+// with links[0] = -2 (valid links are >= -1), and the gradient kernel fills its rows.
 // No headers (NVRTC), no warp intrinsics (tests/cuda_emulator runs this on the CPU).
 
 #ifndef IPU_SHARED_DYNAMIC
@@ -32,6 +37,8 @@
 #endif
 
 #define IPU_CTC_LOG_ZERO (-65504.0f)
+// links[0] of an entry with out-of-range lengths or labels (the bounds rule above)
+#define IPU_CTC_BAD_ENTRY (-2)
 // extended positions per thread whose next-step log-probability is loaded one step early
 #define IPU_CTC_PREFETCH 4
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)  // nvcc, NVRTC; not the emulator's g++
@@ -199,6 +206,22 @@ extern "C" __global__ void ipu_ctc_alpha_beta_f32(
   const int n_lab = label_length[b];
   const int n_s = 2 * n_lab + 1;
   const int* lab = labels + (long long)b * max_label;
+  // the bounds rule (see the top): nothing below runs for an entry with a bad length or label
+  __shared__ int bad_label;
+  if (tid == 0) bad_label = 0;
+  __syncthreads();
+  const bool bad_length = n_t < 0 || n_t > t_max || n_lab < 0 || n_lab > max_label;
+  if (!bad_length)
+    for (int i = tid; i < n_lab; i += nth)
+      if (lab[i] < 0 || lab[i] >= n_c) atomicExch(&bad_label, 1);
+  __syncthreads();
+  if (bad_length || bad_label) {
+    if (!is_beta && tid == 0) {
+      loss[b] = __int_as_float(0x7fc00000);  // NaN
+      if (keep) links[2LL * b * s_max] = IPU_CTC_BAD_ENTRY;
+    }
+    return;
+  }
   if (keep && !is_beta)
     ipu_ctc_links(lab, n_lab, blank, links + 2LL * b * s_max, links + (2LL * b + 1) * s_max);
   if (n_t == 0) {  // no time steps: log-one for the empty label, log-zero otherwise
@@ -347,13 +370,17 @@ extern "C" __global__ void ipu_ctc_grad_f32(
   for (long long r = blockIdx.x; r < n_rows; r += gridDim.x) {
     const int t = (int)(r / n_b);
     const int b = (int)(r % n_b);
+    const int* nxt = links + 2LL * b * s_max;
+    float* g = grad + r * n_c;
+    if (nxt[0] == IPU_CTC_BAD_ENTRY) {  // the bounds rule: NaN rows, the same for all threads
+      for (int c = tid; c < n_c; c += nth) g[c] = __int_as_float(0x7fc00000);
+      continue;
+    }
     if (t >= data_length[b]) continue;  // the rows kernel wrote 0 there
     const int n_s = 2 * label_length[b] + 1;
     const int* lab = labels + (long long)b * max_label;
-    const int* nxt = links + 2LL * b * s_max;
     const int* lead = nxt + s_max;
     const float nll = loss[b];
-    float* g = grad + r * n_c;
     const float base = expf(nll + IPU_CTC_LOG_ZERO);  // the log-zero start: 0 unless infeasible
     if (base != 0.0f) {
       for (int c = tid; c < n_c; c += nth) g[c] -= base;
