@@ -102,8 +102,12 @@ def floordiv(x, y):
 def floormod(x, y):
     x, y = _f(x), _f(y)
     if x.dtype.kind == "f":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return x - np.floor(x / y) * y  # the result takes the sign of y
+        # TF's FloorMod (and Python's %): the truncated remainder moved by y when its sign
+        # differs from y's, so the result takes the sign of y; exact, and right for an
+        # infinite y (1 % inf = 1, 1 % -inf = -inf), where x - floor(x / y) * y gives NaN
+        with np.errstate(invalid="ignore"):
+            r = np.fmod(x, y)
+            return np.where((r != 0) & ((y < 0) != (r < 0)), r + y, r)
     return np.mod(x, y)
 
 

@@ -10,8 +10,8 @@ def _f(x):
 
 
 def relu(features):
-    x = _f(features)
-    return np.where(x > 0, x, 0.0)
+    # max(x, 0) with NaN propagated, as TF's Relu (relu(NaN) is NaN, not 0)
+    return np.maximum(_f(features), 0.0)
 
 
 def leaky_relu(features, alpha=0.2):
