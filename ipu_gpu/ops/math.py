@@ -79,7 +79,17 @@ _MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y),
                    lambda xp, g, x, y, z: (xp.where(x >= y, g, 0), xp.where(x >= y, 0, g)))
 _MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y),
                    lambda xp, g, x, y, z: (xp.where(x <= y, g, 0), xp.where(x <= y, 0, g)))
-_FLOORDIV = _binary("floordiv", lambda xp, x, y: xp.floor_divide(x, y))
+
+
+def _floor_divide(xp, x, y):
+    # TF's FloorDiv on floats is floor(x / y): inf // 1 = inf and 1 // -inf = -0, where
+    # numpy's floor_divide (Python's divmod) gives NaN and -1
+    if x.dtype.kind == "f":
+        return xp.floor(xp.divide(x, y))
+    return xp.floor_divide(x, y)
+
+
+_FLOORDIV = _binary("floordiv", _floor_divide)
 _FLOORMOD = _binary("floormod", lambda xp, x, y: xp.mod(x, y),
                     lambda xp, g, x, y, z: (g, -g * xp.floor_divide(x, y)))
 

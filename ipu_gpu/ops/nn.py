@@ -288,7 +288,9 @@ def _bias_shape(ndim, data_format, c):
 
 def _bias_add_forward(k, xp, value, bias, *, data_format):
     shape = _bias_shape(value.ndim, data_format, bias.shape[0])
-    return value + xp.reshape(bias, shape), (value.shape, bias.shape)
+    with quiet(xp):  # inf + -inf is NaN without a warning, as TF
+        out = value + xp.reshape(bias, shape)
+    return out, (value.shape, bias.shape)
 
 
 def _bias_add_backward(k, xp, res, g, *, data_format):
