@@ -362,15 +362,19 @@ def _check_clip(t, lo, hi):
 
 
 def _clip_forward(k, xp, t, lo, hi):
-    return xp.minimum(xp.maximum(t, lo), hi), (t, lo, hi)
+    # TF's order: where clip_value_min > clip_value_max the result is clip_value_min
+    return xp.maximum(xp.minimum(t, hi), lo), (t, lo, hi)
 
 
 def _clip_backward(k, xp, res, g):
+    # TF's gradients of maximum(minimum(t, hi), lo): each step keeps the gradient for its
+    # first operand where x <= hi (then x >= lo) holds, so a NaN sends it to a bound
     t, lo, hi = res
-    below, above = t < lo, t > hi
-    inside = xp.where(below, 0, xp.where(above, 0, g))
-    return (inside, unbroadcast(xp, xp.where(below, g, 0), lo.shape),
-            unbroadcast(xp, xp.where(above, xp.where(below, 0, g), 0), hi.shape))
+    under_hi = t <= hi
+    above_lo = xp.minimum(t, hi) >= lo
+    inner = xp.where(above_lo, g, 0)
+    return (xp.where(under_hi, inner, 0), unbroadcast(xp, xp.where(above_lo, 0, g), lo.shape),
+            unbroadcast(xp, xp.where(under_hi, 0, inner), hi.shape))
 
 
 _CLIP = register("clip_by_value", args=_TLH, check=_check_clip, forward=_clip_forward,
@@ -380,5 +384,7 @@ _CLIP = register("clip_by_value", args=_TLH, check=_check_clip, forward=_clip_fo
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """``t`` with values below ``clip_value_min`` / above ``clip_value_max`` replaced by them;
     the bounds broadcast to ``t``'s shape. Gradients go to ``t`` inside the range and to
-    the bound that clipped elsewhere."""
+    the bound that clipped elsewhere. As TF, this is ``maximum(minimum(t, max), min)``: a
+    ``clip_value_min`` above ``clip_value_max`` wins, and NaN propagates (its gradient goes
+    to ``clip_value_min``)."""
     return _CLIP(t, clip_value_min, clip_value_max)

@@ -149,7 +149,8 @@ def logical_not(x):
 
 def clip_by_value(t, clip_value_min, clip_value_max):
     t = _f(t)
-    out = np.minimum(np.maximum(t, _f(clip_value_min)), _f(clip_value_max))
+    # TF's order: clip_value_min wins where it is above clip_value_max
+    out = np.maximum(np.minimum(t, _f(clip_value_max)), _f(clip_value_min))
     return np.broadcast_to(out, t.shape).copy()
 
 
