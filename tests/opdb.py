@@ -2,9 +2,11 @@
 
 A row names the ipu_gpu callable, its float64 reference (``tests/reference``), a sample
 generator, the differentiable positional arguments, the TF rule for the output dtype,
-tolerances and the inputs that must raise. ``tests/test_opdb.py`` runs the generic checks
-over every row; a new public op needs a row here (or in a ``tests/opdb_<family>.py`` file,
-see the end of this one) and nothing else.
+tolerances and the inputs that must raise; elementwise float ops also say how many tensor
+arguments they combine and where TF keeps the op (``tests/test_nan_inputs.py`` feeds them
+NaN and +-inf and compares with the reference and with TF). ``tests/test_opdb.py`` runs
+the generic checks over every row; a new public op needs a row here (or in a
+``tests/opdb_<family>.py`` file, see the end of this one) and nothing else.
 
 Samples hold numpy arrays; the tests move them onto the backend under test. Python scalars,
 shapes, axes and dtypes stay as they are (they are static arguments or follow the other
@@ -73,6 +75,10 @@ class OpInfo:
     diff_args: tuple = ()  # positional indices; a list argument differentiates each element
     out_dtype: Callable[[Sample, np.dtype], np.dtype] | None = None  # None: the sample dtype
     tol: dict = dataclasses.field(default_factory=dict)  # overrides of DEFAULT_TOL
+    # n > 0: the first n positional arguments are float tensors combined elementwise
+    # (broadcasting, no other argument needed), so any values may go in: NaN and +-inf too
+    elementwise: int = 0
+    tf_name: str | None = None  # the op's path under TF's top module: "math.add", "nn.relu"
 
     def expected_dtype(self, sample: Sample, dtype: np.dtype) -> np.dtype:
         return np.dtype(dtype if self.out_dtype is None else self.out_dtype(sample, dtype))
@@ -826,7 +832,7 @@ def l2_loss_samples(rng, dtype):
 # ---- the table -----------------------------------------------------------------------------
 def _binary(name, fn, ref, dtypes=NUMERIC, diff=(0, 1), samples=None, errors=None, **kw):
     return OpInfo(name, fn, ref, samples or binary_samples(), errors or binary_errors(name),
-                  dtypes=dtypes, diff_args=diff, **kw)
+                  dtypes=dtypes, diff_args=diff, elementwise=2, tf_name=f"math.{name}", **kw)
 
 
 def pow_errors():
@@ -840,12 +846,12 @@ def _unary(name, fn, ref, dtypes=FLOATS, maker=make, diff=(0,), extra=(), **kw):
     errors = unary_errors(name, bad=I32 if kinds == "float" else BOOL,
                           what="must be a floating-point" if kinds == "float" else "must be")
     return OpInfo(name, fn, ref, unary_samples(maker, extra), errors, dtypes=dtypes,
-                  diff_args=diff, **kw)
+                  diff_args=diff, elementwise=1, tf_name=f"math.{name}", **kw)
 
 
 def _comparison(name, fn, ref, dtypes=FLOATS + (I32, BOOL), kinds="fiub"):
     return OpInfo(name, fn, ref, binary_samples(ties=True), binary_errors(name, kinds),
-                  dtypes=dtypes, out_dtype=_bool)
+                  dtypes=dtypes, out_dtype=_bool, elementwise=2, tf_name=f"math.{name}")
 
 
 _nonzero = make_away
@@ -894,11 +900,13 @@ OPS: list[OpInfo] = [
            unary_errors("logical_not", bad=F32, what="must be a bool"), dtypes=(BOOL,)),
     # cast, clip, identity
     OpInfo("clip_by_value", tf.clip_by_value, rmath.clip_by_value, clip_samples, clip_errors,
-           dtypes=NUMERIC, diff_args=(0, 1, 2)),
+           dtypes=NUMERIC, diff_args=(0, 1, 2), elementwise=3, tf_name="clip_by_value"),
     OpInfo("identity", tf.identity, rmath.identity, passthrough_samples,
-           passthrough_errors("identity"), dtypes=FLOATS + (I32, BOOL), diff_args=(0,)),
+           passthrough_errors("identity"), dtypes=FLOATS + (I32, BOOL), diff_args=(0,),
+           elementwise=1, tf_name="identity"),
     OpInfo("stop_gradient", tf.stop_gradient, rmath.stop_gradient, passthrough_samples,
-           passthrough_errors("stop_gradient"), dtypes=FLOATS + (I32, BOOL)),
+           passthrough_errors("stop_gradient"), dtypes=FLOATS + (I32, BOOL), elementwise=1,
+           tf_name="stop_gradient"),
     OpInfo("cast", tf.cast, rmath.cast, cast_samples, cast_errors, dtypes=FLOATS + (I32, BOOL),
            diff_args=(0,), out_dtype=lambda s, d: s.kwargs["dtype"]),
     # matmul
@@ -962,18 +970,21 @@ OPS: list[OpInfo] = [
            out_dtype=_constant_dtype),
     # nn
     OpInfo("relu", tf.nn.relu, rnn.relu, unary_samples(make_away),
-           unary_errors("relu", "features", I32), diff_args=(0,)),
+           unary_errors("relu", "features", I32), diff_args=(0,), elementwise=1,
+           tf_name="nn.relu"),
     OpInfo("leaky_relu", tf.nn.leaky_relu, rnn.leaky_relu, leaky_samples, leaky_errors,
-           diff_args=(0,)),
+           diff_args=(0,), elementwise=1, tf_name="nn.leaky_relu"),
     OpInfo("elu", tf.nn.elu, rnn.elu, unary_samples(make_away),
-           unary_errors("elu", "features", I32), diff_args=(0,)),
+           unary_errors("elu", "features", I32), diff_args=(0,), elementwise=1,
+           tf_name="nn.elu"),
     OpInfo("softmax", tf.nn.softmax, rnn.softmax, softmax_samples, softmax_errors("softmax"),
            diff_args=(0,)),
     OpInfo("log_softmax", tf.nn.log_softmax, rnn.log_softmax, softmax_samples,
            softmax_errors("log_softmax"), diff_args=(0,), tol={F16: (5e-3, 1e-2)}),
     OpInfo("sigmoid_cross_entropy_with_logits", tf.nn.sigmoid_cross_entropy_with_logits,
            rnn.sigmoid_cross_entropy_with_logits, sigmoid_xent_samples, sigmoid_xent_errors,
-           diff_args=(0, 1), tol={F16: (5e-3, 1e-2)}),
+           diff_args=(0, 1), tol={F16: (5e-3, 1e-2)}, elementwise=2,
+           tf_name="nn.sigmoid_cross_entropy_with_logits"),
     OpInfo("softmax_cross_entropy_with_logits", tf.nn.softmax_cross_entropy_with_logits,
            rnn.softmax_cross_entropy_with_logits, softmax_xent_samples, softmax_xent_errors,
            diff_args=(0, 1)),
