@@ -242,3 +242,68 @@ def test_ctc_loss_fwd_bwd_rejects_bad_indices(monkeypatch, name, parallel, want_
         ctc_cpu.ctc_loss_fwd_bwd(**case)
     if case["loss"].shape == (3,):
         assert (case["loss"] == 7.0).all()  # checked before anything is written
+
+
+# sequence_slice_copy: any count or offset is clipped to both tensors (its documented rule)
+_BIG, _SMALL = 2**31 - 1, -(2**31)
+_SEQ_EXTREMES = [  # (num_elems, src_offsets, dst_offsets) of one entry each
+    (_BIG, 0, 0), (_BIG, 5, 3), (_BIG, _BIG, 0), (_BIG, 0, _BIG), (4, 6, 0), (4, 0, 5),
+    (4, 7, 2), (3, 4, 4), (-1, 0, 0), (_SMALL, 0, 0), (2, -1, 0), (2, 0, -1), (2, _SMALL, 1),
+    (2, 1, _SMALL), (_BIG, _SMALL, _SMALL), (6, 0, 0),
+]
+
+
+def _seq_expected(fill, src, n, so, do):
+    out = fill.copy()
+    for m, s, d in zip(n.tolist(), so.tolist(), do.tolist()):
+        if m <= 0 or s < 0 or d < 0:
+            continue
+        m = min(m, src.shape[0] - s, out.shape[0] - d)
+        if m > 0:
+            out[d:d + m] = src[s:s + m]
+    return out
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_sequence_slice_copy_clips_any_count_and_offset(monkeypatch, parallel):
+    from ipu_gpu.kernels import sequence_slice_cpu
+
+    if parallel:
+        monkeypatch.setattr(sequence_slice_cpu, "PARALLEL_MIN_BYTES", 0)
+    src = np.arange(6 * 3, dtype=np.float32).reshape(6, 3)
+    fill = -np.ones((5, 3), np.float32)
+    cases = [tuple(np.array([v], np.int32) for v in e) for e in _SEQ_EXTREMES]
+    cases.append(tuple(np.array(col, np.int32) for col in zip(*_SEQ_EXTREMES)))  # all at once
+    for n, so, do in cases:
+        for f in (fill, None):
+            guard = np.full((7, 3), 99.0, np.float32)  # rows 0 and 6 fence the output
+            out = guard[1:6]
+            sequence_slice_cpu.sequence_slice_copy(out, f, src, n, so, do)
+            want = _seq_expected(np.zeros_like(fill) if f is None else fill, src, n, so, do)
+            np.testing.assert_array_equal(out, want)
+            assert (guard[[0, 6]] == 99.0).all()
+
+
+def test_sequence_slice_copy_rejects_mismatched_shapes_and_dtypes():
+    from ipu_gpu.kernels import sequence_slice_cpu
+
+    src, out, i = np.zeros((6, 3), np.float32), np.zeros((5, 3), np.float32), np.zeros(2, np.int32)
+    k = sequence_slice_cpu.sequence_slice_copy
+    for args in ((out, None, np.zeros((6, 4), np.float32), i, i, i),  # src rows wider
+                 (out, None, np.zeros((6, 2), np.float32), i, i, i),
+                 (out, np.zeros((4, 3), np.float32), src, i, i, i),  # fill with fewer rows
+                 (out, np.zeros((5, 4), np.float32), src, i, i, i),
+                 (out[0], None, src, i, i, i)):
+        with pytest.raises(ValueError, match="sequence_slice_copy: out \\(and fill\\) must be"):
+            k(*args)
+    for n, so, do in ((i, i[:1], i), (i, i, np.zeros(3, np.int32)), (i[:1], i, i),
+                      (np.zeros((2, 1), np.int32), i, i)):
+        with pytest.raises(ValueError, match="sequence_slice_copy: num_elems, src_offsets and "
+                                             "dst_offsets must be 1-D of one length"):
+            k(out, None, src, n, so, do)
+    with pytest.raises(TypeError, match="sequence_slice_copy: src must have out's dtype"):
+        k(out, None, src.astype(np.float16), i, i, i)
+    with pytest.raises(TypeError, match="sequence_slice_copy: fill must have out's dtype"):
+        k(out, out.astype(np.float64), src, i, i, i)
+    with pytest.raises(TypeError, match="sequence_slice_copy: dst_offsets must be int32"):
+        k(out, None, src, i, i, i.astype(np.int64))

@@ -579,3 +579,43 @@ def test_gpu_public_api_matches_cpu():
                                          cupy.asarray(so), cupy.asarray(do), False)
     got = tape.gradient(out, s, output_gradients=cupy.asarray(g))
     np.testing.assert_array_equal(got._value.get(), want)
+
+
+@needs_gxx
+def test_gpu_twin_clips_extreme_counts_and_offsets(gpu_kernel):
+    # any count or offset is clipped on the device, as on the CPU: nothing written outside out
+    big, small = 2**31 - 1, -(2**31)
+    entries = [(big, 0, 0), (big, 5, 3), (big, big, 0), (big, 0, big), (4, 6, 0), (4, 0, 5),
+               (4, 7, 2), (-1, 0, 0), (small, 0, 0), (2, -1, 0), (2, 0, -1), (2, small, 1),
+               (2, 1, small), (big, small, small), (1, 2, 4)]
+    src = np.arange(12, dtype=np.float32).reshape(6, 2)
+    fill = np.full((5, 2), -1.0, np.float32)
+    for n, so, do in [tuple(_i(v) for v in e) for e in entries] + [
+            tuple(_i(*col) for col in zip(*entries))]:
+        guard = np.full((7, 2), 99.0, np.float32)  # rows 0 and 6 fence the output
+        got = gpu_kernel.sequence_slice_copy(guard[1:6], fill, src, n, so, do)
+        want = sequence_slice_cpu.sequence_slice_copy(np.empty_like(fill), fill, src, n, so, do)
+        np.testing.assert_array_equal(got, want)
+        assert (guard[[0, 6]] == 99.0).all()
+
+
+@needs_gxx
+def test_gpu_twin_rejects_what_its_raw_kernels_would_misread(gpu_kernel):
+    src, out, i = np.zeros((6, 3), np.float32), np.zeros((5, 3), np.float32), _i(1, 2)
+    with pytest.raises(ValueError, match="sequence_slice_copy: out \\(and fill\\) must be"):
+        gpu_kernel.sequence_slice_copy(out, np.zeros((4, 3), np.float32), src, i, i, i)
+    with pytest.raises(ValueError, match="must be 1-D of one length"):
+        gpu_kernel.sequence_slice_copy(out, None, src, i, i[:1], i)
+    with pytest.raises(TypeError, match="sequence_slice_copy: num_elems must be int32"):
+        gpu_kernel.sequence_slice_copy(out, None, src, i.astype(np.int64), i, i)
+    with pytest.raises(TypeError, match="sequence_slice_copy: src must have out's dtype"):
+        gpu_kernel.sequence_slice_copy(out, None, src.astype(np.float64), i, i, i)
+    with pytest.raises(ValueError, match="sequence_slice_copy: src must be C-contiguous"):
+        gpu_kernel.sequence_slice_copy(out, None, np.zeros((3, 6), np.float32).T, i, i, i)
+    with pytest.raises(ValueError, match="sequence_slice_copy: src_offsets must be C-contiguous"):
+        gpu_kernel.sequence_slice_copy(out, None, src, i, _i(1, 0, 2, 0)[::2], i)
+    # no entries at all: every row is the fill's (the CPU twin's answer)
+    fill = np.full((5, 3), 7.0, np.float32)
+    none = np.zeros(0, np.int32)
+    got = gpu_kernel.sequence_slice_copy(np.empty_like(fill), fill, src, none, none, none)
+    np.testing.assert_array_equal(got, fill)

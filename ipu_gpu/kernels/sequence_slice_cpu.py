@@ -27,7 +27,11 @@ def sequence_slice_copy(out, fill, src, num_elems, src_offsets, dst_offsets):
     neither tensor overflows; a negative count or offset copies nothing); a row written by
     several entries keeps the last; every other row of ``out`` is ``fill``'s row (zeros when
     ``fill`` is None). ``out``/``fill`` [R, D] and ``src`` [S, D] C-contiguous, one dtype
-    (copied bitwise); int32 index vectors of one length. Deterministic; returns ``out``."""
+    (copied bitwise); int32 index vectors of one length. Deterministic; returns ``out``.
+
+    Any count or offset is safe (the clipping above is the rule, not a precondition); shapes
+    and dtypes that do not match raise ValueError/TypeError naming ``sequence_slice_copy``."""
+    check_args("sequence_slice_copy", out, fill, src, num_elems, src_offsets, dst_offsets)
     if out.size == 0:
         return out
     rows = np.empty(out.shape[0], np.int64)
@@ -39,6 +43,29 @@ def sequence_slice_copy(out, fill, src, num_elems, src_offsets, dst_offsets):
     else:
         _gather_rows_serial(o, f, zero, s, rows)
     return out
+
+
+def check_args(name, out, fill, src, num_elems, src_offsets, dst_offsets):
+    """Raise ValueError/TypeError unless the shapes and dtypes are those the kernels index
+    with (shared with the GPU twin; O(1), reads no data)."""
+    if (out.ndim != 2 or src.ndim != 2 or src.shape[1] != out.shape[1]
+            or (fill is not None and fill.shape != out.shape)):
+        got = f"out {list(out.shape)}, src {list(src.shape)}"
+        if fill is not None:
+            got += f", fill {list(fill.shape)}"
+        raise ValueError(f"{name}: out (and fill) must be [R, D] and src [S, D], got {got}")
+    for arg, a in (("src", src), ("fill", fill)):
+        if a is not None and a.dtype != out.dtype:
+            raise TypeError(f"{name}: {arg} must have out's dtype {out.dtype}, got {a.dtype}")
+    vectors = (("num_elems", num_elems), ("src_offsets", src_offsets),
+               ("dst_offsets", dst_offsets))
+    if num_elems.ndim != 1 or any(a.shape != num_elems.shape for _, a in vectors):
+        raise ValueError(f"{name}: num_elems, src_offsets and dst_offsets must be 1-D of one "
+                         f"length, got shapes "
+                         f"{', '.join(str(list(a.shape)) for _, a in vectors)}")
+    for arg, a in vectors:
+        if a.dtype != np.int32:
+            raise TypeError(f"{name}: {arg} must be int32, got {a.dtype}")
 
 
 def _word_views(*arrays):

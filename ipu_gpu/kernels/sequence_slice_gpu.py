@@ -8,6 +8,8 @@ import pathlib
 import cupy
 import numpy as np
 
+from .sequence_slice_cpu import check_args  # host-side shape checks, shared with the CPU twin
+
 THREADS = 128  # per block: a copy needs no shared memory; enough blocks hide latency
 MAX_BLOCKS = 1 << 16  # grid-stride loops cover the rest
 _SOURCE = pathlib.Path(__file__).with_name("cuda") / "sequence_slice.cu"
@@ -28,15 +30,25 @@ def sequence_slice_copy(out, fill, src, num_elems, src_offsets, dst_offsets):
     several entries keeps the last; every other row of ``out`` is ``fill``'s row (zeros when
     ``fill`` is None). ``out``/``fill`` [R, D] and ``src`` [S, D] C-contiguous, one dtype
     (copied bitwise); int32 index vectors of one length, C-contiguous. Deterministic (an
-    integer atomicMax picks the last entry); a row-sized int32 table is the only temporary."""
+    integer atomicMax picks the last entry); a row-sized int32 table is the only temporary.
+
+    Any count or offset is safe (the kernels clip on the device, as the CPU twin); shapes,
+    dtypes and contiguity are checked here, without a sync, with the CPU twin's errors."""
+    check_args("sequence_slice_copy", out, fill, src, num_elems, src_offsets, dst_offsets)
+    for arg, a in (("out", out), ("fill", fill), ("src", src), ("num_elems", num_elems),
+                   ("src_offsets", src_offsets), ("dst_offsets", dst_offsets)):
+        if a is not None and not a.flags.c_contiguous:  # a raw kernel sees only the pointer
+            raise ValueError(f"sequence_slice_copy: {arg} must be C-contiguous")
     if out.size == 0:
         return out
     n_rows, n_entries = out.shape[0], num_elems.shape[0]
     owner = cupy.full(n_rows, -1, dtype=np.int32)
-    chunks = max(1, min(1024, -(-min(n_rows, src.shape[0]) // (n_entries * THREADS))))
-    _kernel("ipu_sequence_slice_owner")(
-        (n_entries, chunks), (THREADS,),
-        (owner, num_elems, src_offsets, dst_offsets, np.int64(src.shape[0]), np.int64(n_rows)))
+    if n_entries:  # no entries: every row is the fill's
+        chunks = max(1, min(1024, -(-min(n_rows, src.shape[0]) // (n_entries * THREADS))))
+        _kernel("ipu_sequence_slice_owner")(
+            (n_entries, chunks), (THREADS,),
+            (owner, num_elems, src_offsets, dst_offsets, np.int64(src.shape[0]),
+             np.int64(n_rows)))
     zero = fill is None
     suffix, o, f, s = _word_views(out, out if zero else fill, src)
     width = o.shape[1]
