@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -59,3 +60,18 @@ def real_tf():
     except RuntimeError:  # devices already initialised
         pass
     return real
+
+
+def tf_or_skip(request, compute):
+    """``compute(tf)`` with the real TensorFlow (the ``real_tf`` fixture), or a skip of the
+    calling test, with TF's own reason, where the installed TF cannot compute the case on this
+    machine (its CPU kernels refuse, say, gradients of dilated or grouped convolutions).
+
+    Only TF's refusals are caught, never an AssertionError or an error of ipu_gpu: call it after
+    ipu_gpu's checks against the float64 reference and torch, so a skip never hides them."""
+    tf = request.getfixturevalue("real_tf")
+    try:
+        return compute(tf)
+    except (tf.errors.UnimplementedError, tf.errors.InvalidArgumentError) as err:
+        reason = re.sub(r"^\{\{function_node [^}]*\}\}\s*|\s*name:\s*$", "", err.message)
+        pytest.skip(f"TensorFlow cannot compute this case here: {reason}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import tf_or_skip
 from cuda_emulator import install_fake_cupy
 from hypothesis import given
 from hypothesis import strategies as st
@@ -96,58 +97,133 @@ def test_conv2d_matches_torch(seed):
 
 
 # ---- against TensorFlow ----------------------------------------------------------------------
-def _tf_grads(real_tf, fn, inputs, dy):
-    ts = [real_tf.constant(a) for a in inputs]
-    with real_tf.GradientTape() as tape:
+# Each case checks ipu_gpu first against the float64 reference and torch, then against TF;
+# where the installed TF cannot compute the case on this CPU, only the TF part is skipped.
+def _tf_grads(tf, fn, inputs, dy):
+    """TF's output and gradients (cotangent ``dy``) of ``fn(tf, *inputs)``."""
+    ts = [tf.constant(a) for a in inputs]
+    with tf.GradientTape() as tape:
         tape.watch(ts)
-        y = fn(*ts)
+        y = fn(tf, *ts)
     return [y.numpy()] + [g.numpy() for g in tape.gradient(y, ts, output_gradients=dy)]
 
 
-def _assert_all_close(got, want, tol=1e-4):
+def _assert_all_close(got, want, peer, tol=1e-4):
     for k, (g, w) in enumerate(zip(got, want)):
-        assert g.shape == w.shape, k
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"result {k}")
+        assert g.shape == w.shape, f"result {k} vs {peer}"
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"result {k} vs {peer}")
+
+
+def _assert_matches_reference(ref, inputs, y, grads, dy, tol=1e-4):
+    """ipu_gpu's output ``y`` and gradients (for the cotangent ``dy``) against the float64
+    reference ``ref(*inputs)``: the output elementwise, each gradient through the adjoint
+    identity <dy, ref(.., v, ..)> = <grad, v> for a random v, exact for a convolution because it
+    is linear in each of its inputs."""
+    want = ref(*inputs)
+    assert y.shape == want.shape
+    np.testing.assert_allclose(y, want, rtol=tol, atol=tol, err_msg="output vs float64 reference")
+    rng = np.random.default_rng(1)
+    for k, g in enumerate(grads):
+        assert g.shape == inputs[k].shape, f"gradient {k}"
+        v = rng.standard_normal(g.shape)
+        lhs = np.vdot(dy.astype(np.float64), ref(*inputs[:k], v, *inputs[k + 1:]))
+        rhs = np.vdot(g.astype(np.float64), v)
+        assert abs(lhs - rhs) <= 1e-5 * np.vdot(np.abs(g), np.abs(v)), \
+            f"gradient {k} vs float64 reference: <dy, ref(v)> = {lhs}, <grad, v> = {rhs}"
+
+
+def _torch_conv2d(x, f, dy, strides, dilations, pads, groups=1):
+    """torch's float64 output and gradients (cotangent ``dy``) of a grouped conv2d of x[NHWC]
+    with f[HWIO] and explicit pads [(before, after)] per spatial axis, as NHWC / HWIO."""
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), dtype=torch.float64,
+                      requires_grad=True)
+    ft = torch.tensor(np.ascontiguousarray(f.transpose(3, 2, 0, 1)), dtype=torch.float64,
+                      requires_grad=True)
+    xp = torch.nn.functional.pad(xt, (*pads[1], *pads[0]))
+    yt = torch.nn.functional.conv2d(xp, ft, stride=tuple(strides), dilation=tuple(dilations),
+                                    groups=groups)
+    yt.backward(torch.tensor(np.ascontiguousarray(dy.transpose(0, 3, 1, 2)), dtype=torch.float64))
+    return [yt.detach().numpy().transpose(0, 2, 3, 1), xt.grad.numpy().transpose(0, 2, 3, 1),
+            ft.grad.numpy().transpose(2, 3, 1, 0)]
+
+
+def _torch_conv2d_transpose(x, f, dy, out_hw, strides, pads):
+    """torch's float64 output and gradients of conv2d_transpose of x[NHWC] with f[kh, kw, out,
+    in] to the spatial size ``out_hw``: conv_transpose2d onto the padded output, then cropped."""
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), dtype=torch.float64,
+                      requires_grad=True)
+    ft = torch.tensor(np.ascontiguousarray(f.transpose(3, 2, 0, 1)), dtype=torch.float64,
+                      requires_grad=True)
+    # trailing rows of the padded output that no tap reaches (VALID with a larger output_shape)
+    extra = [out_hw[i] + sum(pads[i]) - ((x.shape[1 + i] - 1) * strides[i] + f.shape[i])
+             for i in (0, 1)]
+    yt = torch.nn.functional.conv_transpose2d(xt, ft, stride=tuple(strides),
+                                              output_padding=tuple(extra))
+    yt = yt[:, :, pads[0][0]:pads[0][0] + out_hw[0], pads[1][0]:pads[1][0] + out_hw[1]]
+    yt.backward(torch.tensor(np.ascontiguousarray(dy.transpose(0, 3, 1, 2)), dtype=torch.float64))
+    return [yt.detach().numpy().transpose(0, 2, 3, 1), xt.grad.numpy().transpose(0, 2, 3, 1),
+            ft.grad.numpy().transpose(2, 3, 1, 0)]
 
 
 @pytest.mark.parametrize("seed", SEEDS[::2])
-def test_conv2d_matches_tensorflow(real_tf, seed):
-    x, f, strides, dilations, padding, fmt, _ = _case(seed)
-
-    def tf_fn(a, b):  # TF's CPU kernels take NHWC (NCHW gradients are GPU-only there)
-        return real_tf.nn.conv2d(a, b, list(strides), _tf_padding_arg(padding, "NHWC"),
-                                 dilations=list(dilations))
-
-    y0 = tf_fn(x, f).numpy()
-    dy = np.random.default_rng(seed).standard_normal(y0.shape).astype(np.float32)
-    want = _tf_grads(real_tf, tf_fn, [x, f], dy)
+def test_conv2d_matches_tensorflow(request, seed):
+    x, f, strides, dilations, padding, fmt, groups = _case(seed)
     nchw = fmt == "NCHW"
     xin = x.transpose(0, 3, 1, 2).copy() if nchw else x
+
+    def ref(a, b, fmt=fmt):
+        return rconv.conv2d(a, b, list(strides), _tf_padding_arg(padding, fmt),
+                            data_format=fmt, dilations=list(dilations))
+
+    dy = np.random.default_rng(seed).standard_normal(ref(x, f, "NHWC").shape).astype(np.float32)
     dy_in = dy.transpose(0, 3, 1, 2).copy() if nchw else dy
     y, (gx, gf) = _ours(conv.conv2d, [xin, f], list(strides), _tf_padding_arg(padding, fmt),
                         dy=dy_in, data_format=fmt, dilations=list(dilations))
+    _assert_matches_reference(ref, [xin, f], y, [gx, gf], dy_in)
     if nchw:
         y, gx = y.transpose(0, 2, 3, 1), gx.transpose(0, 2, 3, 1)
-    _assert_all_close([y, gx, gf], want)
+    pads = _tf_pads(padding, x.shape[1:3], f.shape[:2], strides, dilations)
+    _assert_all_close([y, gx, gf], _torch_conv2d(x, f, dy, strides, dilations, pads, groups),
+                      "torch")
+
+    def tf_fn(tf, a, b):  # TF's CPU kernels take NHWC (NCHW gradients are GPU-only there)
+        return tf.nn.conv2d(a, b, list(strides), _tf_padding_arg(padding, "NHWC"),
+                            dilations=list(dilations))
+
+    want = tf_or_skip(request, lambda tf: _tf_grads(tf, tf_fn, [x, f], dy))
+    _assert_all_close([y, gx, gf], want, "TensorFlow")
 
 
 @pytest.mark.parametrize(("strides", "dilations", "padding", "mult"), [
     ([1, 1, 1, 1], [1, 1], "SAME", 1), ([1, 2, 2, 1], None, "VALID", 2),
     ([1, 1, 1, 1], [2, 3], "SAME", 3), ([1, 3, 3, 1], None, [[0, 0], [1, 2], [2, 0], [0, 0]], 1),
 ])
-def test_depthwise_matches_tensorflow(real_tf, strides, dilations, padding, mult):
+def test_depthwise_matches_tensorflow(request, strides, dilations, padding, mult):
     rng = np.random.default_rng(len(strides) + mult)
     x = rng.standard_normal((2, 11, 9, 5)).astype(np.float32)
     f = rng.standard_normal((3, 3, 5, mult)).astype(np.float32)
 
-    def tf_fn(a, b):
-        return real_tf.nn.depthwise_conv2d(a, b, strides, padding, dilations=dilations)
+    def ref(a, b):
+        return rconv.depthwise_conv2d(a, b, strides, padding, dilations=dilations)
 
-    y0 = tf_fn(x, f).numpy()
-    dy = rng.standard_normal(y0.shape).astype(np.float32)
-    want = _tf_grads(real_tf, tf_fn, [x, f], dy)
+    dy = rng.standard_normal(ref(x, f).shape).astype(np.float32)
     y, grads = _ours(conv.depthwise_conv2d, [x, f], strides, padding, dy=dy, dilations=dilations)
-    _assert_all_close([y] + grads, want)
+    _assert_matches_reference(ref, [x, f], y, grads, dy)
+    # depthwise = conv2d with one group per channel; output channel c * mult + m
+    s, d = strides[1:3], dilations or (1, 1)
+    spatial = padding if isinstance(padding, str) else padding[1:3]
+    pads = _tf_pads(spatial, x.shape[1:3], f.shape[:2], s, d)
+    want = _torch_conv2d(x, f.reshape(3, 3, 1, 5 * mult), dy, s, d, pads, groups=5)
+    want[2] = want[2].reshape(f.shape)
+    _assert_all_close([y] + grads, want, "torch")
+
+    def tf_fn(tf, a, b):
+        return tf.nn.depthwise_conv2d(a, b, strides, padding, dilations=dilations)
+
+    want = tf_or_skip(request, lambda tf: _tf_grads(tf, tf_fn, [x, f], dy))
+    _assert_all_close([y] + grads, want, "TensorFlow")
 
 
 @pytest.mark.parametrize(("x_shape", "f_shape", "out", "strides", "padding", "fmt"), [
@@ -156,7 +232,7 @@ def test_depthwise_matches_tensorflow(real_tf, strides, dilations, padding, mult
     ((1, 5, 4, 16), (2, 2, 16, 16), [1, 6, 5, 16], 1, "VALID", "NHWC"),
     ((2, 6, 5, 4), (3, 2, 2, 6), [2, 2, 11, 9], [1, 1, 2, 2], "VALID", "NCHW"),
 ])
-def test_conv2d_transpose_matches_tensorflow(real_tf, x_shape, f_shape, out, strides, padding,
+def test_conv2d_transpose_matches_tensorflow(request, x_shape, f_shape, out, strides, padding,
                                              fmt):
     rng = np.random.default_rng(sum(x_shape))
     x = rng.standard_normal(x_shape).astype(np.float32)
@@ -167,36 +243,60 @@ def test_conv2d_transpose_matches_tensorflow(real_tf, x_shape, f_shape, out, str
     out_nhwc = [out[i] for i in to_nhwc] if nchw else out
     strides_nhwc = [strides[i] for i in to_nhwc] if isinstance(strides, list) else strides
 
-    def tf_fn(a, b):  # NHWC: TF's CPU gradients of NCHW convolutions are GPU-only
-        return real_tf.nn.conv2d_transpose(a, b, out_nhwc, strides_nhwc, padding)
+    def ref(a, b):
+        return rconv.conv2d_transpose(a, b, out, strides, padding, data_format=fmt)
 
-    y0 = tf_fn(x_nhwc, f).numpy()
-    dy = rng.standard_normal(y0.shape).astype(np.float32)
-    want = _tf_grads(real_tf, tf_fn, [x_nhwc, f], dy)
-    y, (gx, gf) = _ours(conv.conv2d_transpose, [x, f], out, strides, padding,
-                        dy=dy.transpose(0, 3, 1, 2).copy() if nchw else dy, data_format=fmt)
+    dy = rng.standard_normal(out_nhwc).astype(np.float32)
+    dy_in = dy.transpose(0, 3, 1, 2).copy() if nchw else dy
+    y, (gx, gf) = _ours(conv.conv2d_transpose, [x, f], out, strides, padding, dy=dy_in,
+                        data_format=fmt)
+    _assert_matches_reference(ref, [x, f], y, [gx, gf], dy_in)
     if nchw:
         y, gx = y.transpose(to_nhwc), gx.transpose(to_nhwc)
-    _assert_all_close([y, gx, gf], want)
+    s = (strides, strides) if isinstance(strides, int) else tuple(strides_nhwc[1:3])
+    pads = _tf_pads(padding, out_nhwc[1:3], f.shape[:2], s, (1, 1))
+    _assert_all_close([y, gx, gf], _torch_conv2d_transpose(x_nhwc, f, dy, out_nhwc[1:3], s, pads),
+                      "torch")
+
+    def tf_fn(tf, a, b):  # NHWC: TF's CPU gradients of NCHW convolutions are GPU-only
+        return tf.nn.conv2d_transpose(a, b, out_nhwc, strides_nhwc, padding)
+
+    want = tf_or_skip(request, lambda tf: _tf_grads(tf, tf_fn, [x_nhwc, f], dy))
+    _assert_all_close([y, gx, gf], want, "TensorFlow")
 
 
 @pytest.mark.parametrize(("stride", "padding", "fmt", "dilations"), [
     (1, "SAME", "NWC", None), (2, "VALID", "NWC", 1), (1, "SAME", "NCW", 2),
     ([1, 3, 1], "SAME", "NWC", None)])
-def test_conv1d_matches_tensorflow(real_tf, stride, padding, fmt, dilations):
+def test_conv1d_matches_tensorflow(request, stride, padding, fmt, dilations):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((3, 13, 4) if fmt == "NWC" else (3, 4, 13)).astype(np.float32)
     f = rng.standard_normal((3, 4, 6)).astype(np.float32)
 
-    def tf_fn(a, b):
-        return real_tf.nn.conv1d(a, b, stride, padding, data_format=fmt, dilations=dilations)
+    def ref(a, b):
+        return rconv.conv1d(a, b, stride, padding, data_format=fmt, dilations=dilations)
 
-    y0 = tf_fn(x, f).numpy()
-    dy = rng.standard_normal(y0.shape).astype(np.float32)
-    want = _tf_grads(real_tf, tf_fn, [x, f], dy)
+    dy = rng.standard_normal(ref(x, f).shape).astype(np.float32)
     y, grads = _ours(conv.conv1d, [x, f], stride, padding, dy=dy, data_format=fmt,
                      dilations=dilations)
-    _assert_all_close([y] + grads, want)
+    _assert_matches_reference(ref, [x, f], y, grads, dy)
+    # torch: a conv2d over a height of 1, in NWC
+    ncw = fmt == "NCW"
+    x_nwc, dy_nwc = (x.transpose(0, 2, 1), dy.transpose(0, 2, 1)) if ncw else (x, dy)
+    s = (1, stride if isinstance(stride, int) else stride[1])
+    d = (1, dilations or 1)
+    pads = _tf_pads(padding, (1, x_nwc.shape[1]), (1, f.shape[0]), s, d)
+    want = _torch_conv2d(x_nwc[:, None], f[None], dy_nwc[:, None], s, d, pads)
+    want = [want[0][:, 0], want[1][:, 0], want[2][0]]
+    if ncw:
+        want[:2] = [w.transpose(0, 2, 1) for w in want[:2]]
+    _assert_all_close([y] + grads, want, "torch")
+
+    def tf_fn(tf, a, b):
+        return tf.nn.conv1d(a, b, stride, padding, data_format=fmt, dilations=dilations)
+
+    want = tf_or_skip(request, lambda tf: _tf_grads(tf, tf_fn, [x, f], dy))
+    _assert_all_close([y] + grads, want, "TensorFlow")
 
 
 # ---- dtypes ----------------------------------------------------------------------------------
