@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -52,7 +53,15 @@ def fresh_ipu_system(monkeypatch):
 
 @pytest.fixture(scope="session")
 def real_tf():
-    """TensorFlow (CPU only) as a reference oracle; skips when it is not installed."""
+    """TensorFlow (CPU only) as a reference oracle; skips when it is not installed.
+
+    oneDNN is off (``TF_ENABLE_ONEDNN_OPTS=0`` unless the environment says otherwise): TF turns
+    it on by itself only on CPUs with AVX-512 and newer, and its convolutions then compute cases
+    that the default kernels refuse, so the oracle's verdicts would depend on the machine."""
+    if "tensorflow" in sys.modules and "TF_ENABLE_ONEDNN_OPTS" not in os.environ:
+        pytest.fail("tensorflow was imported before the real_tf fixture, too late to turn "
+                    "oneDNN off: import it through real_tf only", pytrace=False)
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # read when tensorflow is imported
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # silence TF before it is imported
     real = pytest.importorskip("tensorflow")
     try:  # TF on the CPU only (not CUDA_VISIBLE_DEVICES: cupy tests share this process)
