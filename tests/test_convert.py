@@ -309,3 +309,81 @@ def test_cast_same_dtype_and_gradient():
 def test_one_hot_rejects_on_value_of_another_dtype():
     with pytest.raises(TypeError, match="^one_hot: on_value must have dtype float64"):
         tf.one_hot([0, 1], 3, on_value=tf.constant(1.0), dtype=tf.float64)
+
+
+# ---- integers beyond int32 / int64 (issue 12) ------------------------------------------------
+BIG_INT_VALUES = [
+    2 ** 31, -(2 ** 31) - 1, [1, 2 ** 40, -3], [[1, 2], [3, -(2 ** 40)]], [[1], [2 ** 31]],
+    [2 ** 63 - 1, -(2 ** 63)], ((5, -(2 ** 33)),),
+]
+
+
+@pytest.mark.parametrize("convert", CONVERTERS)
+@pytest.mark.parametrize("value", BIG_INT_VALUES, ids=repr)
+def test_ints_beyond_int32_become_int64(convert, value):
+    t = convert(value)
+    assert t.dtype == np.int64
+    np.testing.assert_array_equal(t.numpy(), np.array(value, dtype=object).astype(np.int64))
+
+
+@pytest.mark.parametrize("convert", CONVERTERS)
+@pytest.mark.parametrize("value,bad", [
+    (2 ** 63, 2 ** 63), (-(2 ** 63) - 1, -(2 ** 63) - 1), ([1, 2 ** 63], 2 ** 63),
+    ([[1], [2 ** 63]], 2 ** 63), ([[-1, 2], [3, 2 ** 64]], 2 ** 64), ([-(2 ** 70), 1], -(2 ** 70)),
+], ids=repr)
+def test_ints_beyond_int64_are_a_value_error(convert, value, bad):
+    # TF: ValueError "Can't convert Python sequence with out-of-range integer to Tensor."
+    name = convert.__name__
+    with pytest.raises(ValueError, match=rf"^{name}: value must hold integers in int64 range .*"
+                                         rf"got {bad}$"):
+        convert(value)
+    with pytest.raises(ValueError, match=rf"^{name}: value must hold integers in int64"):
+        convert(value, dtype=tf.int64)
+    with pytest.raises(ValueError, match=rf"^{name}: value must hold integers in int64"):
+        convert(value, dtype=tf.int8)
+
+
+@pytest.mark.parametrize("convert", CONVERTERS)
+def test_ints_beyond_int64_convert_to_floats(convert):
+    # TF: a float dtype, or a float in the list, takes any integer a double can hold
+    assert float(convert(2 ** 63, dtype=tf.float64)) == 2.0 ** 63
+    assert float(convert(2 ** 70, dtype=tf.float32)) == np.float32(2.0 ** 70)
+    t = convert([1.5, 2 ** 70])
+    assert t.dtype == np.float32
+    np.testing.assert_array_equal(t.numpy(), np.float32([1.5, 2.0 ** 70]))
+    with pytest.raises(ValueError, match=r"value must hold numbers in float64 range, got an "
+                                         r"integer of 1101 bits$"):
+        convert([1.5, 2 ** 1100])
+
+
+@pytest.mark.parametrize("convert", CONVERTERS)
+def test_ints_wrap_into_a_narrower_requested_dtype(convert):
+    # TF 2.21 converts Python ints to a requested integer dtype modulo 2**bits
+    assert int(convert(2 ** 40 + 5, dtype=tf.int32)) == 5
+    np.testing.assert_array_equal(convert([2 ** 31, 1], dtype=tf.int32).numpy(), [-(2 ** 31), 1])
+    np.testing.assert_array_equal(convert([300, -1], dtype=tf.uint8).numpy(), [44, 255])
+    assert int(tf.convert_to_tensor(2 ** 40, dtype_hint=tf.int32)) == 0
+
+
+def test_big_ints_match_tf(real_tf):
+    for value in BIG_INT_VALUES + [[1.5, 2 ** 70], 7, [[-(2 ** 31)]]]:
+        want = real_tf.constant(value)
+        got = tf.constant(value)
+        assert got.dtype == np.dtype(want.dtype.as_numpy_dtype), value
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for value in ([2 ** 63], [[1], [-(2 ** 63) - 1]]):
+        with pytest.raises(ValueError):
+            real_tf.constant(value)
+        with pytest.raises(ValueError):
+            tf.constant(value)
+
+
+def test_python_scalar_dtype():
+    from ipu_gpu.core.dtypes import python_scalar_dtype
+
+    assert python_scalar_dtype(2 ** 31 - 1) == np.int32
+    assert python_scalar_dtype(-(2 ** 31)) == np.int32
+    assert python_scalar_dtype(2 ** 31) == np.int64
+    assert python_scalar_dtype(-(2 ** 63)) == np.int64
+    with pytest.raises(ValueError, match="int64 range, got 9223372036854775808"):
+        python_scalar_dtype(2 ** 63)

@@ -26,21 +26,94 @@ def _from_dlpack(value):
     return cupy.from_dlpack(value)
 
 
-def _python_value_dtype(value) -> np.dtype:
-    """TF's dtype for a Python scalar or (nested) list: bool, int32 (int64 if too big), float32."""
-    flat = np.asarray(value)
-    if flat.dtype == np.bool_:
-        return dtypes.bool_
-    if flat.dtype.kind in "iu":
-        i32 = np.iinfo(np.int32)
-        if flat.size and (flat.max() > i32.max or flat.min() < i32.min):
-            return dtypes.int64
-        return dtypes.int32
-    if flat.dtype.kind == "f":
-        return dtypes.float32
-    if flat.dtype == object:  # TF: ValueError for ints beyond int64 and non-numbers (None)
-        raise ValueError(flat.dtype)
-    raise TypeError(f"cannot convert a value of dtype {flat.dtype} to a Tensor")
+_INT32 = np.iinfo(np.int32)
+_INT64 = np.iinfo(np.int64)
+
+
+def _leaves(value):
+    """The leaves of a nested list/tuple, depth first."""
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _all_ints(value) -> bool:
+    """Whether every leaf is an integer (stops at the first that is not, so a list of floats
+    costs one look)."""
+    return all(isinstance(v, (int, np.integer)) for v in _leaves(value))
+
+
+def _int64_overflow(value):
+    """The first integer leaf outside int64's range (None if there is none)."""
+    return next((v for v in _leaves(value) if not _INT64.min <= v <= _INT64.max), None)
+
+
+def _python_value_array(value, dtype, op: str, arg: str) -> np.ndarray:
+    """A numpy array for a Python scalar or nested list, TF's rules: bools give bool, ints
+    int32 (int64 when a value needs it; ValueError beyond int64 unless ``dtype`` is a float),
+    floats float32; with ``dtype`` the value is converted to it, integers wrapping as TF's
+    conversion does (``constant(2**32 + 1, dtype=int32)`` is 1), floats to an integer dtype
+    and integers to bool refused (TypeError)."""
+    try:
+        flat = np.asarray(value)
+    except ValueError:  # inhomogeneous nesting
+        raise ValueError(f"{op}: {arg} must be a rectangular nested list of numbers, got "
+                         f"{_short(value)}") from None
+    kind = flat.dtype.kind
+    # numpy makes uint64, float64 (mixed with other ints) or object of ints beyond int64
+    if kind == "u" or (kind in "fO" and flat.size and _all_ints(value)):
+        bad = _int64_overflow(value)
+        if bad is None:  # numpy integer scalars numpy promoted past int64
+            flat, kind = np.asarray(value, dtype=np.int64), "i"
+        elif dtype is None or np.dtype(dtype).kind != "f":
+            raise ValueError(f"{op}: {arg} must hold integers in int64 range "
+                             f"[{_INT64.min}, {_INT64.max}], got {_describe_int(bad)}")
+        else:
+            flat, kind = _as_float64(value, op, arg), "f"
+    elif kind == "O":
+        if not all(isinstance(v, (numbers.Real, np.number)) for v in _leaves(value)):
+            raise ValueError(f"{op}: {arg} must be a rectangular nested list of numbers, "
+                             f"got {_short(value)}")
+        flat, kind = _as_float64(value, op, arg), "f"  # floats with ints beyond int64
+    if kind == "b":
+        inferred = dtypes.bool_
+    elif kind == "i":
+        inferred = dtypes.int32
+        if flat.size and (flat.max() > _INT32.max or flat.min() < _INT32.min):
+            inferred = dtypes.int64
+    elif kind == "f":
+        inferred = dtypes.float32
+    else:
+        raise TypeError(f"{op}: {arg}: cannot convert a value of dtype {flat.dtype} to a "
+                        f"Tensor")
+    target = inferred if dtype is None else np.dtype(dtype)
+    if (inferred.kind == "f" and target.kind in "iub") or (inferred.kind in "iu"
+                                                            and target.kind == "b"):
+        raise TypeError(f"{op}: {arg} must be convertible to {target.name}, got "
+                        f"{'a float' if inferred.kind == 'f' else 'an integer'} value")
+    with np.errstate(over="ignore"):  # 1e40 -> inf in float32, as TF
+        return flat.astype(target, copy=False)  # integers wrap, as TF converts them
+
+
+def _as_float64(value, op, arg):
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except OverflowError:
+        bad = next(v for v in _leaves(value) if abs(v) > 1e308)
+        raise ValueError(f"{op}: {arg} must hold numbers in float64 range, got "
+                         f"{_describe_int(bad)}") from None
+
+
+def _describe_int(v) -> str:
+    text = str(v)
+    return text if len(text) <= 40 else f"an integer of {abs(int(v)).bit_length()} bits"
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_tensor", xp=None):
@@ -63,20 +136,7 @@ def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_ten
     elif isinstance(value, np.generic):
         a = np.asarray(value)
     elif isinstance(value, (numbers.Number, list, tuple)):
-        try:
-            inferred = _python_value_dtype(value)
-        except ValueError:
-            raise ValueError(f"{op}: {arg} must be a rectangular nested list of numbers in "
-                             f"int64/float range") from None
-        except TypeError as e:
-            raise TypeError(f"{op}: {arg}: {e}") from None
-        target = inferred if dtype is None else np.dtype(dtype)
-        if (inferred.kind == "f" and target.kind in "iub") or (inferred.kind in "iu"
-                                                                and target.kind == "b"):
-            raise TypeError(f"{op}: {arg} must be convertible to {target.name}, got "
-                            f"{'a float' if inferred.kind == 'f' else 'an integer'} value")
-        with np.errstate(over="ignore"):  # 1e40 -> inf in float32, as TF
-            a = np.asarray(value, dtype=target)
+        a = _python_value_array(value, dtype, op, arg)
         target_xp = xp if xp is not None else backend.default_xp()
         return a if target_xp is np else target_xp.asarray(a)
     elif hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):

@@ -52,11 +52,16 @@ def is_floating(d: np.dtype) -> bool:
 
 
 def python_scalar_dtype(value) -> np.dtype:
-    """The dtype TensorFlow gives a Python scalar or nested list (float32/int32/bool)."""
+    """The dtype TensorFlow gives a Python scalar: bool, int32 (int64 when the value needs it;
+    ValueError beyond int64, as TF refuses it), float32."""
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
-        return int32
+        if -(2**31) <= value < 2**31:
+            return int32
+        if -(2**63) <= value < 2**63:
+            return int64
+        raise ValueError(f"expected an integer in int64 range, got {value}")
     if isinstance(value, float):
         return float32
     if isinstance(value, complex):
