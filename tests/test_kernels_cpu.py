@@ -307,3 +307,26 @@ def test_sequence_slice_copy_rejects_mismatched_shapes_and_dtypes():
         k(out, out.astype(np.float64), src, i, i, i)
     with pytest.raises(TypeError, match="sequence_slice_copy: dst_offsets must be int32"):
         k(out, None, src, i, i, i.astype(np.int64))
+
+
+def test_bounds_guards_hold_without_numba_boundscheck(tmp_path):
+    # NUMBA_BOUNDSCHECK=1 (the test runs) turns a stray index into an IndexError; production
+    # runs without it, where the same index would corrupt memory. So the guard tests above run
+    # again in a child process without it, with their own Numba cache (the cache key ignores
+    # the flag); a crash there shows up as a signal in the return code.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_BOUNDSCHECK"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba-cache")
+    code = ("import sys, numba, pytest\n"
+            "assert not numba.config.BOUNDSCHECK\n"
+            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_kernels_cpu.py',"
+            " '-k', '(rejects or clips) and not without_numba_boundscheck']))\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert " passed" in run.stdout and "failed" not in run.stdout
