@@ -440,6 +440,33 @@ def test_results_do_not_depend_on_the_thread_count(case):
         np.testing.assert_array_equal(a, b)
 
 
+# ---- special values ----------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize(("shape", "tap"), [((1, 3, 3, 1), (0, 0, 0, 0)),
+                                            ((2, 40, 40, 8), (2, 1, 3, 1))])
+def test_depthwise_padding_times_a_non_finite_tap_is_nan(backend, shape, tap, bad):
+    """0 * Inf at a SAME padding tap is NaN, as TF's, conv2d's and the float64 reference's:
+    the kernel that skips the padding taps must not skip it (the larger shape takes the
+    parallel kernel)."""
+    rng = np.random.default_rng(5)
+    x = np.ones(shape, np.float32) if shape[0] == 1 else rng.standard_normal(shape).astype(
+        np.float32)
+    f = rng.standard_normal((3, 3, shape[3], 2)).astype(np.float32)
+    f[tap] = bad
+    got = conv.depthwise_conv2d(backend.asarray(x), backend.asarray(f), [1, 1, 1, 1],
+                                "SAME").numpy()
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = rconv.depthwise_conv2d(x.astype(np.float64), f.astype(np.float64), [1, 1, 1, 1],
+                                      "SAME")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got).any()
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+    if shape[0] == 1 and bad == np.inf:  # the audit's case: NaN in the first row and column
+        assert np.isnan(got[0, 0, :, 0]).all() and np.isnan(got[0, :, 0, 0]).all()
+
+
 # ---- the tape ----------------------------------------------------------------------------------
 def test_only_needed_gradients_are_computed(monkeypatch):
     calls = []
