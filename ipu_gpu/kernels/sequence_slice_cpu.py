@@ -45,9 +45,19 @@ def sequence_slice_copy(out, fill, src, num_elems, src_offsets, dst_offsets):
     return out
 
 
+_I32 = np.dtype(np.int32)
+
+
 def check_args(name, out, fill, src, num_elems, src_offsets, dst_offsets):
     """Raise ValueError/TypeError unless the shapes and dtypes are those the kernels index
     with (shared with the GPU twin; O(1), reads no data)."""
+    n = num_elems.shape
+    if (out.ndim == 2 and src.ndim == 2 and src.shape[1] == out.shape[1] and len(n) == 1
+            and src_offsets.shape == n and dst_offsets.shape == n and src.dtype == out.dtype
+            and num_elems.dtype == _I32 and src_offsets.dtype == _I32
+            and dst_offsets.dtype == _I32
+            and (fill is None or (fill.shape == out.shape and fill.dtype == out.dtype))):
+        return  # the common case in one expression: this runs on every call
     if (out.ndim != 2 or src.ndim != 2 or src.shape[1] != out.shape[1]
             or (fill is not None and fill.shape != out.shape)):
         got = f"out {list(out.shape)}, src {list(src.shape)}"
@@ -59,12 +69,12 @@ def check_args(name, out, fill, src, num_elems, src_offsets, dst_offsets):
             raise TypeError(f"{name}: {arg} must have out's dtype {out.dtype}, got {a.dtype}")
     vectors = (("num_elems", num_elems), ("src_offsets", src_offsets),
                ("dst_offsets", dst_offsets))
-    if num_elems.ndim != 1 or any(a.shape != num_elems.shape for _, a in vectors):
+    if len(n) != 1 or any(a.shape != n for _, a in vectors):
         raise ValueError(f"{name}: num_elems, src_offsets and dst_offsets must be 1-D of one "
                          f"length, got shapes "
                          f"{', '.join(str(list(a.shape)) for _, a in vectors)}")
     for arg, a in vectors:
-        if a.dtype != np.int32:
+        if a.dtype != _I32:
             raise TypeError(f"{name}: {arg} must be int32, got {a.dtype}")
 
 
