@@ -406,6 +406,39 @@ def test_create_host_embedding_initializers():
         embedding_ops.create_host_embedding(_name(), (2, 3), np.float32, partition_strategy="X")
 
 
+@pytest.mark.parametrize(("shape", "exc", "match"), [
+    # TF's get_variable: ValueError "Dimension -1 must be >= 0", TypeError for 2.5
+    ([-1, 3], ValueError, r"shape must not have negative sizes, got \[-1, 3\]$"),
+    ((4, -2), ValueError, r"shape must not have negative sizes, got \[4, -2\]$"),
+    ([None, 3], ValueError, r"shape must be fully defined, got \[None, 3\]$"),
+    ([2.5, 3], TypeError, r"shape must be a list of ints \[tokens, encoding\], got \[2.5, 3\]$"),
+    ([True, 3], TypeError, r"shape must be a list of ints"),
+    (5, TypeError, r"shape must be a list of ints \[tokens, encoding\], got 5$"),
+    ([4], ValueError, r"shape must have rank 2 \[tokens, encoding\], got \[4\]$"),
+    ([2, 3, 4], ValueError, r"shape must have rank 2 \[tokens, encoding\], got \[2, 3, 4\]$"),
+])
+def test_create_host_embedding_validates_shape(shape, exc, match):
+    for initializer in (None, lambda shape, dtype: np.zeros(shape, dtype)):
+        with pytest.raises(exc, match="^create_host_embedding: " + match):
+            embedding_ops.create_host_embedding(_name(), shape, np.float32,
+                                                initializer=initializer)
+
+
+def test_create_host_embedding_too_large_for_the_host():
+    # TF: ResourceExhaustedError "OOM when allocating tensor with shape[...]" from its
+    # initializer; here before any initializer runs
+    calls = []
+    for initializer in (None, lambda shape, dtype: calls.append(shape)):
+        with pytest.raises(ipu_gpu.errors.ResourceExhaustedError,
+                           match=r"^create_host_embedding: OOM when allocating tensor with "
+                                 r"shape\[1099511627776,1048576\] and type float on CPU"):
+            embedding_ops.create_host_embedding(_name(), [2**40, 2**20], np.float32,
+                                                initializer=initializer)
+    assert calls == []
+    empty = embedding_ops.create_host_embedding(_name(), np.array([0, 3]), np.float32)
+    assert empty.get_embedding_tensor().shape == (0, 3)
+
+
 def test_create_host_embedding_trains_end_to_end():
     emb = embedding_ops.create_host_embedding(
         _name(), (4, 2), np.float32, optimizer_spec=SGD(0.5),

@@ -398,3 +398,99 @@ def test_array_view_is_read_only():
     w = np.array(t)  # np.array copies: writeable
     w[0] = 3.0
     np.testing.assert_array_equal(t.numpy(), [1, 2])
+
+
+# ---- range: dtypes beyond int32 and bad limits (issue 12) -----------------------------------
+@pytest.mark.parametrize("args,kwargs,dtype,values", [
+    ((2**31 - 3, 2**31 + 2), {}, np.int64, [2**31 - 3 + i for i in range(5)]),
+    ((-(2**31) - 2, -(2**31) + 1), {}, np.int64, [-(2**31) - 2, -(2**31) - 1, -(2**31)]),
+    ((-(2**31), -(2**31) + 2), {}, np.int32, [-(2**31), -(2**31) + 1]),
+    ((0, 2**32 + 3, 2**31), {}, np.int64, [0, 2**31, 2**32]),
+    ((0, 10, 2**33), {}, np.int64, [0]),
+    ((2**63 - 3, 2**63 - 1), {}, np.int64, [2**63 - 3, 2**63 - 2]),
+    ((np.int64(3),), {}, np.int64, [0, 1, 2]),
+    ((0, 2**31 + 5, 2**30), {"dtype": "float32"}, np.float32, [0, 2**30]),  # cast first
+    ((0, 2**32 + 3), {"dtype": "int32"}, np.int32, [0, 1, 2]),  # TF wraps the limit
+], ids=repr)
+def test_range_infers_int64_for_big_ints(args, kwargs, dtype, values):
+    t = tf.range(*args, **kwargs)
+    assert t.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(t.numpy(), np.array(values, dtype=dtype))
+
+
+def test_range_dtype_follows_tensor_arguments():
+    assert tf.range(tf.constant(1), 2**31 + 1, 2**30).dtype == np.int64
+    assert tf.range(tf.constant(0.0, tf.float64), 3).dtype == np.float64
+    assert tf.range(tf.constant(3, tf.int64)).dtype == np.int64
+    assert tf.range(tf.constant(3), 4.5).dtype == np.float32
+    assert tf.range(tf.constant(3.0, tf.float16)).dtype == np.float16
+    with pytest.raises(ValueError, match=r"^range: limit must be a scalar, got shape \[2\]"):
+        tf.range(tf.constant([1, 2]))
+
+
+@pytest.mark.parametrize("args,kwargs", [
+    ((2**31 - 3, 2**31 + 2), {}), ((-(2**31) - 2, -(2**31) + 1), {}),
+    ((0, 2**32 + 3, 2**31), {}), ((tf.constant(1), 2**31 + 5, 2**30), {}), ((0, 1, 0.3), {}),
+    ((0.0, 10.0, 0.7), {"dtype": "float16"}), ((1.0, 0.0, -0.25), {}),
+    ((0, 2**31 + 5, 2**30), {"dtype": "float32"}), ((0.0, 1.0, np.inf), {}),
+], ids=repr)
+def test_range_matches_tf(real_tf, args, kwargs):
+    targs = [real_tf.constant(a.numpy()) if isinstance(a, Tensor) else a for a in args]
+    tkw = {k: real_tf.as_dtype(v) for k, v in kwargs.items()}
+    want = real_tf.range(*targs, **tkw)
+    got = tf.range(*args, **kwargs)
+    assert got.dtype == np.dtype(want.dtype.as_numpy_dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+RANGE_INVALID = [
+    ((0, float("inf")), r"limit must be finite, got inf"),
+    ((float("-inf"), 0.0), r"start must be finite, got -inf"),
+    ((0.0, float("-inf"), -1.0), r"limit must be finite, got -inf"),
+    ((0, float("nan")), r"limit must not be NaN, got nan"),
+    ((float("nan"), 3.0), r"start must not be NaN, got nan"),
+    ((0.0, 1.0, float("nan")), r"delta must not be NaN, got nan"),
+    ((0, 10, 0), r"delta must not be 0"),
+    ((0.0, 1.0, 0.0), r"delta must not be 0"),
+    ((0.0, 1e30), r"\(limit - start\) / delta must be at most 9223372036854775807 elements in "
+                  r"float32, got 1.0000000150474662e\+30"),
+    ((-(2**63), 2**63 - 1), r"\(limit - start\) / delta must be at most 9223372036854775807 "
+                            r"elements, got 18446744073709551615"),
+]
+
+
+@pytest.mark.parametrize("args,match", RANGE_INVALID, ids=repr)
+def test_range_invalid_arguments(args, match):
+    # TF's Range kernel: InvalidArgumentError; ours is also a ValueError (house style)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="^range: " + match):
+        tf.range(*args)
+    with pytest.raises(ValueError):
+        tf.range(*args)
+
+
+def test_range_float16_overflowing_size():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"^range: .* in float16, got inf"):
+        tf.range(0, 60000, 0.5, dtype=tf.float16)  # 60000 / 0.5 overflows float16, as in TF
+
+
+@pytest.mark.parametrize("args", [a for a, _ in RANGE_INVALID], ids=repr)
+def test_tf_range_raises_invalid_argument_too(real_tf, args):
+    with pytest.raises(real_tf.errors.InvalidArgumentError):
+        real_tf.range(*args)
+
+
+def test_range_conversion_errors():
+    # TF: ValueError "Can't convert Python sequence with out-of-range integer to Tensor."
+    with pytest.raises(ValueError, match=r"^range: limit must hold integers in int64 range .* "
+                                         r"got 9223372036854775808$"):
+        tf.range(0, 2**63)
+    with pytest.raises(ValueError, match=r"^range: start must hold integers in int64 range"):
+        tf.range(-(2**64), 0)
+    # TF: TypeError "Cannot convert 0.5 to EagerTensor of dtype int32" / "... of dtype bool"
+    with pytest.raises(TypeError, match=r"^range: start must be convertible to int32, got a "
+                                        r"float value"):
+        tf.range(0.5, 3.5, dtype=tf.int32)
+    with pytest.raises(TypeError, match=r"^range: start must be convertible to bool"):
+        tf.range(5, dtype=tf.bool)
+    with pytest.raises(TypeError, match=r"^range: limit must be a number, got True"):
+        tf.range(True)

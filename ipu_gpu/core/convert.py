@@ -211,7 +211,12 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     if shape is not None:
         shape = tuple(int(s) for s in shape)
         if a.size == 1:
-            a = xp_of_array(a).full(shape, a.reshape(()), dtype=a.dtype)
+            from .registry import AllocationGuard, check_allocation  # registry imports us
+
+            axp = xp_of_array(a)
+            check_allocation("constant", axp, shape, a.dtype)
+            with AllocationGuard("constant", axp):
+                a = axp.full(shape, a.reshape(()), dtype=a.dtype)
         elif int(np.prod(shape)) == a.size:
             a = a.reshape(shape)
         else:

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..core import backend, dtypes
 from ..core.convert import convert_to_tensor
+from ..core.registry import AllocationGuard, check_allocation
 from ..core.tensor import Tensor, Variable
 from ..ops import embedding as _embedding
 from ..ops.math import clip_by_value
@@ -433,6 +434,31 @@ class _HostEmbeddingScope:
         return False
 
 
+def _table_shape(shape) -> tuple:
+    """create_host_embedding's shape: two sizes [tokens, encoding], as TF's get_variable
+    checks a shape (TypeError for a non-integer size, ValueError for a negative or unknown
+    one), checked before anything is allocated."""
+    op = "create_host_embedding"
+    if isinstance(shape, Tensor):
+        shape = shape.numpy().tolist()
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{op}: shape must be a list of ints [tokens, encoding], got "
+                        f"{shape!r}") from None
+    for size in dims:
+        if size is None:
+            raise ValueError(f"{op}: shape must be fully defined, got {list(dims)}")
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise TypeError(f"{op}: shape must be a list of ints [tokens, encoding], got "
+                            f"{list(dims)}")
+        if size < 0:
+            raise ValueError(f"{op}: shape must not have negative sizes, got {list(dims)}")
+    if len(dims) != 2:
+        raise ValueError(f"{op}: shape must have rank 2 [tokens, encoding], got {list(dims)}")
+    return tuple(int(size) for size in dims)
+
+
 def create_host_embedding(name, shape, dtype, partition_strategy="TOKEN", optimizer_spec=None,
                           initializer=None):
     """Create a HostEmbedding.
@@ -454,24 +480,34 @@ def create_host_embedding(name, shape, dtype, partition_strategy="TOKEN", optimi
     Returns:
       A HostEmbedding object that wraps the created embedding tensor (a Variable in host
       memory named ``name``).
+
+    Raises:
+      TypeError: a shape size that is not an int, or an unknown dtype.
+      ValueError: a negative or unknown (None) size, a shape of rank other than 2, an
+        initializer value of another shape, or an invalid partition_strategy.
+      ResourceExhaustedError: the table does not fit in host memory.
     """
     d = dtypes.as_dtype(dtype, "create_host_embedding: dtype")
-    shape = tuple(int(s) for s in shape)
-    if initializer is None:
-        if d.kind == "f" and len(shape) == 2:
-            limit = np.sqrt(6.0 / max(1, shape[0] + shape[1]))
-            value = np.random.default_rng().uniform(-limit, limit, shape).astype(d)
+    shape = _table_shape(shape)
+    op = "create_host_embedding"
+    check_allocation(op, np, shape, d)
+    with AllocationGuard(op, np):  # also an initializer's own allocation
+        if initializer is None:
+            if d.kind == "f":
+                limit = np.sqrt(6.0 / max(1, shape[0] + shape[1]))
+                value = np.random.default_rng().uniform(-limit, limit, shape).astype(d)
+            else:
+                value = np.zeros(shape, d)
         else:
-            value = np.zeros(shape, d)
-    else:
-        value = initializer(shape, dtype=d) if callable(initializer) else initializer
-        value = np.asarray(getattr(value, "_value", value))
-        if backend.is_cupy_array(value):
-            value = value.get()
-        if tuple(value.shape) != shape:
-            raise ValueError(f"create_host_embedding: initializer must give shape "
-                             f"{list(shape)}, got {list(value.shape)}")
-        value = value.astype(d, copy=False)
-    variable = Variable(np.ascontiguousarray(value), name=name)
+            value = initializer(shape, dtype=d) if callable(initializer) else initializer
+            value = np.asarray(getattr(value, "_value", value))
+            if backend.is_cupy_array(value):
+                value = value.get()
+            if tuple(value.shape) != shape:
+                raise ValueError(f"{op}: initializer must give shape {list(shape)}, got "
+                                 f"{list(value.shape)}")
+            value = value.astype(d, copy=False)
+        value = np.ascontiguousarray(value)
+    variable = Variable(value, name=name)
     return HostEmbedding(name, variable, partition_strategy=partition_strategy,
                          optimizer_spec=optimizer_spec)

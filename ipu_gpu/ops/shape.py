@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import register
+from ..errors import ResourceExhaustedError
 from ._util import check_axis, normalize_axis, require_same_dtype
 
 
@@ -165,7 +166,10 @@ def stack(values, axis=0, name=None):
         raise TypeError(f"stack: axis must be an int, got {axis!r}")
     if not -ndim - 1 <= axis <= ndim:
         raise ValueError(f"stack: axis must be in [{-ndim - 1}, {ndim}], got {axis}")
-    return concat([expand_dims(v, axis) for v in values], axis=axis % (ndim + 1))
+    try:
+        return concat([expand_dims(v, axis) for v in values], axis=axis % (ndim + 1))
+    except ResourceExhaustedError as e:  # name the op the user called
+        raise ResourceExhaustedError("stack" + e.message.removeprefix("concat")) from e
 
 
 def _check_split(x, *, sizes, axis):
