@@ -372,3 +372,105 @@ def test_errors(args, kwargs, exc, match):
 def test_errors_log_probs(args, kwargs, exc, match):
     with pytest.raises(exc, match="ctc_beam_search_decoder_with_log_probs: " + match):
         ctc_beam_search_decoder_with_log_probs(*args, **kwargs)
+
+
+# ---- huge beam_width / top_paths (issue 12) ---------------------------------------------------
+_DECODERS = [ctc_beam_search_decoder, ctc_beam_search_decoder_with_log_probs]
+_BIG = 2**31 - 1
+
+
+@pytest.fixture
+def no_decoding(monkeypatch):
+    """Fail the test if a CPU decoding kernel runs (errors must come before it)."""
+    from ipu_gpu.kernels import ctc_decoder_cpu
+
+    def refuse(*args):
+        raise AssertionError("the decoding kernel ran")
+
+    monkeypatch.setattr(ctc_decoder_cpu, "ctc_beam_search", refuse)
+
+
+@pytest.mark.parametrize("decode", _DECODERS)
+def test_beam_width_far_beyond_the_input_runs_as_tf(decode):
+    # TF decodes with beam_width 2**31 - 1; only the C**T beams that can exist are kept, so
+    # the result is that of a beam holding every prefix
+    rng = np.random.default_rng(7)
+    x = _random(rng, 5, 3, 4)
+    lengths = np.array([5, 3, 0], np.int32)
+    got = _np(decode(x, lengths, beam_width=_BIG, top_paths=3, blank_index=1))
+    want = _np(decode(x, lengths, beam_width=4**5, top_paths=3, blank_index=1))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_huge_beam_width_matches_tensorflow(real_tf):
+    rng = np.random.default_rng(11)
+    x = _random(rng, 6, 2, 5, scale=3.0)
+    lengths = np.array([6, 4], np.int32)
+    got = _np(ctc_beam_search_decoder(x, lengths, beam_width=_BIG, top_paths=2))
+    want = _tf_decode(real_tf, x, lengths, _BIG, 2)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("decode", _DECODERS)
+@pytest.mark.parametrize("kwargs,arg", [
+    ({"beam_width": 2**31}, "beam_width"),
+    ({"beam_width": 2**40, "top_paths": 2**33}, "beam_width"),
+    ({"beam_width": 2**31 - 1, "top_paths": 2**31}, "top_paths"),
+    ({"blank_index": -(2**31) - 1}, "blank_index"),
+])
+def test_attributes_beyond_int32_are_invalid(decode, kwargs, arg, no_decoding):
+    # TF: InvalidArgumentError "Attr beam_width has value 2147483648 out of range for an int32"
+    with pytest.raises(ipu_gpu.errors.InvalidArgumentError,
+                       match=rf"^{decode.__name__}: {arg} must be in int32 range \(an op "
+                             rf"attribute\), got {kwargs[arg]}$"):
+        decode(_X, _L, **kwargs)
+
+
+def test_tf_refuses_beam_width_beyond_int32(real_tf):
+    with pytest.raises(real_tf.errors.InvalidArgumentError, match="out of range for an int32"):
+        real_tf.nn.ctc_beam_search_decoder(_X, _L, beam_width=2**31)
+
+
+@pytest.mark.parametrize("decode", _DECODERS)
+def test_beam_state_too_large_for_the_host(decode, monkeypatch, no_decoding):
+    # 100 steps of 5 classes: every beam can exist, and 2**31 - 1 beams of 900 bytes each
+    # (1.76 TiB) cannot; the error names beam_width and the largest that would fit
+    from ipu_gpu.core import registry
+
+    monkeypatch.setattr(registry, "_host_memory", [64 << 30])  # any host below 1.76 TiB
+    x = np.zeros((100, 2, 5), np.float32)
+    lengths = np.array([100, 7], np.int32)
+    with pytest.raises(ipu_gpu.errors.ResourceExhaustedError,
+                       match=rf"^{decode.__name__}: beam_width must be at most 76354974 for "
+                             rf"max_time 100 and 5 classes \(the beam search state of a sequence, "
+                             rf"900 bytes a beam, must fit in the host's 64.00 GiB\), got "
+                             rf"2147483647$"):
+        decode(x, lengths, beam_width=_BIG)
+
+
+def test_beam_state_limit_follows_host_memory(monkeypatch, no_decoding):
+    from ipu_gpu.core import registry
+
+    monkeypatch.setattr(registry, "_host_memory", [900 * 1000])  # 1000 beams of T=100, C=5
+    x = np.zeros((100, 1, 5), np.float32)
+    with pytest.raises(ipu_gpu.errors.ResourceExhaustedError,
+                       match=r"beam_width must be at most 1000 for max_time 100 .* got 1001$"):
+        ctc_beam_search_decoder(x, np.array([100], np.int32), beam_width=1001)
+    with pytest.raises(AssertionError, match="the decoding kernel ran"):
+        ctc_beam_search_decoder(x, np.array([100], np.int32), beam_width=1000)
+
+
+@pytest.mark.parametrize("decode", _DECODERS)
+def test_top_paths_too_large_for_the_host(decode, monkeypatch, no_decoding):
+    from ipu_gpu.core import registry
+
+    monkeypatch.setattr(registry, "_host_memory", [16 << 20])  # a 16 MiB host
+    with pytest.raises(ipu_gpu.errors.ResourceExhaustedError,
+                       match=rf"^{decode.__name__}: OOM when allocating tensor with "
+                             rf"shape\[2,1048576,4\] and type int32 on CPU \(decoded_labels "
+                             rf"\[batch, top_paths, max_time\] for top_paths 1048576; "
+                             rf"32.00 MiB; the host has 16.00 MiB\)$"):
+        decode(_X, _L, beam_width=_BIG, top_paths=2**20)

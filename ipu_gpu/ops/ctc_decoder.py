@@ -11,17 +11,57 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.registry import register
+from ..core.registry import check_allocation, format_bytes, host_memory_bytes, register
+from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ._util import quiet, require_int
 
 _DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 LOG_ZERO = -65504.0
+_INT32_MAX = 2**31 - 1
 
 
 def _require_int_arg(op: str, arg: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{op}: {arg} must be an int, got {value!r}")
+    if not -_INT32_MAX - 1 <= value <= _INT32_MAX:  # an int attr of the op, as in TF
+        raise InvalidArgumentError(f"{op}: {arg} must be in int32 range (an op attribute), "
+                                   f"got {value}")
     return int(value)
+
+
+def _live_beams(beam_width: int, num_classes: int, steps: int) -> int:
+    """The beams that can ever be valid: a step has at most nvalid * C candidates, so at
+    most C**steps beams exist. Narrowing the beam to that count changes no result (the
+    candidate order, copies then extends by symbol then beam, does not depend on it), and
+    lets a beam_width far beyond the input run, as in TF."""
+    bound = 1
+    for _ in range(steps):
+        bound *= num_classes
+        if bound >= beam_width:
+            return beam_width
+    return min(beam_width, bound)
+
+
+def _beam_bytes(max_time: int, num_classes: int) -> int:
+    """Host bytes of one beam in the CPU kernel's state: double-buffered prefixes of
+    max_time symbols, the merge table row of num_classes entries, ~80 bytes of scores."""
+    return 8 * max(max_time, 1) + 4 * num_classes + 80
+
+
+def _check_memory(op, xp, beam_width, width, top_paths, max_time, batch, num_classes):
+    """ResourceExhaustedError, before any kernel runs, when the outputs or the beam state of
+    one sequence cannot fit in host memory."""
+    check_allocation(op, xp, (batch, top_paths, max_time), np.int32,
+                     f"decoded_labels [batch, top_paths, max_time] for top_paths {top_paths}")
+    limit = host_memory_bytes()
+    if xp is not np or limit is None:
+        return  # cupy refuses an impossible GPU workspace at once
+    per_beam = _beam_bytes(max_time, num_classes)
+    if width * per_beam > limit:
+        raise ResourceExhaustedError(
+            f"{op}: beam_width must be at most {limit // per_beam} for max_time {max_time} "
+            f"and {num_classes} classes (the beam search state of a sequence, {per_beam} "
+            f"bytes a beam, must fit in the host's {format_bytes(limit)}), got {beam_width}")
 
 
 def _check(op: str, data_arg: str, lengths_arg: str):
@@ -58,6 +98,7 @@ def _check(op: str, data_arg: str, lengths_arg: str):
 def _forward(from_logits: bool, op: str, lengths_arg: str):
     def forward(k, xp, data, lengths, *, beam_width, top_paths, blank_index):
         max_time, batch, num_classes = data.shape
+        hi = 0
         if batch:
             lo = int(xp.min(lengths))  # syncs device
             hi = int(xp.max(lengths))  # syncs device
@@ -65,6 +106,8 @@ def _forward(from_logits: bool, op: str, lengths_arg: str):
                 bad = lo if lo < 0 else hi
                 raise ValueError(f"{op}: {lengths_arg} must be in [0, {max_time}] "
                                  f"(max_time), got {bad}")
+        width = _live_beams(beam_width, num_classes, hi)
+        _check_memory(op, xp, beam_width, width, top_paths, max_time, batch, num_classes)
         x = xp.ascontiguousarray(data, dtype=xp.float32)  # float16 computes in float32
         if from_logits:
             with quiet(xp):  # -inf logits give -inf log-probabilities, as TF
@@ -75,7 +118,7 @@ def _forward(from_logits: bool, op: str, lengths_arg: str):
         probs = xp.empty((batch, top_paths), xp.float32)
         out_lengths = xp.empty((batch, top_paths), xp.int32)
         decoded = xp.empty((batch, top_paths, max_time), xp.int32)
-        k.ctc_beam_search(x, lens, beam_width, blank, probs, out_lengths, decoded)
+        k.ctc_beam_search(x, lens, width, blank, probs, out_lengths, decoded)
         return (probs.astype(data.dtype), out_lengths, decoded), None
     return forward
 
@@ -107,7 +150,9 @@ def ctc_beam_search_decoder(logits, logits_lengths, beam_width=100, top_paths=1,
         float16 is decoded in float32 arithmetic.
       logits_lengths: [batch_size] integer, each in [0, max_time]; time steps at and past
         a sequence's length are ignored.
-      beam_width: number of beams kept per step (>= 1).
+      beam_width: number of beams kept per step, in [1, 2**31 - 1] (an int32 attribute of
+        the op). Only the beams that can exist (num_classes**max(lengths)) are allocated, so
+        a beam far wider than the input runs, as in TF.
       top_paths: number of paths returned, in [1, beam_width], most probable first.
       blank_index: the blank class, in [-num_classes, num_classes); negative values count
         from the end, so the default -1 is the last class (``num_classes - 1``).
@@ -133,6 +178,10 @@ def ctc_beam_search_decoder(logits, logits_lengths, beam_width=100, top_paths=1,
       TypeError: logits not float16/float32, lengths not integer, or a non-int argument.
       ValueError: bad ranks, mismatched batch sizes, lengths outside [0, max_time],
         beam_width < 1, top_paths outside [1, beam_width], blank_index out of range.
+      InvalidArgumentError (a ValueError): beam_width, top_paths or blank_index outside
+        int32's range (TF: "Attr beam_width has value ... out of range for an int32").
+      ResourceExhaustedError: the outputs (top_paths) or the beam search state of one
+        sequence (beam_width) cannot fit in host memory; raised before decoding starts.
     """
     op = "ctc_beam_search_decoder"
     return _DECODER(logits, logits_lengths, **_statics(op, beam_width, top_paths, blank_index))
@@ -155,7 +204,8 @@ def ctc_beam_search_decoder_with_log_probs(log_probs, input_lengths, beam_width=
       positions past each path's length hold the (normalised) blank_index.
 
     Raises:
-      TypeError, ValueError: as ``ctc_beam_search_decoder``.
+      TypeError, ValueError, InvalidArgumentError, ResourceExhaustedError: as
+      ``ctc_beam_search_decoder``.
     """
     op = "ctc_beam_search_decoder_with_log_probs"
     return _DECODER_LOG_PROBS(log_probs, input_lengths,
