@@ -42,7 +42,12 @@ def _leaves(value):
 def _all_ints(value) -> bool:
     """Whether every leaf is an integer (stops at the first that is not, so a list of floats
     costs one look)."""
-    return all(isinstance(v, (int, np.integer)) for v in _leaves(value))
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            if not _all_ints(v):
+                return False
+        return True
+    return isinstance(value, (int, np.integer))
 
 
 def _int64_overflow(value):
@@ -93,8 +98,10 @@ def _python_value_array(value, dtype, op: str, arg: str) -> np.ndarray:
                                                             and target.kind == "b"):
         raise TypeError(f"{op}: {arg} must be convertible to {target.name}, got "
                         f"{'a float' if inferred.kind == 'f' else 'an integer'} value")
-    with np.errstate(over="ignore"):  # 1e40 -> inf in float32, as TF
+    if kind != "f" or target.kind != "f":
         return flat.astype(target, copy=False)  # integers wrap, as TF converts them
+    with np.errstate(over="ignore"):  # 1e40 -> inf in float32, as TF
+        return flat.astype(target, copy=False)
 
 
 def _as_float64(value, op, arg):
