@@ -35,6 +35,9 @@ _KERNELS: dict = {}
 ROW_BLOCKS_MAX = 1 << 16
 # Dynamic shared memory a block may use without an opt-in.
 SHARED_BYTES_MAX = 48 * 1024
+# Static shared memory of ipu_ctc_alpha_beta_f32 (its bad_label flag): it counts against the
+# same limit as the dynamic rows.
+_ALPHA_BETA_STATIC_SHARED = 4
 
 _I32 = np.int32
 
@@ -108,7 +111,7 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
              _I32(want_grad), lse, grad if want_grad else f32_dummy))
 
     threads = _position_block(s_max)
-    use_shared = 2 * s_max * 4 <= SHARED_BYTES_MAX
+    use_shared = 2 * s_max * 4 + _ALPHA_BETA_STATIC_SHARED <= SHARED_BYTES_MAX
     if want_grad:
         alpha = cupy.empty(n_b * n_t * s_max, np.float32)
         beta = cupy.empty(n_b * n_t * s_max, np.float32)
