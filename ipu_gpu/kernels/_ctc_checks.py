@@ -1,4 +1,4 @@
-"""The CTC loss's value checks and their messages, shared by ctc_cpu and ctc_gpu (the GPU
+"""The CTC loss's shape and value checks and their messages, shared by ctc_cpu and ctc_gpu (the GPU
 twin flags bad values on the device and calls ``check_values`` on host copies only when
 something is wrong, so both raise the same error)."""
 
@@ -36,3 +36,21 @@ def first_bad_label(labels, label_length, num_classes):
         return -1, -1
     b, i = np.unravel_index(np.argmax(bad), bad.shape)
     return int(b), int(i)
+
+
+def check_shapes(name, data, labels, label_length, data_length, loss, grad):
+    """Raise ValueError unless data is [T, B, C], labels [B, Lmax], the lengths and ``loss``
+    [B] and ``grad`` (unless None) data's shape: what the kernels index with."""
+    if data.ndim != 3:
+        raise ValueError(f"{name}: data must be [T, B, C], got shape {list(data.shape)}")
+    n_b = data.shape[1]
+    if labels.ndim != 2 or labels.shape[0] != n_b:
+        raise ValueError(f"{name}: labels must be [{n_b}, Lmax], got shape "
+                         f"{list(labels.shape)}")
+    for arg, a in (("label_length", label_length), ("data_length", data_length),
+                   ("loss", loss)):
+        if tuple(a.shape) != (n_b,):
+            raise ValueError(f"{name}: {arg} must have shape [{n_b}], got {list(a.shape)}")
+    if grad is not None and tuple(grad.shape) != tuple(data.shape):
+        raise ValueError(f"{name}: grad must have data's shape {list(data.shape)}, got "
+                         f"{list(grad.shape)}")

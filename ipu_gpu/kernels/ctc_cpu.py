@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._ctc_checks import check_values
+from ._ctc_checks import check_shapes, check_values
 from ._threads import num_threads
 
 LOG_ZERO = np.float32(-65504.0)  # PopLibs' probabilityZero: the smallest float16
@@ -48,7 +48,7 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
     op checks these first (``ctc_loss_check_values``), and this O(B * Lmax) second look
     keeps any other caller from indexing out of bounds.
     """
-    _check_shapes("ctc_loss_fwd_bwd", data, labels, label_length, data_length, loss, grad)
+    check_shapes("ctc_loss_fwd_bwd", data, labels, label_length, data_length, loss, grad)
     n_t, n_b, n_c = data.shape
     if not 0 <= blank_index < n_c:
         raise ValueError(f"ctc_loss_fwd_bwd: blank_index must be in [0, {n_c}) (num_classes), "
@@ -66,24 +66,6 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
         _ctc_fast_serial(data, lse, labels, label_length, data_length, blank_index, logits,
                          want_grad, loss, g, exact)
     return loss, grad
-
-
-def _check_shapes(name, data, labels, label_length, data_length, loss, grad):
-    """Raise ValueError unless data is [T, B, C], labels [B, Lmax], the lengths and ``loss``
-    [B] and ``grad`` (unless None) data's shape: what the kernels index with."""
-    if data.ndim != 3:
-        raise ValueError(f"{name}: data must be [T, B, C], got shape {list(data.shape)}")
-    n_b = data.shape[1]
-    if labels.ndim != 2 or labels.shape[0] != n_b:
-        raise ValueError(f"{name}: labels must be [{n_b}, Lmax], got shape "
-                         f"{list(labels.shape)}")
-    for arg, a in (("label_length", label_length), ("data_length", data_length),
-                   ("loss", loss)):
-        if tuple(a.shape) != (n_b,):
-            raise ValueError(f"{name}: {arg} must have shape [{n_b}], got {list(a.shape)}")
-    if grad is not None and tuple(grad.shape) != tuple(data.shape):
-        raise ValueError(f"{name}: grad must have data's shape {list(data.shape)}, got "
-                         f"{list(grad.shape)}")
 
 
 def ctc_loss_check_values(name, labels, label_length, data_length, max_time, num_classes):

@@ -23,8 +23,7 @@ import threading
 import cupy
 import numpy as np
 
-from ._ctc_checks import check_values, first_bad_label
-from .ctc_cpu import _check_shapes  # host-side shape checks, shared with the CPU twin
+from ._ctc_checks import check_shapes, check_values, first_bad_label
 
 _SOURCE = pathlib.Path(__file__).with_name("cuda") / "ctc.cu"
 _LOCK = threading.Lock()
@@ -83,7 +82,7 @@ def ctc_loss_fwd_bwd(data, labels, label_length, data_length, blank_index, logit
     anyway gets a NaN loss and NaN gradient rows, never an out-of-bounds access (the CPU
     twin raises instead).
     """
-    _check_shapes("ctc_loss_fwd_bwd", data, labels, label_length, data_length, loss, grad)
+    check_shapes("ctc_loss_fwd_bwd", data, labels, label_length, data_length, loss, grad)
     n_t, n_b, n_c = data.shape
     if not 0 <= blank_index < n_c:
         raise ValueError(f"ctc_loss_fwd_bwd: blank_index must be in [0, {n_c}) (num_classes), "
