@@ -124,6 +124,27 @@ def test_ops_raise_resource_exhausted_chained_from_memory_error(make, op, shape)
     assert isinstance(cause, MemoryError)
 
 
+def test_numpy_size_overflow_is_resource_exhausted_too():
+    # numpy's ValueError when the byte count overflows its index type (2**63 bytes here)
+    for make, op in [(lambda: tf.cast(_view(*HUGE), tf.float64), "cast"),
+                     (lambda: tf.gather(np.ones((3, 2), np.float32),
+                                        np.broadcast_to(np.int32(0), HUGE)), "gather")]:
+        with pytest.raises(errors.ResourceExhaustedError,
+                           match=rf"^{op}: OOM when allocating a tensor on CPU: array is too "
+                                 r"big") as e:
+            make()
+        assert type(e.value.__cause__) is ValueError
+
+
+def test_constant_of_a_huge_array_names_constant():
+    with pytest.raises(errors.ResourceExhaustedError,
+                       match=rf"^constant: OOM when allocating tensor with {HUGE_SHAPE} and "
+                             r"type float on CPU \(4.00 EiB\)$"):
+        tf.constant(_view(*HUGE))
+    with pytest.raises(ValueError, match="^constant: value must hold integers in int64 range"):
+        tf.constant(2**64)  # other ValueErrors are unchanged
+
+
 def _op(forward):
     return registry.Op("test_oom_op", ("x",), lambda x: None, forward, None, None, False, False)
 
@@ -146,12 +167,13 @@ def test_plain_memory_error_names_the_op():
 @pytest.mark.parametrize("error", [
     memory.GraphMemoryAllocationError("Out of memory on IPU 0", report=None),
     _OtherMemoryError("other"),
-], ids=["GraphMemoryAllocationError", "other-subclass"])
+    ValueError("test_oom_op: x must be positive, got -1"),
+], ids=["GraphMemoryAllocationError", "other-subclass", "ValueError"])
 def test_other_memory_errors_pass_through_unchanged(error):
     def forward(k, xp, x):
         raise error
 
-    with pytest.raises(MemoryError) as e:
+    with pytest.raises(type(error)) as e:
         _op(forward)(np.zeros(2, np.float32))
     assert e.value is error
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 
@@ -198,7 +199,20 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
 
 def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     """A constant Tensor from a value, cast to ``dtype`` and broadcast/reshaped to ``shape``
-    as ``tf.constant`` does. Placed on the current backend."""
+    as ``tf.constant`` does. Placed on the current backend. A value too large for memory
+    raises ResourceExhaustedError, as TF."""
+    try:
+        return wrap(_constant_array(value, dtype, shape))
+    except (MemoryError, ValueError) as e:
+        from .registry import allocation_failure  # registry imports this module
+
+        err = allocation_failure("constant", e, backend.default_xp())
+        if err is None:
+            raise
+        raise err from e
+
+
+def _constant_array(value, dtype, shape):
     d = None if dtype is None else dtypes.as_dtype(dtype, "constant: dtype")
     xp = backend.default_xp()
     if isinstance(value, Tensor):
@@ -218,18 +232,17 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     if shape is not None:
         shape = tuple(int(s) for s in shape)
         if a.size == 1:
-            from .registry import AllocationGuard, check_allocation  # registry imports us
+            from .registry import check_allocation  # registry imports this module
 
             axp = xp_of_array(a)
             check_allocation("constant", axp, shape, a.dtype)
-            with AllocationGuard("constant", axp):
-                a = axp.full(shape, a.reshape(()), dtype=a.dtype)
-        elif int(np.prod(shape)) == a.size:
+            a = axp.full(shape, a.reshape(()), dtype=a.dtype)
+        elif math.prod(shape) == a.size:
             a = a.reshape(shape)
         else:
             raise TypeError(f"constant: value has {a.size} elements, which cannot be shaped "
                             f"to {list(shape)}")
-    return wrap(a)
+    return a
 
 
 def xp_of_array(a):

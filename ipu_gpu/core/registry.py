@@ -5,9 +5,10 @@ refuses mixed host/device inputs, runs ``check`` (shapes and dtypes only, so
 no device sync), picks the kernel module from the array type, runs
 ``forward`` and records the call on any GradientTape that watches an input.
 
-An allocator's MemoryError inside ``forward`` becomes TF's ResourceExhaustedError naming the
-op ("OOM when allocating tensor with shape[...] and type float on CPU"); ops that know their
-output size before allocating call ``check_allocation`` first (see ``host_memory_bytes``).
+An allocation failure inside ``forward`` (an allocator's MemoryError, numpy's "array is too
+big") becomes TF's ResourceExhaustedError naming the op ("OOM when allocating tensor with
+shape[...] and type float on CPU"); ops that know their output size before allocating call
+``check_allocation`` first (see ``host_memory_bytes``).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class Op:
         self.check(*arrays, **static)
         try:
             outputs, residuals = self.forward(self.kernels(xp), xp, *arrays, **static)
-        except MemoryError as e:
+        except (MemoryError, ValueError) as e:
             err = allocation_failure(self.name, e, xp)
             if err is None:
                 raise
@@ -130,6 +131,8 @@ class Op:
 # ---- out of memory ------------------------------------------------------------------------
 _TF_TYPE_NAMES = {"float16": "half", "float32": "float", "float64": "double"}
 _ALLOCATOR_MODULES = ("numpy", "cupy", "cupy_backends")
+# numpy's ValueErrors for an array whose byte size overflows its index type
+_NUMPY_SIZE_ERRORS = ("array is too big", "Maximum allowed size exceeded")
 _host_memory = []  # [bytes or None], filled on first use
 
 
@@ -157,13 +160,17 @@ def oom_error(op: str, shape, dtype, xp, detail: str = "") -> ResourceExhaustedE
         f"and type {_TF_TYPE_NAMES.get(name, name)} on {_device(xp)}{detail}")
 
 
-def allocation_failure(op: str, error: MemoryError, xp) -> ResourceExhaustedError | None:
+def allocation_failure(op: str, error: Exception, xp) -> ResourceExhaustedError | None:
     """The ResourceExhaustedError for a MemoryError an allocator raised (numpy's "Unable to
-    allocate", cupy's OutOfMemoryError, Numba's or Python's plain MemoryError); None for any
-    other MemoryError, such as the emulated IPU's GraphMemoryAllocationError, which is a
-    documented error of its own and passes through unchanged."""
+    allocate", cupy's OutOfMemoryError, Numba's or Python's plain MemoryError) or for numpy's
+    ValueError for a size beyond its address arithmetic ("array is too big"); None for any
+    other error, such as the emulated IPU's GraphMemoryAllocationError (a MemoryError that is
+    a documented error of its own and passes through unchanged)."""
     t = type(error)
-    if t is not MemoryError and t.__module__.partition(".")[0] not in _ALLOCATOR_MODULES:
+    if t is ValueError:
+        if not str(error).startswith(_NUMPY_SIZE_ERRORS):
+            return None
+    elif t is not MemoryError and t.__module__.partition(".")[0] not in _ALLOCATOR_MODULES:
         return None
     shape, dtype = getattr(error, "shape", None), getattr(error, "dtype", None)
     if t.__module__.startswith("numpy"):
@@ -215,9 +222,9 @@ def check_allocation(op: str, xp, shape, dtype, note: str = "") -> None:
 
 
 class AllocationGuard:
-    """``with AllocationGuard(op, xp):`` turns an allocator's MemoryError in the block into
-    ResourceExhaustedError naming ``op``, as ``Op.__call__`` does for ``forward`` (for the
-    creation functions that allocate without an Op)."""
+    """``with AllocationGuard(op, xp):`` turns an allocation failure in the block (see
+    ``allocation_failure``) into ResourceExhaustedError naming ``op``, as ``Op.__call__`` does
+    for ``forward`` (for the creation functions that allocate without an Op)."""
 
     __slots__ = ("op", "xp")
 
@@ -229,7 +236,7 @@ class AllocationGuard:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None and issubclass(exc_type, MemoryError):
+        if exc_type is not None and issubclass(exc_type, (MemoryError, ValueError)):
             err = allocation_failure(self.op, exc, self.xp)
             if err is not None:
                 raise err from exc
