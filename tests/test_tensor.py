@@ -494,3 +494,14 @@ def test_range_conversion_errors():
         tf.range(5, dtype=tf.bool)
     with pytest.raises(TypeError, match=r"^range: limit must be a number, got True"):
         tf.range(True)
+
+
+@pytest.mark.parametrize("make,op,arg", [
+    (lambda: tf.zeros([-1, 3]), "zeros", "shape"), (lambda: tf.ones([2, -3]), "ones", "shape"),
+    (lambda: tf.fill([-1, 3], 1.0), "fill", "dims"),
+])
+def test_negative_sizes_are_invalid_argument(make, op, arg):
+    # TF's Fill kernel: InvalidArgumentError "Dimension -1 must be >= 0"
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=rf"^{op}: {arg} must not have negative sizes, got \["):
+        make()
