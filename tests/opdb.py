@@ -618,7 +618,7 @@ def fill_errors():
 
 def range_samples(rng, dtype):
     if dtype == I32:
-        for args in ((5,), (1, 7, 2), (5, 1, -1), (3, 3), (0, 10, 3), (-4,)):
+        for args in ((5,), (1, 7, 2), (5, 1, -1), (3, 3), (0, 10, 3), (0,)):
             yield Sample(args, desc=repr(args))
     elif dtype == F32:
         for args in ((0.5, 2.0, 0.5), (1.0, 0.0, -0.25), (0, 1, 0.3), (2.5,)):
@@ -635,6 +635,11 @@ def _range_dtype(sample, dtype):
 
 def range_errors():
     yield ErrorInput((0, 5, 0), {}, ValueError, r"^range: delta must not be 0")
+    yield ErrorInput((-4,), {}, tf.errors.InvalidArgumentError,
+                     r"^range: limit must be >= start when delta > 0, got start 0 and limit -4")
+    yield ErrorInput((5, 1), {}, tf.errors.InvalidArgumentError, r"^range: limit must be >= start")
+    yield ErrorInput((1, 5, -1), {}, tf.errors.InvalidArgumentError,
+                     r"^range: limit must be <= start when delta < 0")
     yield ErrorInput(("a",), {}, TypeError, r"^range: limit must be a number")
     yield ErrorInput(("a", 3), {}, TypeError, r"^range: start must be a number")
     yield ErrorInput((0, 3), {"dtype": "complex64"}, TypeError, r"^range: dtype")

@@ -131,7 +131,13 @@ def _range_size(start, limit, delta, d):
     s, lim, dl = vals
     if dl == 0:
         raise InvalidArgumentError("range: delta must not be 0")
-    if (lim - s) * dl <= 0:  # TF raises here (limit past start); the op table pins empty
+    if dl > 0 and s > lim:  # TF's Range kernel: "Requires start <= limit when delta > 0"
+        raise InvalidArgumentError(f"range: limit must be >= start when delta > 0, got start "
+                                   f"{s} and limit {lim}")
+    if dl < 0 and s < lim:
+        raise InvalidArgumentError(f"range: limit must be <= start when delta < 0, got start "
+                                   f"{s} and limit {lim}")
+    if s == lim:
         return 0
     for arg, v in zip(names[:2], vals[:2]):
         if v in (float("inf"), float("-inf")):
