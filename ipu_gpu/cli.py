@@ -1,5 +1,9 @@
 """The ``ipu-gpu`` command.
 
+``ipu-gpu run [--backend cpu|gpu] [--ipus N] [--tf1|--tf2] [--report DIR] PROGRAM.py
+[ARGS...]`` runs an unmodified IPU program on the emulator (``runner.py``); ``python -m
+ipu_gpu`` takes the same arguments.
+
 ``ipu-gpu info`` prints the emulated IPU device listing in the style of Graphcore's
 ``gc-info -l`` (the configuration ids ``select_ipus`` takes), the emulated IPU (version,
 tiles, memory) and the physical backend the emulated IPUs run on (GPU names and memory, or
@@ -14,8 +18,6 @@ import json
 import os
 import platform
 import sys
-
-from .emulation import topology
 
 
 def cpu_name() -> str:
@@ -58,7 +60,7 @@ def backend_info() -> dict:
 
 
 def info_dict() -> dict:
-    from .emulation import poplar_flags
+    from .emulation import poplar_flags, topology
 
     ipu = {v: topology.version_info(v) for v in topology.VERSIONS}
     return {
@@ -76,6 +78,8 @@ def _gib(n: int) -> str:
 
 
 def info_text(info: dict) -> str:
+    from .emulation import topology
+
     lines = [f"ipu_gpu emulated device listing ({info['num_ipus']} IPUs, gc-info -l style):",
              "", topology.gc_info_listing(), ""]
     lines.append("Emulated IPU (IPUConfig.ipu_model.version / device_connection.version; "
@@ -99,6 +103,29 @@ def info_text(info: dict) -> str:
     return "\n".join(lines)
 
 
+def add_run_arguments(parser) -> None:
+    """The options and arguments of ``ipu-gpu run`` (and ``python -m ipu_gpu``)."""
+    parser.add_argument("--backend", choices=("cpu", "gpu"),
+                        help="the physical backend (default: gpu when one is usable)")
+    parser.add_argument("--ipus", type=int, choices=(1, 2, 4, 8, 16),
+                        help="how many IPUs the emulated system offers (default 16)")
+    version = parser.add_mutually_exclusive_group()
+    version.add_argument("--tf1", dest="tf_version", action="store_const", const=1,
+                         help="`import tensorflow` shows TF 1.15's names")
+    version.add_argument("--tf2", dest="tf_version", action="store_const", const=2,
+                         help="`import tensorflow` shows TF 2's names")
+    parser.add_argument("--report", metavar="DIR", help="where the run's reports go")
+    parser.add_argument("program", help="the Python program to run, unmodified")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the program's arguments")
+
+
+def run_command(args) -> int:
+    from .runner import run_program
+
+    return run_program(args.program, args.args, backend=args.backend, ipus=args.ipus,
+                       tf_version=args.tf_version, report_dir=args.report)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="ipu-gpu", description="ipu_gpu: Graphcore IPU TensorFlow API on GPUs and CPUs")
@@ -106,7 +133,12 @@ def main(argv=None) -> int:
     p_info = sub.add_parser("info", help="list the emulated IPU devices and the physical "
                             "backend (like gc-info -l)")
     p_info.add_argument("--json", action="store_true", help="print JSON")
+    p_run = sub.add_parser("run", help="run an unmodified IPU program (TensorFlow, Keras, "
+                           "PopTorch) on the emulated IPUs")
+    add_run_arguments(p_run)
     args = parser.parse_args(argv)
+    if args.command == "run":
+        return run_command(args)
     if args.command != "info":
         parser.print_help(sys.stderr)
         return 2

@@ -20,14 +20,21 @@ per replica and shard ``s``:
 Replica ``r`` of a device with ``S`` shards owns the device's IPUs ``[r*S, (r+1)*S)`` in DNC
 order (Poplar's replicated graph); the mapping above applies inside that slice.
 
+A smaller system (``IPU_GPU_NUM_IPUS`` = 1, 2, 4 or 8, read once at import: ``ipu-gpu run
+--ipus N``) is the documented system's first configuration of that size and every
+configuration inside it, with the IPUs renumbered 0..N-1 in PCIe order and the ids
+renumbered in listing order, as ``gc-info -l`` lists a smaller machine.
+
 Nothing here imports cupy or starts threads: this is data.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
-NUM_IPUS = 16
+SIZES = (1, 2, 4, 8, 16)
+NUM_IPUS_ENV = "IPU_GPU_NUM_IPUS"
 
 # PCI domain of each PCIe id, as the documented listing shows them.
 PCI_DOMAINS = (
@@ -74,16 +81,41 @@ class Configuration:
                          for d, p in enumerate(self.ipus)]}
 
 
-def _build_listing() -> tuple:
-    groups = [tuple((i,)) for i in range(NUM_IPUS)]
+def system_size() -> int:
+    """The emulated system's IPU count: ``IPU_GPU_NUM_IPUS`` (1, 2, 4, 8 or 16), else 16."""
+    raw = os.environ.get(NUM_IPUS_ENV, "").strip()
+    if not raw:
+        return 16
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n not in SIZES:
+        raise ValueError(f"{NUM_IPUS_ENV} must be one of {', '.join(map(str, SIZES))} (the "
+                         f"IPUs of the emulated system), got {raw!r}")
+    return n
+
+
+def _documented_groups() -> list:
+    groups = [(i,) for i in range(16)]
     groups += [tuple(p) for p in _PAIRS]
     for size in (2, 4, 8):  # pairs of pairs, then pairs of those, ...
         prev = [g for g in groups if len(g) == size]
         groups += [prev[i] + prev[i + 1] for i in range(0, len(prev), 2)]
+    return groups
+
+
+def _build_listing(num_ipus: int) -> tuple:
+    groups = _documented_groups()
+    if num_ipus < 16:
+        kept = next(g for g in groups if len(g) == num_ipus)
+        renumber = {p: i for i, p in enumerate(sorted(kept))}
+        groups = [tuple(renumber[p] for p in g) for g in groups if set(g) <= set(kept)]
     return tuple(Configuration(i, g) for i, g in enumerate(groups))
 
 
-LISTING = _build_listing()
+NUM_IPUS = system_size()
+LISTING = _build_listing(NUM_IPUS)
 GROUP_SIZES = tuple(sorted({c.num_ipus for c in LISTING}))
 
 

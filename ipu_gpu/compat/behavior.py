@@ -1,0 +1,43 @@
+"""Which TensorFlow a program was written for (1 or 2), as its behaviour switches say.
+
+``tf.compat.v1.disable_v2_behavior()`` and ``disable_eager_execution()`` mark the program as a
+TF1 program; ``enable_v2_behavior()`` and ``enable_eager_execution()`` as a TF2 one. The import
+aliases read the mark to choose what ``import tensorflow`` shows (``ipu_gpu.aliases``).
+"""
+
+from __future__ import annotations
+
+_version: int | None = None
+
+
+def tf_version() -> int | None:
+    """1 or 2 once a program said which (a switch below, or the aliases' choice), else None."""
+    return _version
+
+
+def set_tf_version(version: int | None) -> None:
+    """Record which TensorFlow the running program is written for (1, 2, or None: unknown)."""
+    global _version
+    if version not in (1, 2, None):
+        raise ValueError(f"set_tf_version: version must be 1, 2 or None, got {version!r}")
+    _version = version
+
+
+def disable_v2_behavior() -> None:
+    """Disables TensorFlow 2.x behaviors: the program is a TF1 program from here on."""
+    set_tf_version(1)
+
+
+def enable_v2_behavior() -> None:
+    """Enables TensorFlow 2.x behaviors: the program is a TF2 program from here on."""
+    set_tf_version(2)
+
+
+def disable_eager_execution() -> None:
+    """Disables eager execution: TF1 graph behaviour from here on."""
+    set_tf_version(1)
+
+
+def enable_eager_execution(config=None, device_policy=None, execution_mode=None) -> None:
+    """Enables eager execution (TF2 behaviour) for the rest of the program."""
+    set_tf_version(2)
