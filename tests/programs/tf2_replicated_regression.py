@@ -5,7 +5,6 @@ gradients, and an outfeed of the losses."""
 import argparse
 import sys
 
-import numpy as np
 import tensorflow as tf
 from tensorflow.python import ipu
 from tensorflow.python.ipu import ipu_compiler, loops, scopes
