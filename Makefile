@@ -24,7 +24,7 @@ $(DEMO_STAMP): pyproject.toml | $(VPY)
 ## make demo: install into .venv and train a small MLP with the TF-shaped core
 demo: $(DEMO_STAMP)
 	$(VPY) examples/train_mlp.py
-	$(VPY) examples/ipu_train.py
+	$(VENV)/bin/ipu-gpu run examples/ipu_train.py
 
 ## make test: install the test extras into .venv and run the CPU test suite
 # Bounds-checked Numba kernels are slow, and Numba's cache key ignores NUMBA_BOUNDSCHECK, so

@@ -1,16 +1,16 @@
 """An IPU program on the emulated system: configure IPUs, feed data with an infeed queue,
 train inside ``ipu_compiler.compile`` with ``loops.repeat`` and read the losses back from an
-outfeed queue. Written exactly as for Graphcore's SDK, with only the imports changed.
+outfeed queue. Written as for Graphcore's SDK and run unmodified:
 
-    python examples/ipu_train.py
+    ipu-gpu run examples/ipu_train.py      (or: python -m ipu_gpu examples/ipu_train.py)
 """
 
 import time
 
 import numpy as np
 
-import ipu_gpu as tf  # instead of: import tensorflow as tf
-from ipu_gpu import ipu  # instead of: from tensorflow.python import ipu
+import tensorflow as tf
+from tensorflow.python import ipu
 
 BATCH, FEATURES, CLASSES, STEPS = 64, 32, 4, 50
 

@@ -136,3 +136,13 @@ def test_real_torch_stays_real():
     r = _run("uses_real_torch.py")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "torch torch Tensor tf 1.0"
+
+
+def test_the_readme_example_runs_unmodified(tmp_path):
+    readme = (Path(ROOT) / "README.md").read_text()
+    start = readme.index("# regression.py")
+    (tmp_path / "regression.py").write_text(readme[start:readme.index("```", start)])
+    r = _run("regression.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    w = [float(v) for v in r.stdout.strip().strip("[]").split()]
+    assert w == pytest.approx([0.25, 0.5, 0.75, 1.0], abs=1e-3)
