@@ -420,6 +420,121 @@ def test_poplar_flags_parsing():
         poplar_flags.parse("--ipu_model_tiles=many")
 
 
+def test_poplar_flags_from_the_usage_census_parse():
+    f = poplar_flags.parse(
+        " --executable_cache_path=./executable_cache --max_compilation_threads=8 "
+        "--show_progress_bar=false --null_data_feed --use_ipu_model --ipu_model_tiles=8 "
+        "--use_synthetic_data --synthetic_data_initializer=random")
+    assert f.executable_cache_path == "./executable_cache"
+    assert f.max_compilation_threads == 8 and f.show_progress_bar == "false"
+    assert f.null_data_feed and f.use_ipu_model and f.ipu_model_tiles == 8
+    assert f.use_synthetic_data and f.synthetic_data_initializer == "random"
+    assert f.values["max_infeed_threads"] == -1 and f.values["log_cycle_count"] == -1
+    assert f.unknown == ()
+    defaults = poplar_flags.parse("")
+    assert defaults.show_progress_bar == "auto" and defaults.max_compilation_threads == -1
+    assert not defaults.null_data_feed and defaults.executable_cache_path == ""
+    for v in ("true", "false", "auto"):
+        assert poplar_flags.parse(f"--show_progress_bar={v}").show_progress_bar == v
+    for v in ("random", "uniform", "normal", "0", "-3", "2.7"):
+        assert poplar_flags.parse(f"--synthetic_data_categories=infeed "
+                                  f"--synthetic_data_initializer={v}")
+
+
+def test_poplar_flags_executable_cache_path_creates_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    f = poplar_flags.parse(f"--executable_cache_path={cache}")
+    assert f.executable_cache_path == str(cache) and not cache.exists()
+    assert poplar_flags.parse("--executable_cache_path='/tmp/with space'") \
+        .executable_cache_path == "/tmp/with space"
+
+
+def test_poplar_flags_are_split_as_the_sdk_splits_them():
+    f = poplar_flags.parse('--executable_cache_path="a \\" b" --use_synthetic_data=true')
+    assert f.executable_cache_path == 'a " b' and f.use_synthetic_data
+    assert poplar_flags.parse("--show_progress_bar=true --show_progress_bar=false") \
+        .show_progress_bar == "false"  # the last one wins
+    assert poplar_flags.parse("  \t ").values == poplar_flags.parse("").values
+
+
+def test_poplar_flags_unknown_flags_are_accepted_and_listed():
+    f = poplar_flags.parse("--use_ipu_model --not_a_flag=3 -x --help")
+    assert f.use_ipu_model and f.unknown == ("--not_a_flag", "-x")
+
+
+@pytest.mark.parametrize("text, match", [
+    ("--max_compilation_threads=abc", "--max_compilation_threads must be an integer, got 'abc'"),
+    ("--max_compilation_threads=4x", "--max_compilation_threads must be an integer"),
+    ("--max_compilation_threads", "--max_compilation_threads must be an integer"),
+    ("--ipu_model_tiles=x", "--ipu_model_tiles must be an integer, got 'x'"),
+    ("--log_cycle_count=1.5", "--log_cycle_count must be an integer"),
+    ("--log_cycle_count=4294967296", "--log_cycle_count must be a 32-bit integer"),
+    ("--show_progress_bar=maybe", "--show_progress_bar must be one of 'true', 'false' or "
+                                  "'auto', got 'maybe'"),
+    ("--use_synthetic_data=maybe", "--use_synthetic_data must be true or false, got 'maybe'"),
+    ("--null_data_feed=yes", "--null_data_feed must be true or false"),
+    ("--executable_cache_path", "--executable_cache_path needs a value"),
+    ("--use_synthetic_data --synthetic_data_initializer=zeros",
+     "--synthetic_data_initializer must be random, uniform, normal or a number"),
+    ("--use_synthetic_data --synthetic_data_initializer=1e3",
+     "--synthetic_data_initializer must be"),
+    ("--use_synthetic_data --synthetic_data_initializer=99999999999",
+     "--synthetic_data_initializer must be"),
+    ("--use_synthetic_data true", "'true' is not a flag"),
+    ("--use_ipu_model use_synthetic_data", "'use_synthetic_data' is not a flag"),
+])
+def test_poplar_flags_malformed_values_are_clear_errors(text, match):
+    with pytest.raises(ValueError, match="^TF_POPLAR_FLAGS: ") as e:
+        poplar_flags.parse(text)
+    assert match in str(e.value)
+
+
+def test_poplar_flags_from_a_file_as_the_sdk(tmp_path):
+    path = tmp_path / "flags.txt"
+    path.write_text("--use_synthetic_data\n--max_compilation_threads=2\n")
+    f = poplar_flags.parse(str(path))
+    assert f.use_synthetic_data and f.max_compilation_threads == 2
+    with pytest.raises(ValueError, match="could not open file 'use_synthetic_data' to read "
+                                         "flags"):
+        poplar_flags.parse("use_synthetic_data")
+
+
+def test_malformed_poplar_flags_fail_configure(monkeypatch):
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_ipu_model --ipu_model_tiles=lots")
+    with pytest.raises(ValueError, match="TF_POPLAR_FLAGS: --ipu_model_tiles must be an "
+                                         "integer"):
+        _configure()
+
+
+def test_synthetic_array_follows_the_sdk_initializers():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    z = poplar_flags.synthetic_array("", (2, 3), np.float16)
+    assert z.dtype == np.float16 and z.shape == (2, 3) and not z.any()
+    for dt in (np.float32, np.float16):
+        u = poplar_flags.synthetic_array("uniform", (1000,), dt, rng)
+        info = np.finfo(dt)
+        assert u.dtype == dt and np.isfinite(u).all()
+        assert (u >= info.tiny).all() and (u <= info.max).all()
+        n = poplar_flags.synthetic_array("normal", (1000,), dt, rng)
+        assert abs(float(n.mean())) < 0.2 and 0.8 < float(n.std()) < 1.2
+    for dt in (np.int32, np.uint8, np.int8, np.uint16):
+        u = poplar_flags.synthetic_array("random", (4000,), dt, rng)
+        info = np.iinfo(dt)
+        quarter = (int(info.max) - int(info.min)) // 4  # spread over the whole range
+        assert u.dtype == dt and u.min() < info.min + quarter and u.max() > info.max - quarter
+        assert (poplar_flags.synthetic_array("normal", (3,), dt) == 1).all()
+    b = poplar_flags.synthetic_array("random", (1000,), np.bool_, rng)
+    assert b.dtype == np.bool_ and 0 < b.sum() < 1000
+    assert poplar_flags.synthetic_array("normal", (2,), np.bool_).all()
+    assert (poplar_flags.synthetic_array("2.9", (2,), np.float32) == 2.0).all()
+    assert (poplar_flags.synthetic_array("-1", (2,), np.uint8) == 255).all()  # static_cast
+    assert (poplar_flags.synthetic_array("300", (2,), np.int8) == 44).all()
+    assert not poplar_flags.synthetic_array("0", (2,), np.bool_).any()
+    assert np.isinf(poplar_flags.synthetic_array("100000", (2,), np.float16)).all()
+
+
 def test_events_record_drain_and_serialise():
     events.drain()
     e1 = events.record(events.EventType.COMPILE_BEGIN, 0, module_name="cluster_1")
