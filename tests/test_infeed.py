@@ -361,6 +361,202 @@ def test_deleter_stops_a_blocked_prefetch_thread():
     assert not thread.is_alive()
 
 
+# ---- synthetic data (TF_POPLAR_FLAGS) ----------------------------------------------------------
+
+class Counted:
+    """A re-iterable of ``n`` elements (x float32 [2, 3], y int32 [4], h float16 [], m bool
+    [2]) filled with the element's number; counts the elements read."""
+
+    def __init__(self, n=2):
+        self.n, self.reads = n, 0
+
+    def __iter__(self):
+        for i in range(self.n):
+            self.reads += 1
+            yield {"x": np.full((2, 3), i + 1, np.float32), "y": np.full(4, i + 1, np.int32),
+                   "h": np.float16(i + 1), "m": np.ones(2, bool)}
+
+
+SPEC = {"x": ((2, 3), np.float32), "y": ((4,), np.int32), "h": ((), np.float16),
+        "m": ((2,), np.bool_)}
+
+
+def arrays(element):
+    return {k: v.numpy() for k, v in element.items()}
+
+
+def check_spec(element):
+    for k, (shape, dtype) in SPEC.items():
+        assert element[k].shape == shape and element[k].dtype == dtype, k
+
+
+@pytest.mark.parametrize("flags", [
+    "--use_synthetic_data", "--synthetic_data_categories=infeed",
+    "--synthetic_data_categories='outfeed, infeed'", "--null_data_feed",
+    "--use_ipu_model --use_synthetic_data=true --executable_cache_path=/nonexistent/cache"])
+def test_synthetic_infeed_gives_zeros_without_reading_the_dataset(monkeypatch, flags):
+    monkeypatch.setenv("TF_POPLAR_FLAGS", flags)
+    ds = Counted(2)
+    q = IPUInfeedQueue(ds)
+    assert ds.reads == 1  # the first element, for the structure, when the queue is made
+    q.initializer.run()
+    for _ in range(10):  # more than the dataset holds: the infeed never ends
+        element = arrays(q._next_element())
+        check_spec(element)
+        assert not any(v.any() for v in element.values())
+    assert ds.reads == 1 and q._ready() == 0 and q.dequeued
+
+
+@pytest.mark.parametrize("initializer, expected", [
+    ("7", {"x": 7.0, "y": 7, "h": 7.0, "m": True}),
+    ("-2.5", {"x": -2.0, "y": -2, "h": -2.0, "m": True}),
+    ("0", {"x": 0.0, "y": 0, "h": 0.0, "m": False}),
+    ("normal", {"y": 1, "m": True}),
+])
+def test_synthetic_infeed_initializers(monkeypatch, initializer, expected):
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--synthetic_data_categories=infeed "
+                                          f"--synthetic_data_initializer={initializer}")
+    ds = Counted(1)
+    q = IPUInfeedQueue(ds)
+    first = arrays(q._next_element())
+    check_spec(first)
+    for k, v in expected.items():
+        assert (first[k] == v).all(), k
+    for _ in range(3):  # the SDK sets the tensor's initial value once: every step sees it
+        again = arrays(q._next_element())
+        for k in SPEC:
+            np.testing.assert_array_equal(again[k], first[k])
+    assert ds.reads == 1
+
+
+def test_synthetic_infeed_uniform_is_random_over_the_dtype_and_fixed_per_start(monkeypatch):
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data "
+                                          "--synthetic_data_initializer=uniform")
+    data = [(np.zeros((64, 64), np.float32), np.zeros(4096, np.int32))]
+    q = IPUInfeedQueue(data)
+    x, y = (t.numpy() for t in q._next_element())
+    assert np.isfinite(x).all() and (x > 0).all() and x.max() > 1e37
+    assert y.min() < -(2 ** 30) and y.max() > 2 ** 30 and len(np.unique(y)) > 4000
+    x2, _ = (t.numpy() for t in q._next_element())
+    np.testing.assert_array_equal(x, x2)
+    q.deleter.run()  # a new start makes a new element
+    x3, _ = (t.numpy() for t in q._next_element())
+    assert not np.array_equal(x, x3)
+
+
+def test_synthetic_infeed_replicas_each_get_the_element_every_step(monkeypatch):
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data "
+                                          "--synthetic_data_initializer=3")
+    ds = Counted(2)
+    q = IPUInfeedQueue(ds)
+    got = run_replicas(4, lambda r: [arrays(q._next_element()) for _ in range(5)])
+    for per_replica in got:
+        assert len(per_replica) == 5
+        for element in per_replica:
+            check_spec(element)
+            assert (element["x"] == 3).all() and (element["y"] == 3).all()
+    assert ds.reads == 1
+
+
+def test_other_synthetic_categories_keep_the_host_data(monkeypatch):
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--synthetic_data_categories=outfeed,seed")
+    q = IPUInfeedQueue(numbered(2))
+    assert [labels_of(q._next_element()) for _ in range(2)] == [0, 1]
+    with pytest.raises(errors.OutOfRangeError):
+        q._next_element()
+
+
+def test_synthetic_flags_are_read_when_the_queue_starts(monkeypatch):
+    monkeypatch.delenv("TF_POPLAR_FLAGS", raising=False)
+    q = IPUInfeedQueue(numbered(3))
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data")  # before the start: honoured
+    q.initializer.run()
+    assert labels_of(q._next_element()) == 0 and float(q._next_element()[0].numpy().sum()) == 0
+    monkeypatch.delenv("TF_POPLAR_FLAGS")  # after the start: not until deleter
+    assert [labels_of(q._next_element()) for _ in range(5)] == [0] * 5
+    q.deleter.run()
+    assert [labels_of(q._next_element()) for _ in range(3)] == [0, 1, 2]
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data")
+    with pytest.raises(errors.OutOfRangeError):  # still the host data, which has ended
+        q._next_element()
+    q.deleter.run()
+    assert [labels_of(q._next_element()) for _ in range(5)] == [0] * 5
+
+
+def test_malformed_flags_fail_the_start_which_can_be_retried(monkeypatch):
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data --max_infeed_threads=two")
+    q = IPUInfeedQueue(numbered(2))
+    with pytest.raises(ValueError, match="^TF_POPLAR_FLAGS: --max_infeed_threads must be an "
+                                         "integer, got 'two'$"):
+        q.initializer.run()
+    with pytest.raises(ValueError, match="TF_POPLAR_FLAGS: --max_infeed_threads"):
+        q._next_element()
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data --max_infeed_threads=2")
+    q.initializer.run()
+    assert labels_of(q._next_element()) == 0
+
+
+def test_synthetic_tf_dataset_is_never_read(real_tf, monkeypatch):
+    tf = real_tf
+
+    def gen():
+        raise RuntimeError("the host dataset was read")
+        yield  # pragma: no cover
+
+    ds = tf.data.Dataset.from_generator(gen, output_signature=(
+        tf.TensorSpec([4, 2], tf.float32), tf.TensorSpec([4], tf.int32)))
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data")
+    q = IPUInfeedQueue(ds)
+    q.initializer.run()
+    x, y = q._next_element()
+    assert x.numpy().shape == (4, 2) and x.numpy().dtype == np.float32 and not x.numpy().any()
+    assert y.numpy().shape == (4,) and y.numpy().dtype == np.int32
+
+
+@pytest.mark.usefixtures("fresh_ipu_system")
+def test_synthetic_loop_runs_past_the_end_of_the_dataset(monkeypatch):
+    from ipu_gpu.ipu import config, ipu_compiler, loops, scopes
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data "
+                                          "--synthetic_data_initializer=2")
+    q = IPUInfeedQueue([(np.ones((2, 2), np.float32),)] * 2)
+
+    def net(acc):
+        return loops.repeat(7, lambda acc, x: acc + x, [acc], infeed_queue=q)
+
+    with scopes.ipu_scope("/device:IPU:0"):
+        out = ipu_compiler.compile(net, [np.zeros((2, 2), np.float32)])
+    np.testing.assert_array_equal(np.asarray(out[0]), np.full((2, 2), 14, np.float32))
+
+
+def test_synthetic_infeed_benchmark_reads_the_host_dataset(monkeypatch):
+    from ipu_gpu.ipu import dataset_benchmark
+
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data")
+    ds = Repeating(numbered(3))
+    q = IPUInfeedQueue(ds)
+    stats = dataset_benchmark.infeed_benchmark(q, 2, 5, print_stats=False)
+    assert '"elements_processed": 5' in stats
+    assert ds.reads == 1 + 10  # the SDK's infeed_benchmark always reads the host dataset
+    assert not q.dequeued
+
+
+def test_synthetic_elements_land_on_the_backend_device(backend, monkeypatch):
+    xp = backend
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data --synthetic_data_initializer=5")
+    q = IPUInfeedQueue([(xp.zeros((2, 3), np.float32), np.int32(0))])
+    got = run_replicas(2, lambda r: [q._next_element() for _ in range(2)])
+    for per_replica in got:
+        for x, lab in per_replica:
+            assert type(x._value).__module__.split(".")[0] == xp.__name__
+            np.testing.assert_array_equal(x.numpy(), np.full((2, 3), 5, np.float32))
+            assert int(lab) == 5
+    assert got[0][0][0]._value is not got[0][1][0]._value  # a fresh buffer per dequeue
+
+
 # ---- peers: tf.data and torch ------------------------------------------------------------------
 
 def test_tf_data_dataset(real_tf):

@@ -41,6 +41,20 @@ copy in flight. Prefetching starts with ``initializer`` or the first dequeue. El
 on the GPU current when prefetching started; a replica whose IPU runs on another GPU gets a
 copy on its own GPU.
 
+Synthetic data: when the queue starts (``initializer`` or its first dequeue) under
+``TF_POPLAR_FLAGS=--use_synthetic_data`` or ``--synthetic_data_categories=...infeed...``, no
+host data reaches the device, as in the SDK (which then connects no data stream and starts no
+infeed thread). Every dequeue, by every replica at every step, gets the same element of the
+dataset's structure, shapes and dtypes, made once per start (on the host, uploaded once per
+GPU, copied on the device per dequeue): zeros, or as ``--synthetic_data_initializer=random|
+uniform|normal|<number>`` says (``poplar_flags.synthetic_array``; the SDK sets the tensor's
+initial value once, undefined content without an initializer). ``--null_data_feed`` gives
+zeros too (the SDK copies a constant 0x02 byte pattern, documented as garbage, and its infeed
+thread still reads, unused, a few elements ahead). The dataset is not read (a
+``tf.data.Dataset`` not at all; any other dataset only for its first element, when the queue
+is made, to learn the structure) and never ends, so a loop runs as many iterations as it asks
+for. The flags are read once per start: a change takes effect after ``deleter``.
+
 ``FeedOperation`` is what ``initializer``, ``deleter`` and ``IPUOutfeedQueue.enqueue``
 return: the emulator runs these eagerly, so the object only names what was done (running it
 again with ``run()`` does nothing).
@@ -61,6 +75,7 @@ from ..core import backend as _backend
 from ..core import nest as _nest
 from ..core.tensor import Tensor, wrap
 from ..emulation import context as _context
+from ..emulation import poplar_flags as _poplar_flags
 from ..errors import OutOfRangeError
 
 __all__ = ["FeedOperation", "IPUInfeedQueue"]
@@ -417,6 +432,49 @@ class _Prefetcher:
 
 
 # ---------------------------------------------------------------------------------------------
+# Synthetic data: what the device sees when no host data reaches the infeed.
+
+
+def _replica_gpu(ctx):
+    """The GPU of the replica's first IPU, or None (host code, CPU executors)."""
+    ipus = getattr(ctx, "ipus", None) or ()
+    return getattr(getattr(ipus[0], "executor", None), "gpu", None) if ipus else None
+
+
+def _synthetic_mode(flags) -> str | None:
+    if flags.use_synthetic_data_for("infeed"):
+        return "synthetic"
+    return "null" if flags.null_data_feed else None
+
+
+class _Synthetic:
+    """One element of the spec's shapes and dtypes, made on the host once per queue start
+    and uploaded once per GPU; every dequeue gets a device copy of it."""
+
+    def __init__(self, spec: _Spec, initializer: str):
+        rng = np.random.default_rng()
+        self.host = [_poplar_flags.synthetic_array(initializer, s, d, rng)
+                     for s, d in zip(spec.shapes, spec.dtypes)]
+        self.cupy = _backend.default_xp() if _backend.backend_name() == "gpu" else None
+        self._on_gpu: dict = {}  # gpu id -> [cupy arrays]
+        self._lock = threading.Lock()
+
+    def element(self, ctx) -> list:
+        cupy = self.cupy
+        if cupy is None:
+            return [a.copy() for a in self.host]
+        gpu = _replica_gpu(ctx)
+        if gpu is None:
+            gpu = cupy.cuda.Device().id
+        with cupy.cuda.Device(gpu):
+            with self._lock:
+                template = self._on_gpu.get(gpu)
+                if template is None:
+                    template = self._on_gpu[gpu] = [cupy.asarray(a) for a in self.host]
+            return [cupy.array(a, copy=True) for a in template]
+
+
+# ---------------------------------------------------------------------------------------------
 # The queue.
 
 
@@ -426,7 +484,8 @@ class IPUInfeedQueue:
     Pass the queue to a loop of ``ipu.loops`` (``repeat``, ``while_loop``) or to a pipeline;
     the loop dequeues one element per iteration and appends it to the body's arguments (a
     dict element with string keys is passed as keyword arguments). See the module docstring
-    for the datasets accepted, replication and prefetching.
+    for the datasets accepted, replication, prefetching and synthetic data
+    (``TF_POPLAR_FLAGS=--use_synthetic_data``).
 
     Args:
       dataset: a ``tf.data.Dataset``, a torch ``DataLoader`` or a re-iterable of nested
@@ -469,6 +528,7 @@ class IPUInfeedQueue:
         self._name = f"infeed_{next(_feed_ids)}"
         self._lock = threading.Lock()
         self._prefetcher: _Prefetcher | None = None
+        self._synthetic: _Synthetic | None = None  # set while started without host data
         self._initialized = False
         self._dequeued = False
         self._reset_state()
@@ -519,11 +579,13 @@ class IPUInfeedQueue:
 
     @property
     def initializer(self) -> FeedOperation:
-        """Starts prefetching and returns the (already run) operation.
+        """Starts prefetching and returns the (already run) operation. Under synthetic data
+        (``TF_POPLAR_FLAGS``, read now) it makes the synthetic element instead and the dataset
+        is not read.
 
         Raises:
           ValueError: if the function ``initializer`` has already been called (since the
-            queue was made or last deleted).
+            queue was made or last deleted), or ``TF_POPLAR_FLAGS`` is malformed.
         """
         with self._lock:
             if self._initialized:
@@ -557,19 +619,13 @@ class IPUInfeedQueue:
         with self._lock:
             self._dequeued = True
             self._start()
-            if self._replication != n_rep:
-                self._change_replication(n_rep)
-            k = self._replica_step[r]
-            while self._filled_steps <= k:
-                self._fill_step(r, k)
-            entry = self._steps[k]
-            flat = entry[0][r]
-            entry[0][r] = None
-            entry[1] += 1
-            if entry[1] == n_rep:
-                del self._steps[k]
-            self._replica_step[r] = k + 1
-        flat = self._to_replica_device(flat, ctx)
+            synthetic = self._synthetic
+            if synthetic is None:
+                flat = self._take(n_rep, r)
+        if synthetic is not None:  # no host data: nothing to count, never ends
+            flat = synthetic.element(ctx)
+        else:
+            flat = self._to_replica_device(flat, ctx)
         return _nest.pack_sequence_as(self._source.spec.structure, [wrap(a) for a in flat])
 
     def _ready(self) -> int:
@@ -579,16 +635,41 @@ class IPUInfeedQueue:
 
     # ---- internals ---------------------------------------------------------------------------
     def _start(self) -> None:
+        """Start feeding: read TF_POPLAR_FLAGS (as the SDK decides at this point whether the
+        infeed gets host data) and start the prefetch thread or make the synthetic element."""
+        if self._prefetcher is None and self._synthetic is None:
+            flags = _poplar_flags.parse()  # a malformed value raises before anything starts
+            mode = _synthetic_mode(flags)
+            if mode is None:
+                self._prefetcher = _Prefetcher(self._source, self._prefetch_depth, self._name)
+            else:
+                initializer = flags.synthetic_data_initializer if mode == "synthetic" else ""
+                self._synthetic = _Synthetic(self._source.spec, initializer)
         self._initialized = True
-        if self._prefetcher is None:
-            self._prefetcher = _Prefetcher(self._source, self._prefetch_depth, self._name)
 
     def _close(self) -> None:
         p, self._prefetcher = self._prefetcher, None
         if p is not None:
             p.close()
+        self._synthetic = None
         self._initialized = False
         self._reset_state()
+
+    def _take(self, n_rep: int, r: int) -> list:
+        """Replica r's element of its next step (under the lock)."""
+        if self._replication != n_rep:
+            self._change_replication(n_rep)
+        k = self._replica_step[r]
+        while self._filled_steps <= k:
+            self._fill_step(r, k)
+        entry = self._steps[k]
+        flat = entry[0][r]
+        entry[0][r] = None
+        entry[1] += 1
+        if entry[1] == n_rep:
+            del self._steps[k]
+        self._replica_step[r] = k + 1
+        return flat
 
     def _change_replication(self, n_rep: int) -> None:
         """Start a new replication factor from the first element no replica has used."""
@@ -645,8 +726,7 @@ class IPUInfeedQueue:
     def _to_replica_device(flat, ctx):
         if ctx is None or not flat or not _backend.is_cupy_array(flat[0]):
             return flat
-        ipus = getattr(ctx, "ipus", ()) or ()
-        gpu = getattr(getattr(ipus[0], "executor", None), "gpu", None) if ipus else None
+        gpu = _replica_gpu(ctx)
         if gpu is None or flat[0].device.id == gpu:
             return flat
         cupy = sys.modules["cupy"]
