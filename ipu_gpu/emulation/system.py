@@ -35,7 +35,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from . import memory, poplar_flags, topology
+from . import engine_options, memory, poplar_flags, topology
 
 __all__ = ["Device", "IPU", "System", "configure", "current_config", "current_system",
            "is_configured", "reset", "running_on_ipu_model"]
@@ -370,7 +370,8 @@ def configure(config, device: str = "cpu", reset_configuration: bool = True) -> 
         if _SYSTEM is not None:  # the SDK resets first: a config that fails leaves none
             old, _SYSTEM = _SYSTEM, None
             old.shutdown()
-        _SYSTEM = _build(config, device)
+        # POPLAR_ENGINE_OPTIONS / POPLAR_TARGET_OPTIONS: kept on the system, some honoured
+        _SYSTEM = engine_options.apply(_build(config, device))
         return _SYSTEM
 
 
