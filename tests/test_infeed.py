@@ -678,3 +678,47 @@ def test_gpu_copier_stages_in_pinned_memory_on_its_own_stream(monkeypatch):
     streams = [e for e in log if e[:2] == ("ctx", "Stream")]
     assert streams == [("ctx", "Stream", {"non_blocking": True})]  # one private stream
     copier.close()
+
+
+def test_synthetic_element_is_uploaded_once_per_gpu_and_copied_per_dequeue(monkeypatch):
+    import types
+
+    log = []
+
+    class Device:
+        def __init__(self, gpu=0):
+            self.id = gpu
+
+        def __enter__(self):
+            log.append(("device", self.id))
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def asarray(a):
+        log.append(("upload", a.shape))
+        return np.array(a)
+
+    def array(a, copy=True):
+        log.append(("copy", a.shape))
+        return np.array(a, copy=copy)
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Device), asarray=asarray,
+                                 array=array)
+    monkeypatch.setattr(ipu_infeed_queue._backend, "backend_name", lambda: "gpu")
+    monkeypatch.setattr(ipu_infeed_queue._backend, "default_xp", lambda: fake)
+    spec = ipu_infeed_queue._Spec(None, [(2, 3), (4,)], [np.float32, np.int32])
+    synthetic = ipu_infeed_queue._Synthetic(spec, "4")
+
+    def on_gpu(gpu):
+        ipu = types.SimpleNamespace(executor=types.SimpleNamespace(gpu=gpu))
+        return types.SimpleNamespace(ipus=(ipu,))
+
+    for ctx in (on_gpu(1), on_gpu(1), None, on_gpu(1)):  # None: host code, the current GPU
+        x, y = synthetic.element(ctx)
+        assert (x == 4).all() and x.shape == (2, 3) and (y == 4).all()
+    uploads = [e for e in log if e[0] == "upload"]
+    assert uploads == [("upload", (2, 3)), ("upload", (4,))] * 2  # GPU 1 once, GPU 0 once
+    assert sum(e[0] == "copy" for e in log) == 8  # every dequeue gets its own buffers
+    assert {e[1] for e in log if e[0] == "device"} == {0, 1}
