@@ -7,7 +7,8 @@ its memory (tiles x bytes per tile, ``ipu_model.tiles_per_ipu`` scales it) raise
 ``GraphMemoryAllocationError``, named after Poplar's ``poplar::graph_memory_allocation_error``
 (TensorFlow reports it as ResourceExhausted "Out of memory on tile ..."), unless the Poplar
 engine option ``debug.allowOutOfMemory`` is ``"true"`` in
-``IPUConfig.compilation_poplar_options``, as Poplar allows. The error carries a
+``IPUConfig.compilation_poplar_options`` or in ``POPLAR_ENGINE_OPTIONS`` (which overrides the
+program's options, as in Poplar: ``engine_options.py``), as Poplar allows. The error carries a
 ``MemoryReport`` (what is resident, by label) and every registered report hook is called with
 it before the error is raised, so a program can log or save where the bytes went.
 
