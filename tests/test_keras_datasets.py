@@ -11,6 +11,7 @@ the test says so and checks Keras 2's behaviour.
 from __future__ import annotations
 
 import ast
+import contextlib
 import gzip
 import hashlib
 import io
@@ -516,6 +517,7 @@ def test_get_file_tmp_fallback_matches_keras(home, keras, tmp_path):
     """Keras reads /tmp/.keras when the cache base is not writable (or does not exist)."""
     subdir = f"ipu_gpu_test_{uuid.uuid4().hex}"
     fallback = os.path.join("/tmp", ".keras", subdir)
+    created_tmp_keras = not os.path.exists(os.path.dirname(fallback))
     os.makedirs(fallback)
     try:
         with open(os.path.join(fallback, "t.txt"), "w") as f:
@@ -529,6 +531,9 @@ def test_get_file_tmp_fallback_matches_keras(home, keras, tmp_path):
         assert info.value.destination == os.path.join(fallback, "u.txt")
     finally:
         shutil.rmtree(fallback)
+        if created_tmp_keras:
+            with contextlib.suppress(OSError):  # only if empty: /tmp is shared
+                os.rmdir(os.path.dirname(fallback))
 
 
 # ---------------------------------------------------------------------------- to_categorical
