@@ -4,6 +4,11 @@
 [ARGS...]`` runs an unmodified IPU program on the emulator (``runner.py``); ``python -m
 ipu_gpu`` takes the same arguments.
 
+``ipu-gpu check [--json] [--tf1|--tf2] PROGRAM.py [MORE.py ...]`` reads the programs (or
+folders of .py/.ipynb files) without running them and lists every TensorFlow, IPU, Keras and
+PopTorch symbol they use, provided or missing, grouped by module, with file:line
+(``portability.py``); it exits 0 only when nothing is missing.
+
 ``ipu-gpu info`` prints the emulated IPU device listing in the style of Graphcore's
 ``gc-info -l`` (the configuration ids ``select_ipus`` takes), the emulated IPU (version,
 tiles, memory) and the physical backend the emulated IPUs run on (GPU names and memory, or
@@ -126,6 +131,30 @@ def run_command(args) -> int:
                        tf_version=args.tf_version, report_dir=args.report)
 
 
+def add_check_arguments(parser) -> None:
+    """The options and arguments of ``ipu-gpu check``."""
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    version = parser.add_mutually_exclusive_group()
+    version.add_argument("--tf1", dest="tf_version", action="store_const", const=1,
+                         help="read every file as a TF 1.15 program")
+    version.add_argument("--tf2", dest="tf_version", action="store_const", const=2,
+                         help="read every file as a TF 2 program")
+    parser.add_argument("files", nargs="+", metavar="PROGRAM",
+                        help="a program (.py, .ipynb) or a folder of them")
+
+
+def check_command(args) -> int:
+    from .portability import check_files  # lazily: `import ipu_gpu` stays fast
+
+    try:
+        report = check_files(args.files, tf_version=args.tf_version)
+    except FileNotFoundError as e:
+        print(f"ipu-gpu check: {e}", file=sys.stderr)
+        return 2
+    print(report.to_json() if args.json else report.to_text())
+    return report.exit_status
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="ipu-gpu", description="ipu_gpu: Graphcore IPU TensorFlow API on GPUs and CPUs")
@@ -136,9 +165,15 @@ def main(argv=None) -> int:
     p_run = sub.add_parser("run", help="run an unmodified IPU program (TensorFlow, Keras, "
                            "PopTorch) on the emulated IPUs")
     add_run_arguments(p_run)
+    p_check = sub.add_parser("check", help="list the TensorFlow/IPU/Keras/PopTorch symbols "
+                             "programs use and whether ipu_gpu provides each, without running "
+                             "them (exit status 0 only when nothing is missing)")
+    add_check_arguments(p_check)
     args = parser.parse_args(argv)
     if args.command == "run":
         return run_command(args)
+    if args.command == "check":
+        return check_command(args)
     if args.command != "info":
         parser.print_help(sys.stderr)
         return 2
