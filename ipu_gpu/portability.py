@@ -777,7 +777,7 @@ class _Analyzer:
                 continue
             symbol = ".".join([f"{module}.{name}", *attrs])
             failure = None
-            if name not in (self._star_names(module) or ()):
+            if name not in (_star_names(module) or ()):
                 failure = (f"{module}.*", f"{name} would come from `from {module} import *`, "
                            f"which binds no {name} under ipu_gpu's aliases")
             self._use(symbol, node.lineno, ast.unparse(node), failure)
@@ -786,11 +786,8 @@ class _Analyzer:
         """The aliased module a free ``name`` comes from: the last star import that binds
         it; else the only aliased star import when no other star import could bind it."""
         for module, _ in reversed(self.stars):
-            if name in (self._star_names(module) or ()):
+            if name in (_star_names(module) or ()):
                 return module
         if self.other_stars:
             return None
         return self.stars[-1][0]
-
-    def _star_names(self, module):
-        return _star_names(module)
