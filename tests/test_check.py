@@ -7,9 +7,13 @@ are only checked for agreement, not pinned as missing: the test programs' delibe
 and TF1's contrib stay missing whatever ipu_gpu grows."""
 
 import ast
+import contextlib
 import importlib
+import importlib.util
+import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -377,3 +381,43 @@ def test_the_programs_own_statements_agree(name):
             else:
                 with pytest.raises((AttributeError, NameError)):
                     eval(s.as_written, namespace)  # NameError: its import failed above
+
+
+# ---- the portability table (tools/portability_table.py) ----------------------------------------
+def test_portability_table(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "portability_table", os.path.join(ROOT, "tools", "portability_table.py"))
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    tree = tmp_path / "tutorials"
+    for folder, name in [("ok", "provided_only.py"), ("keras", "tf2_keras.py"),
+                         ("keras", "keras_notebook.ipynb")]:
+        (tree / folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(program(name), tree / folder / name)
+    (tree / "keras" / "tests").mkdir()
+    (tree / "keras" / "tests" / "test_it.py").write_text("import poptorch\n")
+    (tree / "keras" / "test_main.py").write_text("import poptorch\n")
+    (tree / "poplar").mkdir()
+    (tree / "poplar" / "run.py").write_text("import popart\n")
+    assert sorted(os.path.basename(f) for fs in table.program_folders(str(tree)).values()
+                  for f in fs) == ["keras_notebook.ipynb", "provided_only.py", "run.py",
+                                   "tf2_keras.py"]  # tests are not the program
+    out = tmp_path / "rows.json"
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert table.main([str(tree), "--source", "here", "--json", str(out)]) == 0
+    rows = {r["program"]: r for r in json.loads(out.read_text())["programs"]}
+    assert set(rows) == {"tutorials/ok", "tutorials/keras"}
+    assert rows["tutorials/ok"]["missing"] == {} and rows["tutorials/ok"]["provided"] == 10
+    keras = rows["tutorials/keras"]
+    assert keras["files"] == 2 and keras["tf_versions"] == [2]
+    both = portability.check_files([program("tf2_keras.py"), program("keras_notebook.ipynb")])
+    union = {s.name for f in both.files for s in f.symbols}
+    assert keras["symbols"] == len(union)  # a symbol both files use counts once
+    assert set(keras["missing"]) == {s.name for f in both.files for s in f.missing}
+    assert keras["missing"]["tensorflow.python.ipu.utils.not_a_graphcore_function"] == \
+        "tensorflow.python.ipu.utils.not_a_graphcore_function"
+    md = text.getvalue()
+    assert "- Programs: 2\n- Fully provided: 1\n" in md
+    assert "| `tutorials/ok` | tensorflow (TF2) | 1 | 10 | 10 | 0 | yes |" in md
+    assert "- `tutorials/poplar`" in md
