@@ -222,9 +222,12 @@ class AliasModule(types.ModuleType):
         name = self.__name__
         if attr == "__version__" and name.partition(".")[0] in EMULATED_VERSIONS:
             return _emulated_version(name.partition(".")[0])
+        alias = _fixed_alias(self) or alias_for(name)
+        if attr == "__all__" and alias is not None and alias.target is not NAMESPACE:
+            # what `from tensorflow... import *` binds: the target's public names
+            return _public_names(alias, importlib.import_module(alias.target))
         if attr.startswith("__") and attr.endswith("__"):
             raise AttributeError(attr)
-        alias = _fixed_alias(self) or alias_for(name)
         found, value = (False, None) if alias is None else _lookup(name, alias, attr)
         if not found:
             raise AttributeError(f"module {name!r} has no attribute {attr!r}: "

@@ -186,3 +186,11 @@ def test_import_ipu_gpu_installs_no_hook():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() in ("module", "absent")  # the real TensorFlow, or none
+
+
+def test_star_imports_bind_the_targets_public_names(hooked):
+    ns = {}
+    exec("from tensorflow.python.ipu.config import *\n"
+         "from tensorflow.python.framework.dtypes import *\n", ns)
+    assert ns["IPUConfig"] is ipu_gpu.ipu.config.IPUConfig
+    assert ns["float32"] is ipu_gpu.float32 and "Tensor" not in ns  # the whitelist only
