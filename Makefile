@@ -29,7 +29,9 @@ demo: $(DEMO_STAMP)
 ## make test: install the test extras into .venv and run the CPU test suite
 # Bounds-checked Numba kernels are slow, and Numba's cache key ignores NUMBA_BOUNDSCHECK, so
 # test runs keep their compiled kernels apart from the ones `make demo`/`make bench` load.
-CHECKED := NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/.numba-cache-boundscheck
+# Hypothesis runs derandomized there (the `ci` profile), so a verdict never depends on chance.
+CHECKED := NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/.numba-cache-boundscheck \
+	IPU_GPU_HYPOTHESIS_PROFILE=ci
 
 test: $(STAMP)
 	$(CHECKED) $(VPY) -m pytest -q -m "not gpu and not slow"
