@@ -5,6 +5,7 @@ from ..core.tensor import OPS as _OPERATORS
 from . import (collectives, conv, creation, ctc, ctc_decoder, embedding, histogram, indexing,
                math, matmul, multi_conv, nn, pooling, reduction, sequence_slice,
                serialized_matmul, shape, tensor_namespace)
+from . import array  # noqa: F401  # array ops (tile, pad, strided_slice, ...; issue 14)
 
 _tape.set_tensor_namespace(tensor_namespace)
 _OPERATORS.update(
