@@ -7,6 +7,8 @@ broadcast axes.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..core import dtypes
 from ..core.registry import register
 from ._util import (astype, broadcast_shape, quiet, require_bool, require_float, require_numeric,
@@ -215,11 +217,11 @@ def logical_not(x, name=None):
 
 
 # ---- unary functions ---------------------------------------------------------------------
-def _unary(name, fn, grad, require=require_float):
+def _unary(name, fn, grad, require=require_float, arg="x"):
     """Register an elementwise unary op; ``grad(xp, g, x, y)`` is the input gradient."""
 
     def check(x):
-        require(name, "x", x)
+        require(name, arg, x)
 
     def forward(k, xp, x):
         with quiet(xp):
@@ -231,7 +233,7 @@ def _unary(name, fn, grad, require=require_float):
         with quiet(xp):
             return (grad(xp, g, x, y),)
 
-    return register(name, args=("x",), check=check, forward=forward, backward=backward,
+    return register(name, args=(arg,), check=check, forward=forward, backward=backward,
                     twice_differentiable=True)
 
 
@@ -388,3 +390,198 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     ``clip_value_min`` above ``clip_value_max`` wins, and NaN propagates (its gradient goes
     to ``clip_value_min``)."""
     return _CLIP(t, clip_value_min, clip_value_max)
+
+
+# ---- more unary functions: log1p, expm1, softplus, erf, erfc, reciprocal --------------------
+_LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda xp, g, x, y: g / (1 + x))
+_EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda xp, g, x, y: g * xp.exp(x))
+_RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda xp, g, x, y: -g * y * y)
+
+
+def _softplus(xp, x):
+    # TF's Softplus kernel: x above -t, exp(x) below t, log1p(exp(x)) between, with
+    # t = log(eps) + 2 in the input's dtype (the other branch would round to the same value)
+    t = x.dtype.type(np.log(np.finfo(x.dtype).eps) + 2)
+    e = xp.exp(x)
+    return xp.where(x > -t, x, xp.where(x < t, e, xp.log1p(e)))
+
+
+_SOFTPLUS = _unary("softplus", _softplus, lambda xp, g, x, y: g * _sigmoid(xp, x),
+                   arg="features")
+
+# erf and erfc after fdlibm's s_erf.c (Sun Microsystems, 1993): rational approximations on
+# |x| < 0.84375, [0.84375, 1.25), [1.25, 1/0.35), [1/0.35, 28), in float64, which numpy and
+# cupy both compute the same way (numpy has no erf of its own).
+_ERX = 8.45062911510467529297e-01
+_EFX = 1.28379167095512586316e-01
+_PP = (1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+       -5.77027029648944159157e-03, -2.37630166566501626084e-05)
+_QQ = (1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+       1.32494738004321644526e-04, -3.96022827877536812320e-06)
+_PA = (-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+       3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+       -2.16637559486879084300e-03)
+_QA = (1.0, 1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+       1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02)
+_RA = (-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01,
+       -6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02,
+       -8.12874355063065934246e+01, -9.81432934416914548592e+00)
+_SA = (1.0, 1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02,
+       6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02,
+       6.57024977031928170135e+00, -6.04244152148580987438e-02)
+_RB = (-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+       -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+       -4.83519191608651397019e+02)
+_SB = (1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03,
+       3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
+       -2.24409524465858183362e+01)
+
+
+def _poly(z, coefficients):
+    out = coefficients[-1]
+    for c in coefficients[-2::-1]:
+        out = out * z + c
+    return out
+
+
+def _erf_parts(xp, x):
+    """(erf(|x|) on |x| < 0.84375 minus |x|'s share, for erf; the [0.84375, 1.25) term;
+    erfc(|x|) for |x| >= 1.25) in float64, each valid on its own interval."""
+    a = xp.abs(x)
+    z = a * a
+    small = a * (_poly(z, _PP) / _poly(z, _QQ))  # erf(a) = a + small for a < 0.84375
+    s = a - 1
+    mid = _poly(s, _PA) / _poly(s, _QA)  # erf(a) = erx + mid on [0.84375, 1.25)
+    w = 1 / z
+    ratio = xp.where(a < 1 / 0.35, _poly(w, _RA) / _poly(w, _SA), _poly(w, _RB) / _poly(w, _SB))
+    # exp(-a*a) as exp(-h*h) * exp((h - a)(h + a)), h = a rounded to float32, whose square is
+    # exact in float64 (fdlibm clears the low word for the same reason)
+    h = a.astype(np.float32).astype(np.float64)
+    tail = xp.exp(-h * h - 0.5625) * xp.exp((h - a) * (h + a) + ratio) / a
+    return a, small, mid, tail
+
+
+def _erf(xp, x):
+    x64 = x.astype(np.float64)
+    a, small, mid, tail = _erf_parts(xp, x64)
+    mag = xp.where(a < 0.84375, a + small,
+                   xp.where(a < 1.25, _ERX + mid, xp.where(a < 6, 1 - tail, 1.0)))
+    mag = xp.where(a < 2.0 ** -28, a + _EFX * a, mag)
+    out = xp.where(xp.isnan(x64), x64, xp.copysign(mag, x64))  # erf(-0) = -0
+    return out.astype(x.dtype)
+
+
+def _erfc(xp, x):
+    x64 = x.astype(np.float64)
+    a, small, mid, tail = _erf_parts(xp, x64)
+    neg = x64 < 0
+    xy = xp.where(neg, -small, small)  # erf(x) = x + xy for |x| < 0.84375
+    near = xp.where(a < 0.25, 1 - (x64 + xy), 0.5 - (xy + (x64 - 0.5)))
+    one = xp.where(neg, 1 + (_ERX + mid), 1 - _ERX - mid)
+    far = xp.where(neg, 2 - tail, tail)
+    far = xp.where(a < 28, far, xp.where(neg, 2.0, 0.0))
+    out = xp.where(a < 0.84375, near, xp.where(a < 1.25, one, far))
+    return xp.where(xp.isnan(x64), x64, out).astype(x.dtype)
+
+
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+
+
+def _erf_grad(sign):
+    def grad(xp, g, x, y):
+        return g * (sign * _TWO_OVER_SQRT_PI) * xp.exp(-x * x)
+    return grad
+
+
+_ERF = _unary("erf", _erf, _erf_grad(1.0))
+_ERFC = _unary("erfc", _erfc, _erf_grad(-1.0))
+
+
+def log1p(x, name=None):
+    """log(1 + x) elementwise, accurate for small x."""
+    return _LOG1P(x)
+
+
+def expm1(x, name=None):
+    """exp(x) - 1 elementwise, accurate for small x."""
+    return _EXPM1(x)
+
+
+def softplus(features, name=None):
+    """log(exp(features) + 1) elementwise, as TF's kernel: ``features`` itself above
+    -log(eps) - 2 and exp(features) below log(eps) + 2 (eps of the dtype). The gradient is
+    sigmoid(features)."""
+    return _SOFTPLUS(features)
+
+
+def erf(x, name=None):
+    """The Gauss error function elementwise (float64 rational approximations after fdlibm,
+    within an ulp; float16/32 are rounded from them)."""
+    return _ERF(x)
+
+
+def erfc(x, name=None):
+    """1 - erf(x) elementwise, to a few float64 ulps also where erf(x) is close to 1 (down to
+    the smallest normal numbers)."""
+    return _ERFC(x)
+
+
+def reciprocal(x, name=None):
+    """1 / x elementwise (floats only: TF has no CPU kernel for integer reciprocals)."""
+    return _RECIPROCAL(x)
+
+
+# ---- floor, ceil, round, is_nan, is_finite, is_inf (no gradients, as TF) -------------------
+def _unary_no_gradient(name, fn, require=require_float):
+    def check(x):
+        require(name, "x", x)
+
+    return register(name, args=("x",), check=check, forward=lambda k, xp, x: (fn(xp, x), None))
+
+
+def _round_half_even(xp, x):
+    return xp.round(x) if x.dtype.kind == "f" else x  # TF: rounding an integer returns it
+
+
+def _require_round(name, arg, x):
+    if x.dtype.kind not in "fi":
+        raise TypeError(f"{name}: {arg} must be a float or signed integer tensor, got {x.dtype}")
+
+
+_FLOOR = _unary_no_gradient("floor", lambda xp, x: xp.floor(x))
+_CEIL = _unary_no_gradient("ceil", lambda xp, x: xp.ceil(x))
+_ROUND = _unary_no_gradient("round", _round_half_even, _require_round)
+_IS_NAN = _unary_no_gradient("is_nan", lambda xp, x: xp.isnan(x))
+_IS_FINITE = _unary_no_gradient("is_finite", lambda xp, x: xp.isfinite(x))
+_IS_INF = _unary_no_gradient("is_inf", lambda xp, x: xp.isinf(x))
+
+
+def floor(x, name=None):
+    """The largest integer not greater than x, elementwise (floats; no gradient, as TF)."""
+    return _FLOOR(x)
+
+
+def ceil(x, name=None):
+    """The smallest integer not less than x, elementwise (floats; no gradient, as TF)."""
+    return _CEIL(x)
+
+
+def round(x, name=None):  # noqa: A001 - TF's name
+    """x rounded to the nearest integer, halves to even (banker's rounding, as TF:
+    0.5 -> 0, 1.5 -> 2, -2.5 -> -2); integer tensors are returned unchanged. No gradient."""
+    return _ROUND(x)
+
+
+def is_nan(x, name=None):
+    """Where x is NaN (bool)."""
+    return _IS_NAN(x)
+
+
+def is_finite(x, name=None):
+    """Where x is neither NaN nor infinite (bool)."""
+    return _IS_FINITE(x)
+
+
+def is_inf(x, name=None):
+    """Where x is +inf or -inf (bool)."""
+    return _IS_INF(x)

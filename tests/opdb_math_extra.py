@@ -1,0 +1,217 @@
+"""Op-table rows for the math, sorting/indexing and nn ops of issue 14 (see tests/opdb.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+from opdb import (BOOL, F16, F32, FLOATS, I32, I64, ErrorInput, OpInfo, Sample, make,
+                  make_away, reduction_errors, reduction_samples, unary_errors, unary_samples)
+from reference import math_extra as rmath
+
+from ipu_gpu.ops import math, reduction
+
+FLOATS_I32 = FLOATS + (I32,)
+
+
+# ---- elementwise ------------------------------------------------------------------------------
+def _above_minus_one(rng, shape, dtype):
+    return make(rng, shape, dtype, -0.9, 3.0)
+
+
+def _unary(name, fn, ref, maker=make, extra=(), diff=(0,), dtypes=FLOATS, out_dtype=None,
+           arg="x", tf_name="math"):
+    errors = unary_errors(name, arg, I32, "must be a floating-point")
+    return OpInfo(name, fn, ref, unary_samples(maker, extra), errors, dtypes=dtypes,
+                  diff_args=diff, out_dtype=out_dtype, elementwise=1,
+                  tf_name=tf_name and f"{tf_name}.{name}")
+
+
+def _bool(sample, dtype):
+    return BOOL
+
+
+SPECIALS = ([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0],)
+HALVES = ([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49, -3.5, 4.5],)
+
+
+def round_errors():
+    yield ErrorInput((np.zeros(3, BOOL),), {}, TypeError, r"^round: x must be a float or signed")
+    yield ErrorInput((np.zeros(3, np.uint8),), {}, TypeError, r"^round: x must be")
+
+
+ELEMENTWISE = [
+    _unary("log1p", math.log1p, rmath.log1p, _above_minus_one),
+    _unary("expm1", math.expm1, rmath.expm1, extra=([-40.0, 1e-7, 10.0],)),
+    _unary("softplus", math.softplus, rmath.softplus, arg="features",
+           extra=([-40.0, -20.0, -14.0, 14.0, 20.0, 40.0],)),
+    # TF 2.21's float64 erf gives NaN at +-inf (its float32 erf gives +-1): compared with TF
+    # apart from that in tests/test_math_extra.py
+    _unary("erf", math.erf, rmath.erf, extra=([-6.0, -1.0, 1e-30, 0.9, 3.0, 7.0],),
+           tf_name=None),
+    _unary("erfc", math.erfc, rmath.erfc, extra=([-6.0, -1.0, 0.3, 0.9, 3.0, 9.0],)),
+    _unary("reciprocal", math.reciprocal, rmath.reciprocal, make_away),
+    _unary("floor", math.floor, rmath.floor, diff=(), extra=HALVES),
+    _unary("ceil", math.ceil, rmath.ceil, diff=(), extra=HALVES),
+    OpInfo("round", math.round, rmath.round, unary_samples(extra=HALVES), round_errors,
+           dtypes=FLOATS + (I32, I64), elementwise=1, tf_name="math.round"),
+    _unary("is_nan", math.is_nan, rmath.is_nan, extra=SPECIALS, diff=(), out_dtype=_bool),
+    _unary("is_finite", math.is_finite, rmath.is_finite, extra=SPECIALS, diff=(),
+           out_dtype=_bool),
+    _unary("is_inf", math.is_inf, rmath.is_inf, extra=SPECIALS, diff=(), out_dtype=_bool),
+]
+
+
+# ---- reductions ---------------------------------------------------------------------------------
+def _reduced_count(x, axis):
+    if axis is None:
+        return x.size
+    axes = [axis] if np.ndim(axis) == 0 else list(axis)
+    return int(np.prod([x.shape[a] for a in axes]))
+
+
+def std_samples(rng, dtype):
+    # a deviation of 0 (one element reduced) has a NaN gradient, as TF's
+    for s in reduction_samples()(rng, dtype):
+        x = s.args[0]
+        if x.size and _reduced_count(x, s.kwargs.get("axis")) == 1:
+            s.vjp = False
+        yield s
+    x = np.asarray([[1.0, 1.0, 1.0], [2.0, -1.0, 4.0]], dtype)
+    yield Sample((x,), {"axis": 1}, vjp=False, desc="constant row")
+
+
+def prod_samples(rng, dtype):
+    # reduction_samples' values, scaled so that 24 of them multiply within float16's range
+    for s in reduction_samples()(rng, dtype):
+        if np.dtype(dtype).kind == "f":
+            s.args = (np.asarray(s.args[0] * 0.3, dtype),)
+        yield s
+    if np.dtype(dtype).kind == "f":
+        x = np.asarray([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5], [1.0, -2.0, 0.5]], dtype)
+        yield Sample((x,), {"axis": 1}, desc="zeros")
+    else:
+        big = np.asarray([[70000, 70000], [-3, 5]], dtype)
+        yield Sample((big,), {"axis": 1}, desc="wraps")
+
+
+def logsumexp_samples(rng, dtype):
+    yield from reduction_samples()(rng, dtype)
+    special = np.asarray([[-np.inf, -np.inf], [np.inf, 1.0], [np.inf, -np.inf], [3.0, np.nan],
+                          [-np.inf, 2.0]], dtype)
+    yield Sample((special,), {"axis": 1}, vjp=False, desc="infinities and NaN")
+    if np.dtype(dtype) != F16:
+        yield Sample((np.asarray([1000.0, 999.0, -1000.0], dtype),), desc="large values")
+
+
+def float_reduction_errors(name):
+    def gen():
+        yield from reduction_errors(name)()
+        yield ErrorInput((np.zeros(3, I32),), {}, TypeError,
+                         rf"^{name}: input_tensor must be a floating-point")
+    return gen
+
+
+def bool_reduction_errors(name):
+    def gen():
+        yield ErrorInput((np.zeros(3, F32),), {}, TypeError,
+                         rf"^{name}: input_tensor must be a bool tensor, got float32")
+        yield ErrorInput((np.zeros((2, 3), BOOL),), {"axis": 2}, ValueError,
+                         rf"^{name}: axis must be in \[-2, 2\)")
+    return gen
+
+
+def count_nonzero_samples(rng, dtype):
+    x = make(rng, (2, 3, 4), dtype, -1, 1)
+    if np.dtype(dtype).kind == "f":
+        x = np.where(rng.random(x.shape) < 0.3, 0, x).astype(dtype)
+        x[0, 0, 0] = np.nan  # not zero
+    for axis in (None, 0, [0, 2], -1):
+        yield Sample((x,), {"axis": axis}, desc=f"axis={axis}")
+    yield Sample((x,), {"axis": 1, "keepdims": True, "dtype": I32}, desc="keepdims, int32")
+    yield Sample((x,), {"dtype": F32}, desc="float32 count")
+    yield Sample((make(rng, (0, 3), dtype),), {"axis": 0}, desc="empty")
+    yield Sample((make(rng, (), dtype),), desc="scalar")
+
+
+def _count_dtype(sample, dtype):
+    return sample.kwargs.get("dtype", I64)
+
+
+def count_nonzero_errors():
+    yield ErrorInput((np.zeros(3, F32),), {"axis": 1}, ValueError,
+                     r"^count_nonzero: axis must be in \[-1, 1\)")
+    yield ErrorInput((np.zeros(3, F32),), {"dtype": "bool"}, TypeError,
+                     r"^count_nonzero: dtype must be a numeric dtype")
+    yield ErrorInput((np.asarray(["a"]),), {}, TypeError, r"^count_nonzero: input must")
+
+
+def moments_samples(rng, dtype):
+    x = make(rng, (3, 4, 2), dtype, -3, 3)
+    yield Sample((x, [0]), desc="axes [0]")
+    yield Sample((x, [0, 1, 2]), desc="all axes")
+    yield Sample((x, [0, 2]), {"keepdims": True}, desc="keepdims")
+    yield Sample((x,), {"axes": -1}, desc="axes int")
+    yield Sample((make(rng, (1, 3), dtype), [0]), vjp=True, desc="length 1")
+    yield Sample((make(rng, (0, 3), dtype), [0]), desc="empty")
+
+
+def moments_errors():
+    yield ErrorInput((np.zeros((2, 3), F32), [2]), {}, ValueError,
+                     r"^moments: axes must be in \[-2, 2\)")
+    yield ErrorInput((np.zeros(3, BOOL), [0]), {}, TypeError, r"^moments: x must be a numeric")
+
+
+def norm_samples(rng, dtype):
+    x = make_away(rng, (3, 4), dtype)
+    for ord_ in ("euclidean", 1, 2, np.inf, 3, 0.5):
+        yield Sample((x,), {"ord": ord_}, desc=f"ord={ord_}")
+        yield Sample((x,), {"ord": ord_, "axis": -1}, desc=f"ord={ord_}, axis -1")
+    for ord_ in ("fro", "euclidean", 1, 2, np.inf):
+        yield Sample((x,), {"ord": ord_, "axis": [0, 1]}, desc=f"matrix ord={ord_}")
+        yield Sample((x,), {"ord": ord_, "axis": (1, 0), "keepdims": True},
+                     desc=f"matrix ord={ord_}, transposed, keepdims")
+    x3 = make_away(rng, (2, 3, 2), dtype)
+    yield Sample((x3,), {"ord": 2, "axis": (0, 2)}, desc="batched spectral norm")
+    yield Sample((x3,), {"axis": 1, "keepdims": True}, desc="3-D, keepdims")
+    yield Sample((make_away(rng, (1,), dtype),), desc="length 1")
+    yield Sample((np.zeros((0, 3), dtype),), {"axis": 0}, desc="empty")
+    yield Sample((make_away(rng, (2,), dtype),), {"ord": np.inf}, desc="inf")
+
+
+def norm_errors():
+    x = np.zeros((2, 2), F32)
+    yield ErrorInput((x,), {"ord": "fro"}, ValueError,
+                     r"^norm: ord must be a supported vector norm, got fro")
+    yield ErrorInput((x,), {"ord": -1, "axis": 1}, ValueError, r"^norm: ord must be a supported")
+    yield ErrorInput((x,), {"ord": 3, "axis": [0, 1]}, ValueError,
+                     r"^norm: ord must be a supported matrix norm")
+    yield ErrorInput((x,), {"axis": (0, 0)}, ValueError, r"^norm: axis must be None, an integer")
+    yield ErrorInput((x,), {"axis": [0]}, ValueError, r"^norm: axis must be None, an integer")
+    yield ErrorInput((x,), {"axis": (0, -2)}, ValueError, r"^norm: axis must name 2 different")
+    yield ErrorInput((x,), {"axis": 2}, ValueError, r"^norm: axis must be in \[-2, 2\)")
+    yield ErrorInput((np.zeros(2, I32),), {}, TypeError, r"^norm: tensor must be a floating")
+
+
+REDUCTIONS = [
+    OpInfo("reduce_prod", reduction.reduce_prod, rmath.reduce_prod, prod_samples,
+           reduction_errors("reduce_prod"), dtypes=FLOATS_I32, diff_args=(0,),
+           tol={F16: (1e-2, 1e-2)}),
+    OpInfo("reduce_any", reduction.reduce_any, rmath.reduce_any, reduction_samples(),
+           bool_reduction_errors("reduce_any"), dtypes=(BOOL,)),
+    OpInfo("reduce_all", reduction.reduce_all, rmath.reduce_all, reduction_samples(),
+           bool_reduction_errors("reduce_all"), dtypes=(BOOL,)),
+    OpInfo("reduce_logsumexp", reduction.reduce_logsumexp, rmath.reduce_logsumexp,
+           logsumexp_samples, float_reduction_errors("reduce_logsumexp"), diff_args=(0,)),
+    OpInfo("reduce_variance", reduction.reduce_variance, rmath.reduce_variance,
+           reduction_samples(), float_reduction_errors("reduce_variance"), diff_args=(0,),
+           tol={F16: (5e-3, 2e-2)}),
+    OpInfo("reduce_std", reduction.reduce_std, rmath.reduce_std, std_samples,
+           float_reduction_errors("reduce_std"), diff_args=(0,)),
+    OpInfo("count_nonzero", reduction.count_nonzero, rmath.count_nonzero, count_nonzero_samples,
+           count_nonzero_errors, dtypes=FLOATS + (I32, BOOL), out_dtype=_count_dtype),
+    OpInfo("moments", reduction.moments, rmath.moments, moments_samples, moments_errors,
+           dtypes=FLOATS_I32, diff_args=(0,), tol={F16: (5e-3, 2e-2)}),
+    OpInfo("norm", reduction.norm, rmath.norm, norm_samples, norm_errors, diff_args=(0,),
+           tol={F16: (5e-3, 1e-2)}),
+]
+
+ROWS = ELEMENTWISE + REDUCTIONS
