@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from opdb import (BOOL, F16, F32, FLOATS, I32, I64, ErrorInput, OpInfo, Sample, make,
+from opdb import (BOOL, F16, F32, F64, FLOATS, I32, I64, ErrorInput, OpInfo, Sample, make,
                   make_away, reduction_errors, reduction_samples, unary_errors, unary_samples)
 from reference import math_extra as rmath
 
-from ipu_gpu.ops import math, reduction
+from ipu_gpu.ops import math, math_extra, reduction
 
 FLOATS_I32 = FLOATS + (I32,)
 
@@ -214,4 +214,105 @@ REDUCTIONS = [
            tol={F16: (5e-3, 1e-2)}),
 ]
 
-ROWS = ELEMENTWISE + REDUCTIONS
+
+
+# ---- cumsum, unsorted_segment_sum, einsum ---------------------------------------------------
+def cumsum_samples(rng, dtype):
+    x = make(rng, (2, 3, 4), dtype, -3, 3)
+    for axis in (0, 1, -1):
+        yield Sample((x,), {"axis": axis}, desc=f"axis={axis}")
+    yield Sample((x, 1, True), desc="exclusive")
+    yield Sample((x,), {"axis": 2, "reverse": True}, desc="reverse")
+    yield Sample((x,), {"axis": -2, "exclusive": True, "reverse": True}, desc="both")
+    yield Sample((make(rng, (1,), dtype),), {"exclusive": True}, desc="length 1, exclusive")
+    yield Sample((make(rng, (0, 3), dtype),), {"exclusive": True}, desc="empty axis")
+    yield Sample((make(rng, (3, 0), dtype),), {"axis": 0}, desc="empty other axis")
+    if np.dtype(dtype).kind == "i":
+        big = np.asarray([2 ** 30, 2 ** 30, 2 ** 30], dtype)
+        yield Sample((big,), desc="wraps")
+
+
+def cumsum_errors():
+    x = np.zeros(3, F32)
+    yield ErrorInput((x,), {"axis": 1}, ValueError, r"^cumsum: axis must be in \[-1, 1\)")
+    yield ErrorInput((np.float32(1),), {}, ValueError, r"^cumsum: axis must be in \[0, 0\)")
+    yield ErrorInput((x,), {"axis": 0.5}, TypeError, r"^cumsum: axis must be an int")
+    yield ErrorInput((x,), {"axis": [0]}, TypeError, r"^cumsum: axis must be an int")
+    yield ErrorInput((np.zeros(3, BOOL),), {}, TypeError, r"^cumsum: x must be a numeric")
+
+
+def segment_samples(rng, dtype):
+    data = make(rng, (5, 3), dtype)
+    yield Sample((data, np.asarray([0, 2, -1, 0, 2], I32), 4),
+                 desc="duplicates, a negative id, empty segments")
+    yield Sample((make(rng, (2, 2, 3), dtype), np.asarray([[0, 1], [1, -1]], I64), 2),
+                 desc="2-D ids")
+    yield Sample((make(rng, (), dtype), np.asarray(1, I32), 2), desc="scalar id")
+    yield Sample((make(rng, (4,), dtype), np.asarray([3, 3, 3, 3], I32), 4), desc="one segment")
+    yield Sample((make(rng, (0, 3), dtype), np.zeros(0, I32), 2), desc="no data")
+    yield Sample((make(rng, (2,), dtype), np.asarray([-1, -5], I32), 0), desc="no segments")
+    yield Sample((make(rng, (1, 2), dtype), np.asarray([0], I32), 1), desc="length 1")
+
+
+def segment_errors():
+    n = "unsorted_segment_sum"
+    d = np.zeros(4, F32)
+    yield ErrorInput((d, np.asarray([0, 2, 3, 0], I32), 3), {}, ValueError,
+                     rf"^{n}: segment_ids\[2\] = 3 is out of range \[0, 3\)")
+    yield ErrorInput((d, np.asarray([0, 1], I32), 2), {}, ValueError,
+                     rf"^{n}: data.shape = \[4\] must start with segment_ids.shape = \[2\]")
+    yield ErrorInput((d, np.zeros(4, I32), -1), {}, ValueError,
+                     rf"^{n}: num_segments must not be negative, got -1")
+    yield ErrorInput((d, np.zeros(4, F32), 1), {}, TypeError, rf"^{n}: segment_ids must be an")
+    yield ErrorInput((d, np.zeros(4, I32), 1.0), {}, TypeError, rf"^{n}: num_segments must be")
+    yield ErrorInput((np.zeros(4, BOOL), np.zeros(4, I32), 1), {}, TypeError,
+                     rf"^{n}: data must be float16")
+
+
+def einsum_samples(rng, dtype):
+    def m(*shape):
+        return make(rng, shape, dtype)
+    yield Sample(("ij,jk->ik", m(2, 3), m(3, 4)), desc="matmul")
+    yield Sample(("ij,jk", m(2, 3), m(3, 4)), desc="implicit output")
+    yield Sample(("ii->i", m(3, 3)), desc="diagonal")
+    yield Sample(("ii", m(3, 3)), desc="trace")
+    yield Sample(("iji->j", m(2, 3, 2)), desc="diagonal summed")
+    yield Sample(("ij->", m(2, 3)), desc="sum")
+    yield Sample(("ij -> ji", m(2, 3)), desc="transpose, spaces")
+    yield Sample(("...ij,...jk->...ik", m(5, 2, 3), m(1, 3, 4)), desc="broadcast ellipsis")
+    yield Sample(("...j,j", m(2, 3), m(3)), desc="implicit ellipsis")
+    yield Sample(("bij,bjk->bik", m(2, 2, 3), m(2, 3, 2)), desc="batched")
+    yield Sample(("i,j->ij", m(2), m(3)), desc="outer")
+    yield Sample(("ij,jk,kl->il", m(2, 3), m(3, 4), m(4, 2)), desc="three operands")
+    yield Sample(("ij,ij->ij", m(2, 3), m(2, 3)), desc="elementwise")
+    yield Sample(("ij,jK->iK", m(0, 3), m(3, 2)), desc="empty, upper-case label")
+    yield Sample(("i->i", m(1)), desc="length 1")
+
+
+def einsum_errors():
+    a, b = np.zeros((2, 3), F32), np.zeros((3, 4), F32)
+    yield ErrorInput(("ij,jk->ik", a), {}, ValueError,
+                     r"^einsum: equation 'ij,jk->ik' must have one term per input")
+    yield ErrorInput(("ijk,jk->ik", a, b), {}, ValueError, r"^einsum: inputs\[0\] must have rank 3")
+    yield ErrorInput(("ij,jk->ik", a, np.zeros((4, 4), F32)), {}, ValueError,
+                     r"^einsum: label 'j' must have one size, got 3 and 4")
+    yield ErrorInput(("ij,jk->iz", a, b), {}, ValueError,
+                     r"^einsum: output subscripts must appear in the inputs")
+    yield ErrorInput(("ij->ii", a), {}, ValueError, r"^einsum: output subscripts must not repeat")
+    yield ErrorInput(("ij..,jk->ik", a, b), {}, ValueError, r"^einsum: equation must be letters")
+    yield ErrorInput(("ij,jk->ik", a, b.astype(F64)), {}, TypeError,
+                     r"^einsum: inputs\[1\] must have the dtype of inputs\[0\]")
+    yield ErrorInput(("ij->ij", a.astype(BOOL)), {}, TypeError, r"^einsum: inputs must be")
+    yield ErrorInput((3, a), {}, TypeError, r"^einsum: equation must be a string")
+
+
+SCANS = [
+    OpInfo("cumsum", math_extra.cumsum, rmath.cumsum, cumsum_samples, cumsum_errors,
+           dtypes=FLOATS_I32, diff_args=(0,)),
+    OpInfo("unsorted_segment_sum", math_extra.unsorted_segment_sum, rmath.unsorted_segment_sum,
+           segment_samples, segment_errors, dtypes=FLOATS_I32, diff_args=(0,)),
+    OpInfo("einsum", math_extra.einsum, rmath.einsum, einsum_samples, einsum_errors,
+           dtypes=FLOATS_I32, diff_args=(1, 2, 3), tol={F16: (1e-2, 1e-2)}),
+]
+
+ROWS = ELEMENTWISE + REDUCTIONS + SCANS

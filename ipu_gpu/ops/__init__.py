@@ -6,6 +6,7 @@ from . import (collectives, conv, creation, ctc, ctc_decoder, embedding, histogr
                math, matmul, multi_conv, nn, pooling, reduction, sequence_slice,
                serialized_matmul, shape, tensor_namespace)
 from . import array  # noqa: F401  # array ops (tile, pad, strided_slice, ...; issue 14)
+from . import math_extra  # noqa: F401  # cumsum, unsorted_segment_sum, einsum (issue 14)
 
 _tape.set_tensor_namespace(tensor_namespace)
 _OPERATORS.update(

@@ -4,6 +4,7 @@ definition) and TensorFlow's documented semantics."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -229,3 +230,72 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None):  # noqa: A002
         return math.fsum(e ** ord for e in v) ** (1.0 / ord)
 
     return _reduce(x, axes, bool(keepdims), vector)
+
+
+# ---- cumsum, unsorted_segment_sum, einsum ---------------------------------------------------
+def cumsum(x, axis=0, exclusive=False, reverse=False):
+    x = _f(x)
+    moved = np.moveaxis(x, axis, -1)
+    out = np.zeros(moved.shape, x.dtype)
+    n = moved.shape[-1]
+    for pos in np.ndindex(moved.shape[:-1]):
+        for i in range(n):
+            js = range(i + 1, n) if reverse else range(i)
+            if not exclusive:
+                js = list(js) + [i]
+            total = 0
+            for j in js:
+                total = total + moved[pos + (j,)].item()
+            out[pos + (i,)] = total if x.dtype.kind == "f" else _wrap(total, x.dtype)
+    return np.moveaxis(out, -1, axis)
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments):
+    data, ids = _f(data), np.asarray(segment_ids)
+    rows = data.reshape((ids.size,) + data.shape[ids.ndim:])
+    out = np.zeros((num_segments,) + data.shape[ids.ndim:], data.dtype)
+    for j, i in enumerate(ids.reshape(-1)):
+        if i >= num_segments:
+            raise ValueError("segment id out of range")
+        if i >= 0:  # negative ids are dropped
+            out[i] += rows[j]
+    return out
+
+
+def einsum(equation, *inputs):
+    """The sum, over every assignment of the labels, of the product of the entries they pick."""
+    ops = [_f(a) for a in inputs]
+    lhs, _, out = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if "->" not in equation:
+        letters = lhs.replace(",", "").replace("...", "")
+        out = ("..." if "..." in lhs else "") + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
+    # the ellipsis dimensions as digit labels, which cannot clash with letters
+    ell = max((a.ndim - len(t.replace("...", "")) for t, a in zip(terms, ops) if "..." in t),
+              default=0)
+    marks = [str(d) for d in range(ell)]
+
+    def expand(t, ndim):
+        e = ndim - len(t.replace("...", ""))
+        head, dots, tail = t.partition("...")
+        return list(head) + (marks[ell - e:] if dots else []) + list(tail)
+
+    terms = [expand(t, a.ndim) for t, a in zip(terms, ops)]
+    out = expand(out, len(out.replace("...", "")) + ell if "..." in out else len(out))
+    sizes = {}
+    for t, a in zip(terms, ops):
+        for c, d in zip(t, a.shape):
+            if sizes.get(c, 1) == 1:  # a size-1 ellipsis dimension broadcasts
+                sizes[c] = d
+    labels = sorted(sizes)
+    dtype = np.result_type(*ops)
+    result = np.zeros([sizes[c] for c in out], dtype)
+    for values in itertools.product(*(range(sizes[c]) for c in labels)):
+        at = dict(zip(labels, values))
+        prod = 1
+        for t, a in zip(terms, ops):
+            # a broadcast (size-1) ellipsis dimension reads index 0
+            prod = prod * a[tuple(at[c] if d != 1 else 0 for c, d in zip(t, a.shape))]
+        result[tuple(at[c] for c in out)] += prod
+    return result
