@@ -338,8 +338,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None) -> Tens
         if not isinstance(tensor, Tensor):  # constant_values follows tensor, never the reverse
             tensor = wrap(to_array(tensor, arg="tensor", op="pad"))
         if isinstance(constant_values, (np.ndarray, np.generic)):  # TF converts numpy values
-            constant_values = to_array(constant_values, tensor.dtype, arg="constant_values",
-                                       op="pad")
+            constant_values = backend.xp_of(tensor._value).asarray(to_array(
+                constant_values, tensor.dtype, arg="constant_values", op="pad"))
         return _PAD(tensor, constant_values, paddings=pads)
     return _MIRROR_PAD(tensor, paddings=pads, mode=m)
 
@@ -566,6 +566,89 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
         ellipsis_mask=_mask("ellipsis_mask", ellipsis_mask),
         new_axis_mask=_mask("new_axis_mask", new_axis_mask),
         shrink_axis_mask=_mask("shrink_axis_mask", shrink_axis_mask))
+
+
+def _index_int(value):
+    """A slice bound or index as TF's ``_check_index`` accepts it: None, a Python/numpy int,
+    or a 0-d integer Tensor/array (read on the host: # syncs device); else None is returned
+    for "not an integer"."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    v = value._value if isinstance(value, Tensor) else value
+    if getattr(v, "ndim", None) == 0 and v.dtype.kind in "iu":
+        return int(v.get() if backend.is_cupy_array(v) else v)
+    return None
+
+
+def _is_index_array(part) -> bool:
+    """An integer or bool array (or a list of them): numpy's advanced indexing."""
+    if isinstance(part, list):
+        return True
+    v = part._value if isinstance(part, Tensor) else part
+    return getattr(v, "ndim", 0) > 0 and getattr(v, "dtype", None) is not None
+
+
+def tensor_getitem(tensor, key):
+    """``tensor[key]`` as TF's ``Tensor.__getitem__`` (its ``_slice_helper``) reads it: a bool
+    Tensor/array key is a boolean mask; otherwise a list key is read as a tuple (``x[[0, 1]]``
+    is ``x[0, 1]``), and ints (shrink), slices, ``None`` (new axis) and one ``...`` become one
+    ``strided_slice`` with TF's masks, so values, errors and gradients are TF's. Integer arrays
+    inside a tuple key (numpy's advanced indexing, which TF refuses with TypeError) are kept
+    as an ipu_gpu extension: such keys go to numpy-style indexing.
+
+    Raises:
+      TypeError: a float or other non-index part.
+      ValueError: a bare bool key (TF: "mask cannot be scalar").
+      InvalidArgumentError: what ``strided_slice`` refuses (an index out of range, a zero
+        step, two ellipses, more indices than dimensions, indexing a scalar).
+    """
+    from . import indexing  # numpy-style indexing: bool masks and the advanced extension
+
+    if isinstance(key, (bool, np.bool_)):
+        raise ValueError("__getitem__: key must not be a bare bool (a mask cannot be scalar)")
+    k = key._value if isinstance(key, Tensor) else key
+    if getattr(k, "ndim", 0) > 0 and getattr(k, "dtype", None) is not None and \
+            k.dtype.kind == "b":
+        return indexing.getitem(tensor, key)
+    parts = tuple(key) if isinstance(key, (list, tuple)) else (key,)
+    begin, end, strides = [], [], []
+    masks = dict.fromkeys(("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                           "shrink_axis_mask"), 0)
+    for i, part in enumerate(parts):
+        bit = 1 << i
+        if isinstance(part, builtins.slice):
+            bounds = []
+            for v, default, mask in ((part.start, 0, "begin_mask"), (part.stop, 0, "end_mask"),
+                                     (part.step, 1, None)):
+                n = None if v is None else _index_int(v)
+                if v is not None and n is None:
+                    raise TypeError(f"__getitem__: slice bounds must be integers or scalar "
+                                    f"integer Tensors, got {_short(v)}")
+                if n is None and mask:
+                    masks[mask] |= bit  # an open bound
+                bounds.append(default if n is None else n)
+            b, e, st = bounds
+        elif part is Ellipsis or part is None:
+            b, e, st = 0, 0, 1
+            masks["ellipsis_mask" if part is Ellipsis else "new_axis_mask"] |= bit
+        else:
+            n = _index_int(part)
+            if n is None:
+                if _is_index_array(part):
+                    return indexing.getitem(tensor, parts)
+                raise TypeError(f"__getitem__: key must hold integers, slices (`:`), "
+                                f"ellipsis (`...`), None (tf.newaxis) or scalar integer "
+                                f"Tensors, got {_short(part)}")
+            b, e, st = n, n + 1, 1
+            masks["shrink_axis_mask"] |= bit
+        begin.append(b)
+        end.append(e)
+        strides.append(st)
+    if not parts:
+        return tensor if isinstance(tensor, Tensor) else wrap(to_array(tensor))
+    return strided_slice(tensor, begin, end, strides, **masks)
 
 
 # ---- unstack --------------------------------------------------------------------------------
@@ -920,4 +1003,4 @@ def meshgrid(*args, **kwargs) -> list:
 
 
 __all__ = ["broadcast_to", "eye", "linspace", "meshgrid", "pad", "rank", "reverse", "roll",
-           "shape", "size", "slice", "strided_slice", "tile", "unstack"]
+           "shape", "size", "slice", "strided_slice", "tensor_getitem", "tile", "unstack"]
