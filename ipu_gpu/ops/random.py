@@ -89,7 +89,7 @@ def _counters(xp, counter, offsets):
     """The 128-bit counters ``counter + offsets`` as (lo, hi) uint64 arrays (TF's ``Skip``)."""
     base_lo = counter & _MASK64
     lo = offsets + xp.uint64(base_lo)  # wraps modulo 2**64
-    hi = xp.full(offsets.shape, (counter >> 64) & _MASK64, dtype=xp.uint64)
+    hi = xp.full(offsets.shape, xp.uint64((counter >> 64) & _MASK64), dtype=xp.uint64)
     hi += (lo < offsets).astype(xp.uint64)  # the carry into the high word
     return lo, hi
 
@@ -343,6 +343,8 @@ def stateful_seeds(op_seed) -> _Seeds:
     kernel makes (TF draws a made-up op seed even when the kernel then fails)."""
     ctx = context.current()
     if ctx is not None:  # XLA ignores TF seeds: the IPU's per-replica generator
+        if op_seed is not None:
+            _seed_value("random op", "seed", op_seed)
         return _Seeds(None, False, ctx)
     pair, fresh = _get_seed(op_seed)
     return _Seeds(pair, fresh, None)
