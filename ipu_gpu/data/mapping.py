@@ -1,0 +1,271 @@
+"""Dataset functions: map, filter, flat_map and interleave.
+
+Functions are called eagerly on host Tensors, once per element (TF traces them once into a
+graph: Python side effects inside them happen per element here, and a few times more while the
+output spec is found, see below). A tuple element is unpacked into positional arguments.
+
+Output spec of ``map``: TF infers it by tracing. Here ``map_func`` is called on a sample element
+of the input (``_probe``: its first element where that is cheap, else zeros of its spec), which
+gives the output structure, dtypes and shapes; where the input spec has unknown dimensions, the
+function is called once more on the sample grown by one along each of them, and every output
+dimension that changed is unknown (None). So ``batch(32).map(f)`` keeps the unknown batch
+dimension, as in TF. Output dimensions that depend on values rather than on input shapes come
+out as the sample's (TF would say None).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .. import errors
+from ..core import nest
+from ..core.spec import TensorShape, TensorSpec
+from . import structure
+from .dataset import AUTOTUNE, UNKNOWN, Dataset, as_int
+
+
+def _parallel_calls(value, op: str):
+    if value is None:
+        return None
+    n = as_int(value, "num_parallel_calls", op)
+    if n != AUTOTUNE and n <= 0:
+        raise errors.InvalidArgumentError("num_parallel_calls must be greater than zero.")
+    return n
+
+
+def _grow(element, spec):
+    """``element`` grown by one along every dimension ``spec`` leaves unknown (a component of
+    unknown rank gets a new leading dimension of 2)."""
+    def grow(a, s):
+        if s.shape.rank is None:
+            return np.repeat(a[None], 2, axis=0)
+        for axis, d in enumerate(s.shape):
+            if d is None and axis < a.ndim:
+                extra = a.take([-1], axis=axis) if a.shape[axis] else np.zeros(
+                    a.shape[:axis] + (1,) + a.shape[axis + 1:], a.dtype)
+                a = np.concatenate([a, extra], axis=axis)
+        return a
+    flat = [grow(a, s) for a, s in zip(nest.flatten(element), nest.flatten(spec))]
+    return nest.pack_sequence_as(element, flat)
+
+
+def _relaxed(spec1, spec2):
+    def relax(a: TensorSpec, b: TensorSpec) -> TensorSpec:
+        if a.shape.rank != b.shape.rank:
+            return TensorSpec(None, a.dtype)
+        return TensorSpec(a.shape.most_specific_compatible_shape(b.shape), a.dtype)
+    f1, f2 = nest.flatten(spec1), nest.flatten(spec2)
+    return nest.pack_sequence_as(spec1, [relax(a, b) for a, b in zip(f1, f2)])
+
+
+def _first_element(ds: Dataset):
+    it = ds._elements()
+    try:
+        return next(it)
+    finally:
+        it.close()
+
+
+class _Function(Dataset):
+    """A dataset calling a user function on its input's elements."""
+
+    op = "map"
+
+    def _call(self, element):
+        raise NotImplementedError
+
+    def _sample_output(self):
+        """(input sample, output for it): the probe, or the first real element when the
+        function fails on a probe made of zeros."""
+        cached = self.__dict__.get("_sample")
+        if cached is not None:
+            return cached
+        sample = self._input._probe()
+        try:
+            out = self._call(sample)
+        except Exception as e:
+            try:
+                sample = _first_element(self._input)
+            except Exception:
+                raise e from None
+            out = self._call(sample)
+        self.__dict__["_sample"] = (sample, out)
+        return sample, out
+
+
+class Map(_Function):
+    def __init__(self, input_dataset, map_func, num_parallel_calls, deterministic):
+        if not callable(map_func):
+            raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
+        self._input = input_dataset
+        self._inputs = (input_dataset,)
+        self._fn = map_func
+        self._parallel = _parallel_calls(num_parallel_calls, "map")
+
+    def _call(self, element):
+        return structure.normalize_output(structure.call_function(self._fn, element), "map")
+
+    def _compute_spec(self):
+        in_spec = self._input.element_spec
+        sample, out = self._sample_output()
+        spec = structure.specs_of(out)
+        unknown = any(s.shape.rank is None or None in s.shape for s in nest.flatten(in_spec))
+        if unknown:
+            try:
+                out2 = self._call(_grow(sample, in_spec))
+            except Exception:  # the function refuses the grown sample: keep the sample's shapes
+                out2 = None
+            if out2 is not None and structure.same_structure(out, out2):
+                spec = _relaxed(spec, structure.specs_of(out2))
+        return spec
+
+    def _cardinality(self) -> int:
+        return self._input._cardinality()
+
+    def _iter_elements(self):
+        it = self._input._elements()
+        if self._parallel is None or self._parallel == 1:
+            try:
+                call = self._call
+                for element in it:
+                    yield call(element)
+            finally:
+                it.close()
+            return
+        workers = os.cpu_count() or 1
+        if self._parallel != AUTOTUNE:
+            workers = min(self._parallel, 4 * workers)
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="ipu_gpu.data.map")
+        window = collections.deque()
+        try:
+            for element in it:
+                window.append(pool.submit(self._call, element))
+                if len(window) >= 2 * workers:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        finally:
+            for f in window:
+                f.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+            it.close()
+
+    def _probe(self):
+        return self._sample_output()[1]
+
+
+class Filter(_Function):
+    op = "filter"
+
+    def __init__(self, input_dataset, predicate):
+        if not callable(predicate):
+            raise TypeError(f"filter: predicate must be callable, got "
+                            f"{type(predicate).__name__}")
+        self._input = input_dataset
+        self._inputs = (input_dataset,)
+        self._fn = predicate
+
+    def _keep(self, element) -> bool:
+        r = structure.call_function(self._fn, element)
+        a = structure.to_numpy(r, "filter") if not isinstance(r, (bool, np.bool_)) else None
+        if a is not None and (a.dtype != np.bool_ or a.ndim != 0):
+            raise ValueError("Invalid `predicate`. `predicate` must return a `tf.bool` scalar "
+                             f"tensor, but its return type is {structure.spec_of(a)}.")
+        return bool(r if a is None else a)
+
+    def _compute_spec(self):
+        return self._input.element_spec
+
+    def _iter_elements(self):
+        it = self._input._elements()
+        try:
+            keep = self._keep
+            for element in it:
+                if keep(element):
+                    yield element
+        finally:
+            it.close()
+
+    def _probe(self):
+        return self._input._probe()
+
+
+class Interleave(_Function):
+    def __init__(self, input_dataset, map_func, cycle_length, block_length, op,
+                 num_parallel_calls=None):
+        if not callable(map_func):
+            raise TypeError(f"{op}: map_func must be callable, got {type(map_func).__name__}")
+        self._input = input_dataset
+        self._inputs = (input_dataset,)
+        self._fn = map_func
+        self.op = op
+        if cycle_length is None or cycle_length == AUTOTUNE:
+            cycle_length = os.cpu_count() or 1
+        self._cycle = as_int(cycle_length, "cycle_length", op)
+        if self._cycle <= 0:
+            raise errors.InvalidArgumentError("cycle_length must be greater than zero.")
+        self._block = 1 if block_length is None else as_int(block_length, "block_length", op)
+        if self._block <= 0:
+            raise errors.InvalidArgumentError("block_length must be greater than zero.")
+        _parallel_calls(num_parallel_calls, op)
+
+    def _call(self, element):
+        ds = structure.call_function(self._fn, element)
+        if not isinstance(ds, Dataset):
+            raise TypeError(f"{self.op}: map_func must return a Dataset, got "
+                            f"{type(ds).__name__}")
+        return ds
+
+    def _compute_spec(self):
+        return self._sample_output()[1].element_spec
+
+    def _cardinality(self) -> int:
+        return UNKNOWN
+
+    def _iter_elements(self):
+        # TF's InterleaveDatasetOp: slots are refilled from the input when the cycle comes
+        # back to them; an exhausted dataset moves the cycle on.
+        it = self._input._elements()
+        cycle, block = self._cycle, self._block
+        current = [None] * cycle
+        index = block_index = num_open = 0
+        end_of_input = False
+        try:
+            while not end_of_input or num_open:
+                if current[index] is not None:
+                    try:
+                        element = next(current[index])
+                    except StopIteration:
+                        current[index] = None
+                        num_open -= 1
+                        block_index, index = 0, (index + 1) % cycle
+                        continue
+                    block_index += 1
+                    if block_index == block:
+                        block_index, index = 0, (index + 1) % cycle
+                    yield element
+                elif not end_of_input:
+                    try:
+                        args = next(it)
+                    except StopIteration:
+                        end_of_input = True
+                        continue
+                    current[index] = self._call(args)._elements()
+                    num_open += 1
+                else:
+                    block_index, index = 0, (index + 1) % cycle
+        finally:
+            for c in current:
+                if c is not None:
+                    c.close()
+            it.close()
+
+    def _probe(self):
+        return self._sample_output()[1]._probe()
+
+
+__all__ = ["Filter", "Interleave", "Map", "TensorShape"]
