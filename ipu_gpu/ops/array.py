@@ -1,6 +1,6 @@
 """Array ops (TF's array_ops): shape, size, rank, tile, pad, slice, strided_slice, unstack,
 broadcast_to, reverse, roll, and the tensors made from sizes and ranges: eye, linspace,
-meshgrid.
+meshgrid; ``tensor_getitem`` is TF's ``Tensor.__getitem__`` built on strided_slice.
 
 Arguments that say *where* or *how much* (multiples, paddings, begin/end/strides, axes,
 shifts, shapes) are static Python ints, read on the host before the op runs; a Tensor given
@@ -9,10 +9,11 @@ for one is copied to the host first (# syncs device). Value errors that TF's ker
 argument named; dtype errors are TypeError (TF raises InvalidArgumentError for an index
 argument of the wrong dtype).
 
-Every op moves data only, so each gradient is another op of this file: the gradient of
-``slice`` is ``pad``, of ``pad`` ``slice``, of ``strided_slice`` its scatter
-``strided_slice_grad`` (and back), of ``reverse``/``roll`` themselves; backward rules call
-those ops through ``_apply``, so nested tapes record them (second derivatives work).
+Every op but linspace moves data only, so each gradient is another op of this file: the
+gradient of ``slice`` is ``pad``, of ``pad`` ``slice``, of ``strided_slice`` its scatter
+``strided_slice_grad`` (and back), of a mirror pad ``mirror_pad_grad`` (and back), of
+``reverse``/``roll`` themselves; backward rules call those ops through ``_apply``, so nested
+tapes record them (second derivatives work). No kernels: numpy and cupy share every line.
 """
 
 from __future__ import annotations
