@@ -6,8 +6,9 @@ import numpy as np
 from opdb import (BOOL, F16, F32, F64, FLOATS, I32, I64, ErrorInput, OpInfo, Sample, make,
                   make_away, reduction_errors, reduction_samples, unary_errors, unary_samples)
 from reference import math_extra as rmath
+from reference import sort as rsort
 
-from ipu_gpu.ops import math, math_extra, reduction
+from ipu_gpu.ops import math, math_extra, reduction, sort
 
 FLOATS_I32 = FLOATS + (I32,)
 
@@ -315,4 +316,220 @@ SCANS = [
            dtypes=FLOATS_I32, diff_args=(1, 2, 3), tol={F16: (1e-2, 1e-2)}),
 ]
 
-ROWS = ELEMENTWISE + REDUCTIONS + SCANS
+
+
+# ---- sorting and n-d indexing --------------------------------------------------------------------
+def _int32(sample, dtype):
+    return I32
+
+
+def sort_samples(rng, dtype):
+    x = make(rng, (3, 5), dtype, -4, 4)
+    yield Sample((x,), desc="last axis")
+    yield Sample((x,), {"axis": 0}, desc="axis 0")
+    yield Sample((x,), {"direction": "DESCENDING"}, desc="descending")
+    yield Sample((make(rng, (2, 3, 4), dtype), 1, "DESCENDING"), desc="3-D, axis 1")
+    ties = np.asarray([[2, 1, 2, 0, 1, 2], [0, 0, 0, 0, 0, 0]], dtype)
+    yield Sample((ties,), vjp=False, desc="ties")
+    yield Sample((ties,), {"direction": "DESCENDING"}, vjp=False, desc="ties, descending")
+    yield Sample((make(rng, (1,), dtype),), desc="length 1")
+    yield Sample((make(rng, (0,), dtype),), desc="empty")
+    yield Sample((make(rng, (2, 0), dtype),), {"axis": 0}, desc="empty rows")
+    if np.dtype(dtype).kind == "f":
+        special = np.asarray([1.0, np.nan, -np.inf, 0.0, -0.0, np.inf, np.nan, -1.0], dtype)
+        yield Sample((special,), vjp=False, desc="NaN, infinities, signed zeros")
+        yield Sample((special,), {"direction": "DESCENDING"}, vjp=False,
+                     desc="NaN, infinities, signed zeros, descending")
+
+
+def sort_errors(name):
+    def gen():
+        x = np.zeros(3, F32)
+        yield ErrorInput((x,), {"direction": "UP"}, ValueError,
+                         rf"^{name}: direction must be one of ASCENDING, DESCENDING")
+        yield ErrorInput((x,), {"axis": 1}, ValueError, rf"^{name}: axis must be in \[-1, 1\)")
+        yield ErrorInput((np.float32(1),), {}, ValueError, rf"^{name}: values must have rank")
+        yield ErrorInput((np.zeros(3, BOOL),), {}, TypeError, rf"^{name}: values must be")
+        yield ErrorInput((x,), {"axis": 0.0}, TypeError, rf"^{name}: axis must be an int")
+    return gen
+
+
+def top_k_values(input, k=1, sorted=True, index_type=I32):  # noqa: A002
+    """top_k's values (the op table checks one output dtype per row; the indices are checked
+    against the reference and TF in tests/test_math_extra.py)."""
+    return sort.top_k(input, k, sorted, index_type)[0]
+
+
+def top_k_values_ref(input, k=1, sorted=True, index_type=I32):  # noqa: A002
+    return rsort.top_k(input, k, sorted, index_type)[0]
+
+
+def top_k_samples(rng, dtype):
+    x = make(rng, (3, 6), dtype, -4, 4)
+    yield Sample((x, 3), desc="k 3")
+    yield Sample((x,), desc="default k")
+    yield Sample((x, 6), desc="k = n")
+    yield Sample((x, 0), desc="k 0")
+    yield Sample((x,), {"k": 2, "sorted": False, "index_type": I64}, desc="unsorted, int64")
+    yield Sample((make(rng, (2, 2, 5), dtype), 2), desc="3-D")
+    ties = np.asarray([[1, 3, 3, 2, 3], [0, 0, 0, 0, 0]], dtype)
+    yield Sample((ties, 3), vjp=False, desc="ties")
+    yield Sample((make(rng, (1,), dtype), 1), desc="length 1")
+    yield Sample((make(rng, (0, 4), dtype), 2), desc="no rows")
+
+
+def top_k_errors():
+    x = np.zeros((2, 3), F32)
+    yield ErrorInput((x, 4), {}, ValueError,
+                     r"^top_k: input must have at least k columns. Had 3, needed 4")
+    yield ErrorInput((x, -1), {}, ValueError, r"^top_k: k must be >= 0, got -1")
+    yield ErrorInput((np.float32(1), 1), {}, ValueError, r"^top_k: input must have rank >= 1")
+    yield ErrorInput((x, 2.0), {}, TypeError, r"^top_k: k must be an int")
+    yield ErrorInput((x, 1), {"index_type": F32}, TypeError,
+                     r"^top_k: index_type must be int16, int32 or int64")
+    yield ErrorInput((x.astype(BOOL), 1), {}, TypeError, r"^top_k: input must be")
+
+
+def gather_nd_samples(rng, dtype):
+    p = make(rng, (3, 4), dtype)
+    yield Sample((p, np.asarray([[1, 0], [2, 3], [1, 0]], I32)), desc="elements, duplicates")
+    yield Sample((p, np.asarray([[2], [0], [2]], I64)), desc="rows")
+    yield Sample((make(rng, (2, 3, 2), dtype), np.asarray([[[0, 2]], [[1, 1]]], I32)),
+                 desc="3-D indices")
+    yield Sample((p, np.zeros((2, 0), I32)), desc="K = 0: the whole tensor per index")
+    yield Sample((p, np.zeros((0, 2), I32)), desc="no indices")
+    yield Sample((make(rng, (1,), dtype), np.asarray([[0], [0]], I32)), desc="length 1")
+    yield Sample((make(rng, (0, 3), dtype), np.zeros((2, 0), I32)), desc="empty params")
+
+
+def gather_nd_errors():
+    p = np.zeros((2, 2), F32)
+    n = "gather_nd"
+    yield ErrorInput((p, np.asarray([[1, 0], [2, 0]], I32)), {}, ValueError,
+                     rf"^{n}: indices\[1\] = \[2, 0\] does not index into param shape \[2, 2\]")
+    yield ErrorInput((p, np.asarray([[1, -1]], I64)), {}, ValueError,
+                     rf"^{n}: indices\[0\] = \[1, -1\] does not index into param shape")
+    yield ErrorInput((p, np.asarray([[1, 0, 0]], I32)), {}, ValueError,
+                     rf"^{n}: indices.shape\[-1\] must be <= the rank of params \(2\), got 3")
+    yield ErrorInput((p, np.asarray([[1.0, 0.0]], F32)), {}, TypeError,
+                     rf"^{n}: indices must be an integer")
+    yield ErrorInput((p, np.asarray(1, I32)), {}, ValueError, rf"^{n}: indices must have rank")
+    yield ErrorInput((np.float32(1), np.zeros(0, I32)), {}, ValueError,
+                     rf"^{n}: params must have rank")
+    yield ErrorInput((p, np.asarray([[1], [0]], I32)), {"batch_dims": 1}, ValueError,
+                     rf"^{n}: batch_dims must be 0")
+
+
+def scatter_nd_samples(rng, dtype):
+    def m(*shape):
+        return make(rng, shape, dtype)
+    yield Sample((np.asarray([[1], [3], [1]], I32), m(3), [5]), desc="duplicates accumulate")
+    yield Sample((np.asarray([[2], [0]], I64), m(2, 3), (4, 3)), desc="rows")
+    yield Sample((np.asarray([[0, 1], [2, 2], [0, 1]], I32), m(3), [3, 3]), desc="elements")
+    yield Sample((np.asarray([[[1]], [[0]]], I32), m(2, 1, 2), [2, 2]), desc="3-D indices")
+    yield Sample((np.zeros((0, 1), I32), m(0), [4]), desc="no indices")
+    yield Sample((np.zeros((0, 1), I32), m(0, 0), [0, 0]), desc="empty output")
+    yield Sample((np.asarray([[0]], I32), m(1), [1]), desc="length 1")
+
+
+def scatter_nd_errors():
+    n = "scatter_nd"
+    yield ErrorInput((np.asarray([[1], [5]], I32), np.zeros(2, F32), [5]), {}, ValueError,
+                     rf"^{n}: indices\[1\] = \[5\] does not index into shape \[5\]")
+    yield ErrorInput((np.asarray([[-1]], I32), np.zeros(1, F32), [5]), {}, ValueError,
+                     rf"^{n}: indices\[0\] = \[-1\] does not index into shape")
+    yield ErrorInput((np.asarray([[1], [3]], I32), np.zeros(3, F32), [5]), {}, ValueError,
+                     rf"^{n}: updates must have shape \[2\]")
+    yield ErrorInput((np.asarray([[1]], I32), np.zeros(1, F32), [-5]), {}, ValueError,
+                     rf"^{n}: shape must not have negative dimensions")
+    yield ErrorInput((np.asarray([[1, 1]], I32), np.zeros(1, F32), [5]), {}, ValueError,
+                     rf"^{n}: indices.shape\[-1\] must be <= the rank of shape \(1\)")
+    yield ErrorInput((np.asarray([[0]], I32), np.zeros((1, 3), F32), [0, 3]), {}, ValueError,
+                     rf"^{n}: indices and updates must be empty for an empty shape")
+    yield ErrorInput((np.asarray([[1]], I32), np.zeros(1, BOOL), [3]), {}, TypeError,
+                     rf"^{n}: updates must be float16")
+    yield ErrorInput((np.asarray([[1.0]], F32), np.zeros(1, F32), [3]), {}, TypeError,
+                     rf"^{n}: indices must be an integer")
+    yield ErrorInput((np.asarray([[1]], I32), np.zeros(1, F32), [3.0]), {}, TypeError,
+                     rf"^{n}: shape must be a list of ints")
+
+
+def tensor_scatter_samples(duplicates_vjp):
+    def gen(rng, dtype):
+        def m(*shape):
+            return make(rng, shape, dtype)
+        yield Sample((m(4), np.asarray([[1], [1], [3]], I32), m(3)), vjp=duplicates_vjp,
+                     desc="duplicates")
+        yield Sample((m(4, 3), np.asarray([[2], [0]], I64), m(2, 3)), desc="rows")
+        yield Sample((m(3, 3), np.asarray([[0, 1], [2, 2]], I32), m(2)), desc="elements")
+        yield Sample((m(4), np.zeros((0, 1), I32), m(0)), desc="no indices")
+        yield Sample((m(1), np.asarray([[0]], I32), m(1)), desc="length 1")
+        yield Sample((m(0, 2), np.zeros((0, 1), I32), m(0, 2)), desc="empty tensor")
+    return gen
+
+
+def tensor_scatter_errors(n):
+    def gen():
+        t = np.zeros(4, F32)
+        yield ErrorInput((t, np.asarray([[1], [4]], I32), np.zeros(2, F32)), {}, ValueError,
+                         rf"^{n}: indices\[1\] = \[4\] does not index into shape \[4\]")
+        yield ErrorInput((t, np.asarray([[1], [2]], I32), np.zeros(3, F32)), {}, ValueError,
+                         rf"^{n}: updates must have shape \[2\]")
+        yield ErrorInput((t, np.asarray([[1]], I32), np.zeros(1, F64)), {}, TypeError,
+                         rf"^{n}: updates must have the dtype of tensor")
+        yield ErrorInput((t, np.asarray(1, I32), np.float32(3)), {}, ValueError,
+                         rf"^{n}: indices must have rank >= 1")
+        yield ErrorInput((np.float32(1), np.zeros(0, I32), np.float32(3)), {}, ValueError,
+                         rf"^{n}: tensor must have rank >= 1")
+    return gen
+
+
+def boolean_mask_samples(rng, dtype):
+    x = make(rng, (3, 2), dtype)
+    yield Sample((x, np.asarray([True, False, True])), desc="rows")
+    yield Sample((x, np.asarray([False, True])), {"axis": 1}, desc="axis 1")
+    yield Sample((x, np.asarray([[True, False], [False, True], [True, True]])), desc="2-D mask")
+    yield Sample((make(rng, (2, 3, 2), dtype), np.asarray([[1, 0, 1], [0, 0, 2]], I32), 0),
+                 desc="numeric mask over two axes")
+    yield Sample((x, np.zeros(3, BOOL)), desc="nothing selected")
+    yield Sample((make(rng, (0, 2), dtype), np.zeros(0, BOOL)), desc="empty")
+    yield Sample((make(rng, (1,), dtype), np.asarray([True])), desc="length 1")
+
+
+def boolean_mask_errors():
+    x = np.zeros((3, 2), F32)
+    n = "boolean_mask"
+    yield ErrorInput((x, True), {}, ValueError, rf"^{n}: mask cannot be scalar")
+    yield ErrorInput((x, np.asarray([True, False])), {}, ValueError,
+                     rf"^{n}: mask must have shape \[3\]")
+    yield ErrorInput((x, np.asarray([True, False])), {"axis": -1}, ValueError,
+                     rf"^{n}: axis must be in \[0, 1\]")
+    yield ErrorInput((x, np.zeros((1, 1, 1), BOOL)), {}, ValueError, rf"^{n}: axis must be in")
+    yield ErrorInput((x, np.asarray(["a", "b", "c"])), {}, TypeError, rf"^{n}: mask must")
+
+
+SORTING = [
+    OpInfo("sort", sort.sort, rsort.sort, sort_samples, sort_errors("sort"), dtypes=FLOATS_I32,
+           diff_args=(0,)),
+    OpInfo("argsort", sort.argsort, rsort.argsort, sort_samples, sort_errors("argsort"),
+           dtypes=FLOATS_I32, out_dtype=_int32),
+    OpInfo("top_k", top_k_values, top_k_values_ref, top_k_samples, top_k_errors,
+           dtypes=FLOATS_I32, diff_args=(0,)),
+    OpInfo("gather_nd", sort.gather_nd, rsort.gather_nd, gather_nd_samples, gather_nd_errors,
+           dtypes=FLOATS_I32, diff_args=(0,)),
+    OpInfo("scatter_nd", sort.scatter_nd, rsort.scatter_nd, scatter_nd_samples,
+           scatter_nd_errors, dtypes=FLOATS_I32, diff_args=(1,)),
+    # TF's gradient gives an earlier update of a repeated index the cotangent too, where the
+    # finite difference sees nothing: no VJP check for duplicates
+    OpInfo("tensor_scatter_nd_update", sort.tensor_scatter_nd_update,
+           rsort.tensor_scatter_nd_update, tensor_scatter_samples(False),
+           tensor_scatter_errors("tensor_scatter_nd_update"), dtypes=FLOATS + (I32, BOOL),
+           diff_args=(0, 2)),
+    OpInfo("tensor_scatter_nd_add", sort.tensor_scatter_nd_add, rsort.tensor_scatter_nd_add,
+           tensor_scatter_samples(True), tensor_scatter_errors("tensor_scatter_nd_add"),
+           dtypes=FLOATS_I32, diff_args=(0, 2)),
+    OpInfo("boolean_mask", sort.boolean_mask, rsort.boolean_mask, boolean_mask_samples,
+           boolean_mask_errors, dtypes=FLOATS_I32, diff_args=(0,)),
+]
+
+ROWS = ELEMENTWISE + REDUCTIONS + SCANS + SORTING

@@ -7,6 +7,7 @@ from . import (collectives, conv, creation, ctc, ctc_decoder, embedding, histogr
                serialized_matmul, shape, tensor_namespace)
 from . import array  # noqa: F401  # array ops (tile, pad, strided_slice, ...; issue 14)
 from . import math_extra  # noqa: F401  # cumsum, unsorted_segment_sum, einsum (issue 14)
+from . import sort  # noqa: F401  # sort, top_k, gather_nd, scatter_nd, ... (issue 14)
 
 _tape.set_tensor_namespace(tensor_namespace)
 _OPERATORS.update(
