@@ -220,3 +220,89 @@ def test_assert_in_an_ipu_program():
                                      [np.ones(2, np.float32)])
     finally:
         system.reset()
+
+
+# ---- tf.print ------------------------------------------------------------------------------
+
+PRINT_CASES = [
+    ("range10", lambda t: ((t.range(10),), {})),
+    ("range6", lambda t: ((t.range(6),), {})),
+    ("range7", lambda t: ((t.range(7),), {})),
+    ("floats", lambda t: ((t.constant([1.5, 2.0, 3.25, 1e10, 1e-5, -0.0]),), {})),
+    ("doubles", lambda t: ((t.constant([1 / 3, 2 / 3, 0.1, 1e16], t.float64),), {})),
+    ("halves", lambda t: ((t.constant([1 / 3, 0.1, 65504.0], t.float16),), {})),
+    ("float_digits", lambda t: ((t.constant([1e-10, 123456789.0, 0.1, 1e21, 1e-7]),), {})),
+    ("specials", lambda t: ((t.constant([np.nan, np.inf, -np.inf]),), {})),
+    ("scalar", lambda t: ((t.constant(3.0),), {})),
+    ("bools", lambda t: ((t.constant(True), t.constant([True, False])), {})),
+    ("ints", lambda t: ((t.constant([1, 2, 3], t.int64), t.constant([255], "uint8"),
+                         t.constant([-1], "int8")), {})),
+    ("rank3", lambda t: ((t.reshape(t.range(24), [2, 3, 4]),), {})),
+    ("rank4", lambda t: ((t.zeros([1, 1, 1, 2]),), {})),
+    ("rows", lambda t: ((t.reshape(t.range(100), [10, 10]),), {})),
+    ("rows_all", lambda t: ((t.reshape(t.range(100), [10, 10]),), {"summarize": -1})),
+    ("rows_one", lambda t: ((t.reshape(t.range(100), [10, 10]),), {"summarize": 1})),
+    ("blocks", lambda t: ((t.reshape(t.range(8 * 8 * 8), [8, 8, 8]),), {"summarize": 2})),
+    ("empties", lambda t: ((t.constant([]), t.zeros([0, 3]), t.zeros([2, 0])), {})),
+    ("empty_all", lambda t: ((t.zeros([2, 0]),), {"summarize": -1})),
+    ("summarize0", lambda t: ((t.constant(1.0), t.constant([1.0, 2.0])), {"summarize": 0})),
+    ("structures", lambda t: (("a", 1, 2.5, [1, 2], {"b": t.constant(1), "a": 2},
+                               (3, t.constant([1, 2]))), {"sep": "|", "end": "$\n"})),
+    ("nested", lambda t: (({"k": [t.constant(1), None]}, [t.constant(1.0), "x"]), {})),
+    ("python", lambda t: ((np.arange(12), np.float32(1.5), None, True, [[1.0, 2.0]]), {})),
+    ("braces", lambda t: (("{}", t.constant(1)), {})),
+    ("variable", lambda t: ((t.Variable([1.0, 2.0]),), {})),
+    ("nothing", lambda t: ((), {})),
+]
+
+
+@pytest.mark.parametrize("case", [c[1] for c in PRINT_CASES], ids=[c[0] for c in PRINT_CASES])
+def test_print_formats_as_tf(real_tf, tmp_path, case):
+    from ipu_gpu import printing
+
+    ours, theirs = tmp_path / "ours.txt", tmp_path / "theirs.txt"
+
+    class Ours(_Ours):
+        reshape = staticmethod(tf.reshape)
+        Variable = tf.Variable
+        int64 = tf.int64
+
+    class Theirs(_Theirs):
+        def __init__(self, t):
+            super().__init__(t)
+            self.reshape, self.Variable, self.int64 = t.reshape, t.Variable, t.int64
+
+    args, kwargs = case(Ours)
+    printing.print(*args, output_stream=f"file://{ours}", **kwargs)
+    args, kwargs = case(Theirs(real_tf))
+    real_tf.print(*args, output_stream=f"file://{theirs}", **kwargs)
+    assert ours.read_text() == theirs.read_text()
+
+
+def test_print_streams_and_errors(capsys, caplog, real_tf):
+    import io
+    import logging
+    import sys
+
+    from ipu_gpu import printing
+
+    printing.print(tf.constant([1, 2]), "x")  # default: sys.stderr
+    printing.print(tf.constant(1.5), output_stream=sys.stdout, end="")
+    out = capsys.readouterr()
+    assert out.err == "[1 2] x\n" and out.out == "1.5"
+    with caplog.at_level(logging.INFO, logger="tensorflow"):
+        printing.print(tf.constant(5), output_stream=real_tf.compat.v1.logging.info)
+        printing.print("warned", output_stream=logging.WARNING)
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == \
+        [(logging.INFO, "5"), (logging.WARNING, "warned")]
+    for bad in (io.StringIO(), "stdout", 7):
+        with pytest.raises(ValueError, match="Unsupported output stream, logging level, or "
+                                             "file"):
+            printing.print(1, output_stream=bad)
+    with pytest.raises(ValueError, match="Unsupported output stream"):
+        real_tf.print(1, output_stream=io.StringIO())
+    with pytest.raises(ValueError, match=r"Unrecognized keyword arguments for tf.print: "
+                                         r"\{'bogus': 1\}"):
+        printing.print(1, bogus=1)
+    assert printing.print("returns") is None
+    capsys.readouterr()
