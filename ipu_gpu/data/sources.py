@@ -130,17 +130,22 @@ class Range(Dataset):
 
 
 # ---- from_generator ---------------------------------------------------------------------------
-def _map_up_to(shallow, fn, *deep):
+def _map_up_to(shallow, fn, *deep, sequences=(tuple, list)):
     """``fn`` applied to the parts of ``deep`` at the leaves of ``shallow`` (tf.nest's
-    map_structure_up_to: a shape tuple inside a structure of dtypes is one leaf)."""
+    map_structure_up_to: a shape tuple inside a structure of dtypes is one leaf).
+    ``sequences``: the types accepted where ``shallow`` has a tuple."""
     if isinstance(shallow, dict):
-        return type(shallow)((k, _map_up_to(shallow[k], fn, *[d[k] for d in deep]))
-                             for k in shallow)
+        for d in deep:
+            if not isinstance(d, dict) or sorted(d) != sorted(shallow):
+                raise ValueError(f"the structure {d!r} does not match {shallow!r}")
+        return type(shallow)((k, _map_up_to(shallow[k], fn, *[d[k] for d in deep],
+                                            sequences=sequences)) for k in shallow)
     if isinstance(shallow, tuple):
         for d in deep:
-            if not isinstance(d, (tuple, list)) or len(d) != len(shallow):
+            if not isinstance(d, sequences) or len(d) != len(shallow):
                 raise ValueError(f"the structure {d!r} does not match {shallow!r}")
-        items = [_map_up_to(s, fn, *[d[i] for d in deep]) for i, s in enumerate(shallow)]
+        items = [_map_up_to(s, fn, *[d[i] for d in deep], sequences=sequences)
+                 for i, s in enumerate(shallow)]
         if hasattr(type(shallow), "_fields"):
             return type(shallow)(*items)
         return tuple(items)
@@ -151,6 +156,8 @@ def _generator_value(value, spec: TensorSpec) -> np.ndarray:
     """A yielded component converted to ``spec.dtype`` as TF's convert_to_tensor would."""
     if isinstance(value, (tuple, list)) and not structure._has_string(value):
         value = np.asarray(value)
+        if value.size == 0:
+            value = value.astype(spec.dtype if spec.dtype != string else object)
     a = structure.to_numpy(value, "from_generator")
     src, dst = a.dtype, spec.dtype
     if (src == string) != (dst == string):
@@ -204,7 +211,8 @@ class Generator(Dataset):
 
     def _convert(self, value):
         try:
-            return _map_up_to(self._spec, _generator_value, value, self._spec)
+            return _map_up_to(self._spec, _generator_value, value, self._spec,
+                              sequences=(tuple,))
         except (TypeError, ValueError) as e:
             raise errors.InvalidArgumentError(
                 "TypeError: `generator` yielded an element that did not match the expected "
