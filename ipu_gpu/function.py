@@ -125,8 +125,8 @@ def _bind_to_spec(value, spec: TensorSpec):
                          f"({type(value)}) to a Tensor." if value is None else
                          f"Cannot convert {value!r} to EagerTensor of dtype "
                          f"{_tf_name(spec.dtype)}")
-    try:
-        t = convert_to_tensor(value, dtype=spec.dtype)
+    try:  # constant: arrays land on the current backend, as TF converts to the default device
+        t = constant(value, dtype=spec.dtype)
     except (TypeError, ValueError) as e:
         raise _BindError(f"Cannot convert {value!r} to EagerTensor of dtype "
                          f"{_tf_name(spec.dtype)}: {e}") from None
