@@ -137,7 +137,7 @@ class _Message:
     def __eq__(self, other):
         if type(other) is not type(self):
             return NotImplemented
-        return self._encode() == other._encode()
+        return self._canonical() == other._canonical()
 
     def __ne__(self, other):
         eq = self.__eq__(other)
@@ -163,6 +163,9 @@ class _List(_Message):
 
     def _text(self):
         return [f"value: {self._format(v)}" for v in self.value]
+
+    def _canonical(self):
+        return tuple(self.value)
 
     def __len__(self):
         return len(self.value)
@@ -336,6 +339,10 @@ class Feature(_Message):
                     self._lists, self._kind = {kind: _KIND_CLASSES[kind]()}, kind
                 self._lists[kind]._merge(value)
 
+    def _canonical(self):
+        kind = self.WhichOneof("kind")
+        return None if kind is None else (kind, self._lists[kind]._canonical())
+
     def _text(self):
         kind = self.WhichOneof("kind")
         if kind is None:
@@ -387,6 +394,9 @@ class Features(_Message):
                     value._merge(v)
             self.feature[key] = value
 
+    def _canonical(self):
+        return {k: v._canonical() for k, v in self.feature.items()}
+
     def _text(self):
         lines = []
         for k, v in self.feature.items():
@@ -431,6 +441,9 @@ class Example(_Message):
         for field, wire, value in _fields(buf):
             if field == 1 and wire == 2:
                 self.features._merge(value)
+
+    def _canonical(self):
+        return None if self._features is None else self._features._canonical()
 
     def _text(self):
         if self._features is None:

@@ -19,12 +19,20 @@ class GFile:
     def __init__(self, name, mode: str = "r"):
         self.name = os.fspath(name)
         self.mode = mode
-        try:
-            self._f = open(self.name, mode)
-        except FileNotFoundError:
-            raise NotFoundError(f"{self.name}; No such file or directory") from None
+        self._opened = None  # opened on first use, as TF's GFile
+
+    @property
+    def _f(self):
+        if self._opened is None:
+            try:
+                self._opened = open(self.name, self.mode)
+            except FileNotFoundError:
+                raise NotFoundError(f"{self.name}; No such file or directory") from None
+        return self._opened
 
     def size(self) -> int:
+        if not os.path.exists(self.name):
+            raise NotFoundError(f"{self.name}; No such file or directory")
         return os.path.getsize(self.name)
 
     def read(self, n: int = -1):
@@ -49,7 +57,8 @@ class GFile:
         self._f.flush()
 
     def close(self):
-        self._f.close()
+        if self._opened is not None:
+            self._opened.close()
 
     def __iter__(self):
         return iter(self._f)

@@ -123,8 +123,8 @@ def _sequence(decoded, key, feature: FixedLenSequenceFeature) -> np.ndarray:
     if values is None:
         if not feature.allow_missing:
             raise _required(key, feature.dtype)
-        return np.zeros([0, *feature.shape], dtype=feature.dtype) if feature.dtype != string \
-            else np.empty([0, *feature.shape], dtype=object)
+        return np.empty([0, *feature.shape], dtype=object if feature.dtype == string
+                        else feature.dtype)
     n = int(np.prod(feature.shape, dtype=np.int64))
     if n == 0 or len(values) % n:
         raise errors.InvalidArgumentError(f"Key: {key}.  Can't parse serialized Example.")
@@ -153,6 +153,9 @@ def _check_features(features) -> None:
     for key, f in features.items():
         if not isinstance(f, (FixedLenFeature, VarLenFeature, FixedLenSequenceFeature)):
             raise ValueError(f"Unsupported feature type for {key!r}: {type(f).__name__}")
+        if isinstance(f, FixedLenSequenceFeature) and not f.allow_missing:
+            raise ValueError("Unsupported: FixedLenSequenceFeature requires allow_missing to "
+                             "be True.")
 
 
 def parse_single_example(serialized, features, name=None, example_names=None) -> dict:
