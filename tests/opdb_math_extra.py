@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from opdb import (BOOL, F16, F32, F64, FLOATS, I32, I64, ErrorInput, OpInfo, Sample, make,
-                  make_away, reduction_errors, reduction_samples, unary_errors, unary_samples)
+from opdb import (BOOL, F16, F32, F64, FLOATS, I32, I64, UNARY_SHAPES, ErrorInput, OpInfo, Sample,
+                  make, make_away, reduction_errors, reduction_samples, unary_errors,
+                  unary_samples)
 from reference import math_extra as rmath
+from reference import nn as rnn
 from reference import sort as rsort
 
-from ipu_gpu.ops import math, math_extra, reduction, sort
+from ipu_gpu.ops import math, math_extra, nn, reduction, sort
 
 FLOATS_I32 = FLOATS + (I32,)
 
@@ -532,4 +534,179 @@ SORTING = [
            boolean_mask_errors, dtypes=FLOATS_I32, diff_args=(0,)),
 ]
 
-ROWS = ELEMENTWISE + REDUCTIONS + SCANS + SORTING
+
+
+# ---- nn ------------------------------------------------------------------------------------------
+def gelu_samples(rng, dtype):
+    for shape in UNARY_SHAPES:
+        yield Sample((make(rng, shape, dtype, -4, 4),), desc=str(shape))
+        yield Sample((make(rng, shape, dtype, -4, 4), True), desc=f"{shape}, approximate")
+    yield Sample((np.asarray([-12.0, -5.0, 0.0, 5.0, 12.0], dtype),), desc="tails")
+
+
+def gelu_errors():
+    yield ErrorInput((np.zeros(2, I32),), {}, ValueError,
+                     r"^gelu: features must be a floating-point tensor, got int32")
+
+
+def silu_samples(rng, dtype):
+    for shape in UNARY_SHAPES:
+        yield Sample((make(rng, shape, dtype, -4, 4),), desc=str(shape))
+    x = make(rng, (2, 3), dtype, -4, 4)
+    yield Sample((x, 2.0), desc="beta 2")
+    yield Sample((x, make(rng, (3,), dtype, 0.5, 2)), desc="beta per column")
+    yield Sample((x, np.asarray(0.5, dtype)), desc="0-d beta")
+
+
+def silu_errors():
+    yield ErrorInput((np.zeros(2, I32),), {}, TypeError, r"^silu: features must be a floating")
+    yield ErrorInput((np.zeros((2, 3), F32), np.ones((4,), F32)), {}, ValueError,
+                     r"^silu: beta must be broadcast-compatible")
+    yield ErrorInput((np.zeros((3,), F32), np.ones((2, 3), F32)), {}, ValueError,
+                     r"^silu: beta must broadcast to the shape of features")
+
+
+def l2_normalize_samples(rng, dtype):
+    x = make_away(rng, (3, 4), dtype)
+    yield Sample((x,), desc="all axes")
+    yield Sample((x, 1), desc="axis 1")
+    yield Sample((x,), {"axis": [0, 1]}, desc="axis list")
+    yield Sample((x,), {"axis": -1, "epsilon": 4.0}, desc="epsilon above some norms")
+    yield Sample((x,), {"dim": 0}, desc="dim (deprecated name)")
+    yield Sample((make_away(rng, (1,), dtype),), desc="length 1")
+    yield Sample((make(rng, (0, 3), dtype), 1), desc="empty")
+    if np.dtype(dtype) != F16:  # 1e-12 is 0 in float16: there a zero vector gives NaN, as TF
+        z = np.zeros((2, 3), dtype)
+        z[1] = make_away(rng, (3,), dtype)
+        # finite differences of a zero row cross the kink at sum(x**2) = epsilon
+        yield Sample((z, 1), vjp=False, desc="a zero row")
+
+
+def l2_normalize_errors():
+    yield ErrorInput((np.zeros(2, I32),), {}, TypeError, r"^l2_normalize: x must be a floating")
+    yield ErrorInput((np.zeros(2, F32), 1), {}, ValueError,
+                     r"^l2_normalize: axis must be in \[-1, 1\)")
+    yield ErrorInput((np.zeros(2, F32), 0), {"dim": 0}, ValueError,
+                     r"^l2_normalize: give axis or dim")
+
+
+def xw_plus_b_samples(rng, dtype):
+    def m(*shape):
+        return make(rng, shape, dtype)
+    yield Sample((m(2, 3), m(3, 4), m(4)))
+    yield Sample((m(2, 2, 3), m(3, 4), m(4)), desc="batch of matrices")
+    yield Sample((m(0, 3), m(3, 2), m(2)), desc="no rows")
+    yield Sample((m(1, 1), m(1, 1), m(1)), desc="1x1")
+
+
+def xw_plus_b_errors():
+    x, w, b = np.zeros((2, 3), F32), np.zeros((3, 4), F32), np.zeros(4, F32)
+    yield ErrorInput((x[0], w, b), {}, ValueError, r"^xw_plus_b: x must have rank >= 2")
+    yield ErrorInput((x, w[None], b), {}, ValueError, r"^xw_plus_b: weights must have rank 2")
+    yield ErrorInput((x, w, b[None]), {}, ValueError, r"^xw_plus_b: biases must have rank 1")
+
+
+def pool1d_samples(explicit):
+    def gen(rng, dtype):
+        def x(*shape):
+            return make(rng, shape, dtype)
+        yield Sample((x(2, 6, 3), 2, 2, "VALID"), desc="k2 s2 VALID")
+        yield Sample((x(2, 7, 2), 3, 2, "SAME"), desc="k3 s2 SAME")
+        yield Sample((x(2, 3, 5), [1, 1, 2], [1, 1, 1], "VALID", "NCW"),
+                     desc="NCW, 3-element ksize/strides")
+        yield Sample((x(1, 5, 2), [1, 3, 1], 2, "SAME"), desc="3-element ksize")
+        yield Sample((x(0, 4, 2), 2, 2, "VALID"), desc="empty batch")
+        yield Sample((x(1, 1, 1), 1, 1, "VALID"), desc="length 1")
+        ties = np.asarray(rng.integers(-1, 2, (2, 6, 2)), dtype)
+        yield Sample((ties, 3, 1, "SAME"), vjp=False, desc="ties")
+        if explicit:
+            yield Sample((x(2, 5, 3), 3, 2, [[0, 0], [1, 2], [0, 0]]), desc="explicit padding")
+    return gen
+
+
+def pool1d_errors(name):
+    def gen():
+        x = np.zeros((1, 4, 2), F32)
+        yield ErrorInput((x[None], 2, 2, "VALID"), {}, ValueError,
+                         rf"^{name}: input must be 3-dimensional")
+        yield ErrorInput((x, 2, 2, "VALID", "NHWC"), {}, ValueError,
+                         rf"^{name}: data_format must be 'NWC' or 'NCW'")
+        yield ErrorInput((x, [2, 2], 2, "VALID"), {}, ValueError,
+                         rf"^{name}: ksize must have length 1 or 3")
+        yield ErrorInput((x, 2, [1, 1, 1, 1], "VALID"), {}, ValueError,
+                         rf"^{name}: strides must have length 1 or 3")
+        yield ErrorInput((x.astype(I32), 2, 2, "VALID"), {}, TypeError,
+                         rf"^{name}: input must be float16, float32 or float64")
+        yield ErrorInput((x, 2.0, 2, "VALID"), {}, TypeError, rf"^{name}: ksize must be an int")
+    return gen
+
+
+def pool_nd_samples(rng, dtype):
+    def x(*shape):
+        return make(rng, shape, dtype)
+    yield Sample((x(2, 6, 3), 2, 2, "VALID"), desc="rank 3: 1-D pooling")
+    yield Sample((x(2, 3, 6), 3, 2, "SAME", "NCW"), desc="rank 3, NCW")
+    yield Sample((x(2, 5, 4, 3), 2, 2, "VALID"), desc="rank 4: 2-D pooling")
+    yield Sample((x(2, 3, 5, 4), [1, 1, 2, 2], [1, 1, 1, 2], "SAME", "NCHW"),
+                 desc="rank 4, NCHW, 4-element ksize")
+    yield Sample((x(0, 4, 4, 1), 2, 2, "SAME"), desc="empty batch")
+
+
+def pool_nd_errors(name):
+    def gen():
+        yield ErrorInput((np.zeros((2, 2), F32), 2, 2, "VALID"), {}, ValueError,
+                         rf"^{name}: input must have rank 3, 4 or 5")
+        yield ErrorInput((np.zeros((1, 2, 2, 2, 1), F32), 2, 2, "VALID"), {},
+                         NotImplementedError, rf"^{name}: 3-D pooling")
+    return gen
+
+
+def embedding_samples(rng, dtype):
+    p = make(rng, (7, 3), dtype)
+    yield Sample((p, np.asarray([0, 6, 2, 2], I32)), desc="duplicates")
+    yield Sample(([p[:3], p[3:5], p[5:]], np.asarray([[0, 3], [6, 2], [5, 5]], I64)),
+                 desc="three partitions ('div'), 2-D ids")
+    yield Sample(([p],), {"ids": np.asarray([1, 4], I32)}, desc="a list of one")
+    big = make_away(rng, (4, 3), dtype, 0.5, 2.0)
+    yield Sample((big, np.asarray([0, 1, 2, 3, 1], I32)), {"max_norm": 2.0}, desc="max_norm")
+    yield Sample((make_away(rng, (5,), dtype, 0.5, 3.0), np.asarray([[0, 4], [2, 2]], I32)),
+                 {"max_norm": 1.5}, desc="rank-1 params, max_norm per element")
+    yield Sample((p, np.zeros((0,), I32)), desc="no ids")
+    yield Sample((make(rng, (1, 2), dtype), np.asarray(0, I32)), desc="one row, 0-d id")
+
+
+def embedding_errors():
+    p = np.zeros((7, 2), F32)
+    n = "embedding_lookup"
+    yield ErrorInput(([], np.asarray([0], I32)), {}, ValueError,
+                     rf"^{n}: params must be a tensor or a non-empty list")
+    yield ErrorInput(([p[:2], p[2:]], np.asarray([0], I32)), {}, ValueError,
+                     rf"^{n}: params must be split as TF's 'div' strategy splits 7 rows over 2 "
+                     r"tensors \(\[4, 3\] rows\), got \[2, 5\]")
+    yield ErrorInput((p, np.asarray([0.0], F32)), {}, TypeError, rf"^{n}: ids must be an integer")
+    yield ErrorInput((p, np.asarray([7], I32)), {}, ValueError, rf"^{n}: ids must be in \[0, 7\)")
+
+
+NN = [
+    OpInfo("gelu", nn.gelu, rnn.gelu, gelu_samples, gelu_errors, diff_args=(0,), elementwise=1,
+           tf_name="nn.gelu"),
+    OpInfo("silu", nn.silu, rnn.silu, silu_samples, silu_errors, diff_args=(0, 1),
+           elementwise=2, tf_name="nn.silu"),
+    OpInfo("l2_normalize", nn.l2_normalize, rnn.l2_normalize, l2_normalize_samples,
+           l2_normalize_errors, diff_args=(0,)),
+    OpInfo("xw_plus_b", nn.xw_plus_b, rnn.xw_plus_b, xw_plus_b_samples, xw_plus_b_errors,
+           diff_args=(0, 1, 2), tol={F16: (1e-2, 1e-2)}),
+    OpInfo("max_pool1d", nn.max_pool1d, rnn.max_pool1d, pool1d_samples(True),
+           pool1d_errors("max_pool1d"), diff_args=(0,)),
+    OpInfo("avg_pool1d", nn.avg_pool1d, rnn.avg_pool1d, pool1d_samples(False),
+           pool1d_errors("avg_pool1d"), diff_args=(0,)),
+    OpInfo("max_pool", nn.max_pool, rnn.max_pool, pool_nd_samples, pool_nd_errors("max_pool"),
+           diff_args=(0,)),
+    OpInfo("avg_pool", nn.avg_pool, rnn.avg_pool, pool_nd_samples, pool_nd_errors("avg_pool"),
+           diff_args=(0,)),
+    # tf.nn's, beside Graphcore's ipu.embedding_ops.embedding_lookup row
+    OpInfo("nn.embedding_lookup", nn.embedding_lookup, rnn.embedding_lookup, embedding_samples,
+           embedding_errors, diff_args=(0,)),
+]
+
+ROWS = ELEMENTWISE + REDUCTIONS + SCANS + SORTING + NN

@@ -6,7 +6,17 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.registry import register
-from ._util import astype, check_axis, quiet, require_float, require_int, require_same_dtype
+from ..errors import InvalidArgumentError
+from . import creation as _creation
+from . import indexing as _indexing
+from . import math as _math
+from . import matmul as _matmul
+from . import pooling as _pooling
+from . import reduction as _reduction
+from . import shape as _shape_ops
+from ._util import (astype, broadcast_shape, check_axis, normalize_axis, quiet, require_float,
+                    require_int, require_same_dtype, unbroadcast)
+from .math import _erfc, _sigmoid  # the array functions behind tf.math.erfc and sigmoid
 
 
 def _activation(name, fn, grad, static_check=None):
@@ -328,3 +338,306 @@ def l2_loss(t, name=None):
     return _L2(t)
 
 
+
+
+# ---- gelu, swish/silu, l2_normalize, xw_plus_b (issue 14) -----------------------------------
+_SQRT_2_OVER_PI = 0.7978845608028654
+_GELU_CUBIC = 0.044715
+
+
+def _check_gelu(x, *, approximate):
+    if x.dtype.kind != "f":  # TF's own check raises ValueError here
+        raise ValueError(f"gelu: features must be a floating-point tensor, got {x.dtype}")
+
+
+def _gelu_forward(k, xp, x, *, approximate):
+    a = x.astype(_compute_dtype(x.dtype), copy=False)
+    with quiet(xp):
+        if approximate:
+            y = 0.5 * a * (1 + xp.tanh(_SQRT_2_OVER_PI * (a + _GELU_CUBIC * a * a * a)))
+        else:  # x * P(X <= x) with erfc, as TF: accurate far into the negative tail
+            y = 0.5 * a * _erfc(xp, a * -_SQRT_HALF)
+    return y.astype(x.dtype, copy=False), (x,)
+
+
+def _gelu_backward(k, xp, res, g, *, approximate):
+    (x,) = res
+    a = x.astype(_compute_dtype(x.dtype), copy=False)
+    with quiet(xp):
+        if approximate:
+            t = xp.tanh(_SQRT_2_OVER_PI * (a + _GELU_CUBIC * a * a * a))
+            d = 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * _SQRT_2_OVER_PI * (
+                1 + 3 * _GELU_CUBIC * a * a)
+        else:
+            d = 0.5 * _erfc(xp, a * -_SQRT_HALF) + a * xp.exp(-0.5 * a * a) * _INV_SQRT_2PI
+    return (g * d.astype(g.dtype, copy=False),)
+
+
+_SQRT_HALF = 0.7071067811865476
+_INV_SQRT_2PI = 0.3989422804014327
+_GELU = register("gelu", args=("features",), check=_check_gelu, forward=_gelu_forward,
+                 backward=_gelu_backward)
+
+
+def gelu(features, approximate=False, name=None):
+    """The Gaussian error linear unit ``x * P(X <= x)``, X ~ N(0, 1) (Hendrycks and Gimpel
+    2016): ``0.5 * x * erfc(-x / sqrt(2))``, or with ``approximate`` the tanh form
+    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``, as TF.
+
+    Raises:
+      ValueError: a non-float ``features`` (TF's own check raises ValueError, not TypeError).
+    """
+    return _GELU(features, approximate=bool(approximate))
+
+
+_FB = ("features", "beta")
+
+
+def _check_swish(x, beta):
+    require_float("silu", "features", x)
+    require_same_dtype("silu", _FB, x, beta)
+    if broadcast_shape("silu", _FB, x.shape, beta.shape) != tuple(x.shape):
+        raise ValueError(f"silu: beta must broadcast to the shape of features {list(x.shape)}, "
+                         f"got {list(beta.shape)}")
+
+
+def _swish_forward(k, xp, x, beta):
+    with quiet(xp):
+        s = _sigmoid(xp, beta * x)
+        return x * s, (x, beta, s)
+
+
+def _swish_backward(k, xp, res, g):
+    x, beta, s = res
+    with quiet(xp):  # TF's custom gradient, for features and beta
+        gx = g * s * (1 + beta * x * (1 - s))
+        gbeta = g * x * x * s * (1 - s)
+    return gx, unbroadcast(xp, gbeta, beta.shape)
+
+
+_SWISH = register("silu", args=_FB, check=_check_swish, forward=_swish_forward,
+                  backward=_swish_backward, scalars_follow=True)
+
+
+def silu(features, beta=1.0):
+    """SiLU, also called swish: ``features * sigmoid(beta * features)`` (Elfwing et al. 2017,
+    Ramachandran et al. 2017). ``beta`` (default 1.0) is a number or a tensor broadcasting to
+    ``features``, cast to its dtype as TF does; both get gradients (TF's custom gradient)."""
+    if isinstance(features, np.generic):
+        features = np.asarray(features)  # an array, so that a Python beta takes its dtype
+    dtype = getattr(features, "dtype", None)
+    if dtype is not None:
+        if np.dtype(dtype).kind != "f":
+            raise TypeError(f"silu: features must be a floating-point tensor (float16/32/64), "
+                            f"got {dtype}")
+        if hasattr(beta, "dtype") and beta.dtype != dtype:
+            beta = _math.cast(beta, dtype)
+    return _SWISH(features, beta)
+
+
+swish = silu
+
+
+def _check_l2_normalize(x, *, axis, epsilon):
+    require_float("l2_normalize", "x", x)
+    normalize_axis("l2_normalize", axis, x.ndim)
+
+
+def _l2_normalize_forward(k, xp, x, *, axis, epsilon):
+    axes = normalize_axis("l2_normalize", axis, x.ndim)
+    a = x.astype(_compute_dtype(x.dtype), copy=False)
+    eps = a.dtype.type(x.dtype.type(epsilon))  # in x's dtype, as TF: 1e-12 is 0 in float16
+    with quiet(xp):  # a zero vector in float16 gives 0 * inf = NaN, as TF
+        s = xp.sum(a * a, axis=axes, keepdims=True)
+        inv = 1 / xp.sqrt(xp.maximum(s, eps))
+        y = a * inv
+    return y.astype(x.dtype, copy=False), (a, s, inv, eps)
+
+
+def _l2_normalize_backward(k, xp, res, g, *, axis, epsilon):
+    a, s, inv, eps = res
+    axes = normalize_axis("l2_normalize", axis, a.ndim)
+    ga = g.astype(a.dtype, copy=False)
+    with quiet(xp):
+        # d(x / max(s, eps)**0.5): the norm's share flows only where s >= eps (TF's maximum)
+        dot = xp.sum(ga * a, axis=axes, keepdims=True)
+        grad = ga * inv - a * (inv * inv * inv) * dot * (s >= eps).astype(a.dtype)
+    return (grad.astype(g.dtype, copy=False),)
+
+
+_L2_NORMALIZE = register("l2_normalize", args=("x",), check=_check_l2_normalize,
+                         forward=_l2_normalize_forward, backward=_l2_normalize_backward)
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """``x / sqrt(max(sum(x**2, axis), epsilon))`` (``tf.math.l2_normalize``,
+    ``tf.nn.l2_normalize``); ``axis`` an int, a list, or None for all axes (``dim`` is its
+    deprecated name). ``epsilon`` is taken in x's dtype, as TF (so in float16 it is 0 and a
+    zero vector gives NaN); float16 sums in float32."""
+    if dim is not None:
+        if axis is not None:
+            raise ValueError("l2_normalize: give axis or dim (deprecated), not both")
+        axis = dim
+    return _L2_NORMALIZE(x, axis=axis, epsilon=float(epsilon))
+
+
+def _shape(value) -> tuple:
+    shape = getattr(value, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(value)
+
+
+def xw_plus_b(x, weights, biases, name=None):
+    """``matmul(x, weights) + biases`` (``tf.compat.v1.nn.xw_plus_b``): ``x`` [batch..., in],
+    ``weights`` [in, out], ``biases`` [out]; built from matmul and bias_add, which give the
+    gradients."""
+    for arg, value, ok, want in (("x", x, lambda r: r >= 2, ">= 2"),
+                                 ("weights", weights, lambda r: r == 2, "2"),
+                                 ("biases", biases, lambda r: r == 1, "1")):
+        if not ok(len(_shape(value))):
+            raise ValueError(f"xw_plus_b: {arg} must have rank {want}, got shape "
+                             f"{list(_shape(value))}")
+    return bias_add(_matmul.matmul(x, weights), biases)
+
+
+# ---- max_pool, avg_pool (rank-generic), max_pool1d, avg_pool1d --------------------------------
+def _window_1d(op, arg, value, data_format):
+    """TF's _get_sequence for one spatial dimension, as the 2-D ops' 4-element form (their
+    checks then apply to the batch and channel entries)."""
+    items = _pooling._ints(op, arg, value, "an int or a list of 1 or 3 ints")
+    if len(items) == 1:
+        return [1, 1, items[0], 1] if data_format == "NWC" else [1, 1, 1, items[0]]
+    if len(items) != 3:
+        raise ValueError(f"{op}: {arg} must have length 1 or 3, got {items} of length "
+                         f"{len(items)}")
+    batch, a, b = items
+    return [batch, 1, a, b] if data_format == "NWC" else [batch, a, 1, b]
+
+
+def _pool1d(op, pool2d, input, ksize, strides, padding, data_format):  # noqa: A002
+    dtype = getattr(input, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise TypeError(f"{op}: input must be float16, float32 or float64, got {dtype}")
+    if data_format not in ("NWC", "NCW"):
+        raise ValueError(f"{op}: data_format must be 'NWC' or 'NCW', got {data_format!r}")
+    if len(_shape(input)) != 3:
+        layout = "[batch, width, channels]" if data_format == "NWC" else \
+            "[batch, channels, width]"
+        raise ValueError(f"{op}: input must be 3-dimensional {layout}, got shape "
+                         f"{list(_shape(input))}")
+    ksize = _window_1d(op, "ksize", ksize, data_format)
+    strides = _window_1d(op, "strides", strides, data_format)
+    axis = 1 if data_format == "NWC" else 2  # the height axis added for the 2-D op
+    if not isinstance(padding, str) and isinstance(padding, (list, tuple)) and len(padding) == 3:
+        padding = list(padding)
+        padding.insert(axis, [0, 0])
+    x = _shape_ops.expand_dims(input, axis)
+    y = pool2d(x, ksize, strides, padding, "NHWC" if data_format == "NWC" else "NCHW")
+    return _shape_ops.squeeze(y, [axis])
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    """Max pooling over the width of [batch, width, channels] (or NCW) tensors
+    (``tf.nn.max_pool1d``): the 2-D max pooling of a height-1 image, with its rules (ties,
+    NaN, gradients). ``ksize``/``strides``: an int or 3 values (1 for batch and channels);
+    ``padding``: 'SAME', 'VALID' or 3 [before, after] pairs."""
+    return _pool1d("max_pool1d", _pooling.max_pool2d, input, ksize, strides, padding,
+                   data_format)
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    """Average pooling over the width of [batch, width, channels] (or NCW) tensors
+    (``tf.nn.avg_pool1d``), as 2-D average pooling of a height-1 image ('SAME' windows
+    average their in-bounds entries)."""
+    return _pool1d("avg_pool1d", _pooling.avg_pool2d, input, ksize, strides, padding,
+                   data_format)
+
+
+def _pool_nd(op, pool1d, pool2d, input, ksize, strides, padding, data_format):  # noqa: A002
+    rank = len(_shape(input))
+    if rank == 3:
+        return pool1d(input, ksize, strides, padding, data_format or "NWC")
+    if rank == 4:
+        return pool2d(input, ksize, strides, padding, data_format or "NHWC")
+    if rank == 5:
+        raise NotImplementedError(f"{op}: 3-D pooling (a rank-5 input) is not supported, got "
+                                  f"shape {list(_shape(input))}")
+    raise ValueError(f"{op}: input must have rank 3, 4 or 5, got shape {list(_shape(input))}")
+
+
+def max_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+    """Max pooling for any spatial rank (``tf.nn.max_pool``): a rank-3 input goes to
+    ``max_pool1d`` (data_format 'NWC'/'NCW'), rank 4 to ``max_pool2d`` ('NHWC'/'NCHW').
+
+    Raises:
+      NotImplementedError: a rank-5 input (3-D pooling).
+      ValueError: another rank, or what the 1-D/2-D op raises."""
+    return _pool_nd("max_pool", max_pool1d, _pooling.max_pool2d, input, ksize, strides,
+                    padding, data_format)
+
+
+def avg_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+    """Average pooling for any spatial rank (``tf.nn.avg_pool``), dispatching as
+    ``max_pool`` does to ``avg_pool1d`` or ``avg_pool2d``."""
+    return _pool_nd("avg_pool", avg_pool1d, _pooling.avg_pool2d, input, ksize, strides,
+                    padding, data_format)
+
+
+# ---- embedding_lookup (tf.nn) ------------------------------------------------------------------
+def _clip_rows(t, max_norm, first_axis):
+    """TF's clip_by_norm of each slice over the axes from ``first_axis`` on: ``t * max_norm /
+    max(norm, max_norm)``, composed of ops so that the gradient is TF's."""
+    axes = list(range(first_axis, len(t.shape)))
+    l2sum = _reduction.reduce_sum(_math.multiply(t, t), axes, keepdims=True)
+    positive = _math.greater(l2sum, 0)
+    safe = _indexing.where(positive, l2sum, _creation.ones_like(l2sum))
+    l2norm = _indexing.where(positive, _math.sqrt(safe), l2sum)
+    return _math.divide(_math.multiply(t, max_norm), _math.maximum(l2norm, max_norm))
+
+
+def embedding_lookup(params, ids, max_norm=None, name=None):
+    """Rows of ``params`` at ``ids`` (``tf.nn.embedding_lookup``): the output has shape
+    ``ids.shape + params.shape[1:]``.
+
+    Args:
+      params: A tensor, or a list of tensors partitioned as TF's 'div' strategy (TF 2's only
+        one) splits N rows over P tensors: the first N % P hold N // P + 1 rows, the rest
+        N // P, in id order. Other splits raise ValueError (TF looks most of their ids up in
+        the wrong tensor and fails).
+      ids: An int32/int64 tensor of row ids. Ids outside [0, N) raise on the CPU and give
+        zero rows on the GPU (``gather``'s rule).
+      max_norm: If not None, each looked-up row whose l2 norm exceeds it is scaled down to
+        it (TF's clip_by_norm over the row's axes).
+      name: Ignored.
+
+    The gradient scatter-adds into ``params`` (each partition), duplicate ids accumulating."""
+    if isinstance(params, (list, tuple)):
+        if not params:
+            raise ValueError("embedding_lookup: params must be a tensor or a non-empty list of "
+                             "tensors, got []")
+        if len(params) == 1:
+            params = params[0]
+        else:
+            sizes = [_shape(p)[0] if _shape(p) else None for p in params]
+            if None in sizes:
+                raise ValueError("embedding_lookup: each tensor of params must have rank >= 1")
+            total, count = sum(sizes), len(sizes)
+            q, extra = divmod(total, count)
+            want = [q + 1] * extra + [q] * (count - extra)
+            if sizes != want:
+                raise ValueError(f"embedding_lookup: params must be split as TF's 'div' "
+                                 f"strategy splits {total} rows over {count} tensors "
+                                 f"({want} rows), got {sizes}")
+            params = _shape_ops.concat(list(params), 0)
+    dtype = getattr(ids, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind not in "iu":
+        raise TypeError(f"embedding_lookup: ids must be an integer tensor, got {dtype}")
+    try:
+        out = _indexing.gather(params, ids)
+    except ValueError as e:  # gather's CPU range check, in this op's words
+        prefix = "gather: indices"
+        if not str(e).startswith(prefix):
+            raise
+        raise InvalidArgumentError("embedding_lookup: ids" + str(e)[len(prefix):]) from None
+    if max_norm is None:
+        return out
+    return _clip_rows(out, max_norm, len(_shape(ids)))

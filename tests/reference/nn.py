@@ -1,6 +1,9 @@
-"""tf.nn in float64: activations, softmax, cross-entropies, bias_add, l2_loss."""
+"""tf.nn in float64: activations, softmax, cross-entropies, bias_add, l2_loss, and (issue 14)
+gelu, silu, l2_normalize, xw_plus_b, 1-D and rank-generic pooling, embedding_lookup."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -76,3 +79,100 @@ def bias_add(value, bias, data_format=None):
 def l2_loss(t):
     x = _f(t)
     return np.asarray(np.sum(x * x) / 2)
+
+
+# ---- issue 14: gelu, silu, l2_normalize, xw_plus_b, 1-D and rank-generic pooling,
+# embedding_lookup -------------------------------------------------------------------------
+def _erfc(v):
+    return math.erfc(v) if not math.isnan(v) else math.nan
+
+
+def gelu(features, approximate=False):
+    x = _f(features)
+    if approximate:
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * np.asarray(np.frompyfunc(_erfc, 1, 1)(-x / math.sqrt(2)), np.float64)
+
+
+def silu(features, beta=1.0):
+    x, b = _f(features), _f(beta)
+    z = b * x
+    e = np.exp(-np.abs(z))  # sigmoid without overflow
+    return x * np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, dim=None):
+    x = _f(x)
+    axis = dim if dim is not None else axis
+    axes = None if axis is None else tuple(np.atleast_1d(axis).tolist())
+    return x / np.sqrt(np.maximum(np.sum(x * x, axis=axes, keepdims=True), epsilon))
+
+
+def xw_plus_b(x, weights, biases):
+    return _f(x) @ _f(weights) + _f(biases)
+
+
+def _pool1d(x, ksize, strides, padding, data_format, reduce):
+    x = _f(x)
+    if data_format == "NCW":
+        x = x.transpose(0, 2, 1)
+
+    def one(v):
+        items = np.atleast_1d(v).tolist()
+        return items[0] if len(items) == 1 else (items[1] if data_format == "NWC" else items[2])
+
+    k, s = one(ksize), one(strides)
+    n = x.shape[1]
+    if padding == "VALID":
+        before, count = 0, (n - k + s) // s
+    elif padding == "SAME":
+        count = -(-n // s)
+        before = max(0, (count - 1) * s + k - n) // 2
+    else:
+        pads = [list(p) for p in padding]
+        before, after = pads[1] if data_format == "NWC" else pads[2]
+        count = (n + before + after - k + s) // s
+    out = np.zeros((x.shape[0], count, x.shape[2]))
+    for o in range(count):
+        lo, hi = max(o * s - before, 0), min(o * s - before + k, n)
+        out[:, o, :] = reduce(x[:, lo:hi, :], axis=1)
+    return out.transpose(0, 2, 1) if data_format == "NCW" else out
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC"):  # noqa: A002
+    return _pool1d(input, ksize, strides, padding, data_format, np.max)
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC"):  # noqa: A002
+    return _pool1d(input, ksize, strides, padding, data_format, np.mean)
+
+
+def max_pool(input, ksize, strides, padding, data_format=None):  # noqa: A002
+    if np.ndim(input) == 3:
+        return max_pool1d(input, ksize, strides, padding, data_format or "NWC")
+    from .pooling import max_pool2d
+    return max_pool2d(input, ksize, strides, padding, data_format or "NHWC")
+
+
+def avg_pool(input, ksize, strides, padding, data_format=None):  # noqa: A002
+    if np.ndim(input) == 3:
+        return avg_pool1d(input, ksize, strides, padding, data_format or "NWC")
+    from .pooling import avg_pool2d
+    return avg_pool2d(input, ksize, strides, padding, data_format or "NHWC")
+
+
+def embedding_lookup(params, ids, max_norm=None):
+    """Row i of the concatenated partitions for id i (the 'div' split keeps id order); rows
+    with an l2 norm above ``max_norm`` scaled down to it."""
+    if isinstance(params, (list, tuple)):
+        params = np.concatenate([_f(p) for p in params])
+    params, ids = _f(params), np.asarray(ids)
+    out = np.zeros(ids.shape + params.shape[1:])
+    for pos in np.ndindex(ids.shape):
+        row = params[int(ids[pos])]
+        if max_norm is not None:
+            norm = math.sqrt(float(np.sum(row * row)))
+            if norm > max_norm:
+                row = row * max_norm / norm
+        out[pos] = row
+    return out
