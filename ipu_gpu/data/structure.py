@@ -22,8 +22,8 @@ from ..core.convert import to_array
 from ..core.spec import TensorSpec, string
 from ..core.tensor import Tensor, wrap
 
-__all__ = ["call_function", "normalize", "normalize_output", "spec_of", "specs_of",
-           "to_numpy_output", "to_tensors"]
+__all__ = ["call_function", "host_tensors", "normalize", "normalize_output", "same_structure",
+           "spec_of", "specs_of", "synthesize", "to_numpy", "to_numpy_output", "to_tensors"]
 
 
 def _is_namedtuple(x) -> bool:
@@ -209,7 +209,3 @@ def same_structure(a, b) -> bool:
                 and _is_namedtuple(a) == _is_namedtuple(b)
                 and all(same_structure(x, y) for x, y in zip(a, b)))
     return True
-
-
-def structure_repr(structure) -> str:
-    return repr(structure)
