@@ -7,12 +7,22 @@ math and ``nn``. Importing compiles nothing and never imports cupy.
 
 from . import errors, math, nn
 from . import ops as _ops  # noqa: F401  # registers every op
+from . import data, debugging, distribute, io, random, summary, train
+from . import tf_config as config
+from .core.spec import TensorSpec, string
+from .core.spec import TensorShape as TensorShape  # tf.TensorShape: None dims, unknown rank
+from .debugging import Assert, assert_equal, assert_greater, assert_less, assert_rank
+from .device import DeviceSpec, device
+from .function import function, numpy_function, py_function
+from .ops.array import (broadcast_to, eye, linspace, meshgrid, pad, rank, reverse, roll, shape,
+                        size, slice, strided_slice, tile, unstack)
+from .printing import print  # noqa: A004 - tf.print
 from .core.backend import BackendError, backend_name, set_backend
 from .core.convert import constant, convert_to_tensor
 from .core.dtypes import (as_dtype, bool_, double, float16, float32, float64, half, int8, int16,
                           int32, int64, uint8)
 from .core.tape import GradientTape, UnconnectedGradients
-from .core.tensor import Tensor, TensorShape, Variable
+from .core.tensor import Tensor, Variable
 from .ops.creation import fill, ones, ones_like, range, zeros, zeros_like
 from .ops.indexing import gather, one_hot, where
 from .ops.math import (abs, add, cast, clip_by_value, divide, equal, exp, floordiv, floormod,
@@ -40,4 +50,11 @@ __all__ = [
     "reshape", "rsqrt", "set_backend", "sigmoid", "sign", "split", "sqrt", "square", "squeeze",
     "stack", "stop_gradient", "subtract", "tanh", "transpose", "truediv", "uint8", "where",
     "zeros", "zeros_like",
+    # issue 14: tf.data, tf.io, tf.random, tf.function and the program-level surface
+    "Assert", "DeviceSpec", "TensorSpec", "assert_equal", "assert_greater", "assert_less",
+    "assert_rank", "config", "data", "debugging", "device", "distribute", "function", "io",
+    "numpy_function", "print", "py_function", "random", "string", "summary", "train",
+    # issue 14: array ops
+    "broadcast_to", "eye", "linspace", "meshgrid", "pad", "rank", "reverse", "roll", "shape",
+    "size", "slice", "strided_slice", "tile", "unstack",
 ]

@@ -18,7 +18,8 @@ This module imports nothing from ipu_gpu: every layer may raise these errors.
 
 from __future__ import annotations
 
-__all__ = ["InvalidArgumentError", "OpError", "OutOfRangeError", "ResourceExhaustedError"]
+__all__ = ["DataLossError", "FailedPreconditionError", "InvalidArgumentError", "NotFoundError",
+           "OpError", "OutOfRangeError", "ResourceExhaustedError", "UnknownError"]
 
 
 class OpError(Exception):
@@ -40,3 +41,22 @@ class OutOfRangeError(OpError):
 class ResourceExhaustedError(OpError):
     """An op's output could not be allocated: out of host or GPU memory (TF's
     ``ResourceExhaustedError``, "OOM when allocating tensor ...")."""
+
+
+class NotFoundError(OpError):
+    """A file or other resource does not exist (TF's ``NotFoundError``)."""
+
+
+class DataLossError(OpError):
+    """Unrecoverable data loss or corruption, e.g. a TFRecord whose checksum does not match
+    (TF's ``DataLossError``)."""
+
+
+class FailedPreconditionError(OpError):
+    """The system is not in a state the operation needs, e.g. reading an iterator before its
+    initializer ran (TF's ``FailedPreconditionError``)."""
+
+
+class UnknownError(OpError):
+    """An error TF cannot classify, e.g. an exception raised inside ``tf.py_function``'s
+    Python function (TF's ``UnknownError``)."""

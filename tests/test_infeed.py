@@ -722,3 +722,31 @@ def test_synthetic_element_is_uploaded_once_per_gpu_and_copied_per_dequeue(monke
     assert uploads == [("upload", (2, 3)), ("upload", (4,))] * 2  # GPU 1 once, GPU 0 once
     assert sum(e[0] == "copy" for e in log) == 8  # every dequeue gets its own buffers
     assert {e[1] for e in log if e[0] == "device"} == {0, 1}
+
+
+def test_ipu_gpu_datasets_feed_programs(fresh_ipu_system):
+    """tf.data under `ipu-gpu run` is ipu_gpu.data: the queue reads its element_spec and its
+    elements, and refuses a batch dimension that is not static, as the SDK does."""
+    import ipu_gpu as tf
+    from ipu_gpu.ipu import config, ipu_compiler, ipu_infeed_queue, loops, scopes
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = 2
+    cfg.configure_ipu_system()
+    x = np.arange(24, dtype=np.float32).reshape(12, 2)
+    ds = tf.data.Dataset.from_tensor_slices({"x": x, "i": np.arange(12, dtype=np.int32)})
+    with pytest.raises(ValueError, match="not fully defined"):
+        ipu_infeed_queue.IPUInfeedQueue(ds.batch(2))
+    infeed = ipu_infeed_queue.IPUInfeedQueue(ds.batch(2, drop_remainder=True))
+    assert list(infeed.element_spec["x"][0]) == [2, 2]
+
+    def body(total):
+        def step(total, x, i):
+            return total + tf.reduce_sum(x) + tf.cast(tf.reduce_sum(i), tf.float32)
+        return loops.repeat(3, step, inputs=[total], infeed_queue=infeed)
+
+    with scopes.ipu_scope("/device:IPU:0"):
+        (total,) = ipu_compiler.compile(body, [tf.constant(0.0)])
+    # replica 0 takes batches 0, 2 and 4: rows 0-1, 4-5 and 8-9
+    rows = [0, 1, 4, 5, 8, 9]
+    assert float(total.numpy()) == float(x[rows].sum() + sum(rows))

@@ -17,9 +17,41 @@ _next_id = itertools.count(1).__next__
 
 
 class TensorShape(tuple):
-    """A tuple of dimension sizes with the few TensorShape methods IPU code uses."""
+    """The (always fully defined) shape of an eager Tensor: a tuple of ints with TF's
+    TensorShape methods. ``tf.TensorShape`` itself, with unknown dimensions and ranks, is
+    ``core.spec.TensorShape``; the two compare equal, and ``==`` with a list works as TF's."""
 
     __slots__ = ()
+    __hash__ = tuple.__hash__
+
+    def __eq__(self, other):
+        if isinstance(other, tuple):
+            return tuple.__eq__(self, other)
+        if isinstance(other, list):
+            return list(self) == other
+        return NotImplemented  # a spec TensorShape compares itself
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    @property
+    def dims(self) -> list:
+        return self._spec().dims
+
+    def _spec(self):
+        from .spec import TensorShape as SpecShape
+
+        return SpecShape(list(self))
+
+    def is_compatible_with(self, other) -> bool:
+        return self._spec().is_compatible_with(other)
+
+    def merge_with(self, other):
+        return self._spec().merge_with(other)
+
+    def concatenate(self, other):
+        return self._spec().concatenate(other)
 
     @property
     def rank(self) -> int:

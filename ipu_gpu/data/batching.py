@@ -12,7 +12,7 @@ import numpy as np
 from .. import errors
 from ..core import nest
 from ..core.spec import TensorShape, TensorSpec, as_shape, string
-from ..io._errors import DataLossError
+from ..errors import DataLossError
 from . import structure
 from .dataset import INFINITE, UNKNOWN, Dataset, as_bool, as_int
 from .sources import _map_up_to

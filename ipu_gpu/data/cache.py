@@ -105,7 +105,7 @@ class Cache(Dataset):
 
 
 def _not_found(path):
-    from ..io._errors import NotFoundError
+    from ..errors import NotFoundError
 
     return NotFoundError(f"{path}; No such file or directory")
 

@@ -79,7 +79,7 @@ class _AssertCardinality(Dataset):
         return self._input._probe()
 
     def _iter_elements(self):
-        from ..io._errors import FailedPreconditionError
+        from ..errors import FailedPreconditionError
 
         n = 0
         for element in self._input._elements():

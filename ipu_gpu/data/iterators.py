@@ -106,7 +106,7 @@ class _TF1Iterator:
     def get_next(self, name=None):
         """The next element as Tensors; ``OutOfRangeError`` ("End of sequence") at the end."""
         if self._it is None:
-            from ..io._errors import FailedPreconditionError
+            from ..errors import FailedPreconditionError
 
             raise FailedPreconditionError("GetNext() failed because the iterator has not been "
                                           "initialized. Ensure that you have run the "

@@ -15,7 +15,7 @@ import zlib
 import numpy as np
 
 from ..core.spec import TensorSpec, string
-from ..io._errors import NotFoundError
+from ..errors import NotFoundError
 from ..io.tfrecord import compression_name, read_records
 from . import structure
 from .dataset import AUTOTUNE, UNKNOWN, Dataset, as_int

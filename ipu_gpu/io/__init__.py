@@ -7,7 +7,7 @@ everything here works on numpy arrays and bytes.
 """
 
 from . import gfile
-from ._errors import DataLossError, FailedPreconditionError, NotFoundError
+from ..errors import DataLossError, FailedPreconditionError, NotFoundError
 from .example import BytesList, Example, Feature, Features, FloatList, Int64List
 from .parsing import (FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, decode_raw,
                       parse_example, parse_single_example)

@@ -6,7 +6,7 @@ import glob as _glob
 import os
 import shutil
 
-from ._errors import NotFoundError
+from ..errors import NotFoundError
 
 __all__ = ["GFile", "Open", "copy", "exists", "glob", "isdir", "join", "listdir", "makedirs",
            "mkdir", "remove", "rename", "rmtree", "stat", "walk"]

@@ -21,7 +21,7 @@ import struct
 import zlib
 
 from ._crc32c import masked_crc32c
-from ._errors import DataLossError, NotFoundError
+from ..errors import DataLossError, NotFoundError
 
 __all__ = ["TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "read_records",
            "tf_record_iterator"]

@@ -5,8 +5,9 @@ stage 0) take the next element from it every iteration through ``_next_element()
 
 Datasets accepted:
 
-* a ``tf.data.Dataset`` (when TensorFlow is installed): its ``element_spec`` is checked as
-  the SDK checks it and elements are read with ``as_numpy_iterator()``;
+* an ``ipu_gpu.data.Dataset`` (what ``tf.data`` is under ``ipu-gpu run``) or a real
+  ``tf.data.Dataset`` (when TensorFlow is installed): its ``element_spec`` is checked as the
+  SDK checks it and its elements are read on the host;
 * a ``torch.utils.data.DataLoader``: batches must have a constant size (``drop_last=True``
   unless the dataset length is a multiple of ``batch_size``); torch tensors become arrays;
 * any re-iterable (an object whose ``iter()`` starts afresh: a list, a class with
@@ -230,6 +231,11 @@ def _is_tf_dataset(ds) -> bool:
     return tf_data is not None and isinstance(ds, tf_data.DatasetV2)
 
 
+def _is_ipu_gpu_dataset(ds) -> bool:
+    data = sys.modules.get("ipu_gpu.data")
+    return data is not None and isinstance(ds, data.Dataset)
+
+
 def _is_torch_loader(ds) -> bool:
     tud = sys.modules.get("torch.utils.data")
     return tud is not None and isinstance(ds, tud.DataLoader)
@@ -240,7 +246,10 @@ class _Source:
 
     def __init__(self, dataset, what: str):
         self.dataset = dataset
-        if _is_tf_dataset(dataset):
+        if _is_ipu_gpu_dataset(dataset):
+            self.kind = "ipu_gpu.data.Dataset"
+            self.spec = self._ipu_gpu_spec(dataset)
+        elif _is_tf_dataset(dataset):
             self.kind = "tf.data.Dataset"
             self.spec = self._tf_spec(dataset)
         elif _is_torch_loader(dataset):
@@ -260,6 +269,21 @@ class _Source:
                                 "afresh; pass a list or an object with __iter__), got the "
                                 f"one-shot iterator {type(dataset).__name__}")
             self.spec = self._first_spec(dataset)
+
+    @staticmethod
+    def _ipu_gpu_spec(ds) -> _Spec:
+        from ..core.spec import TensorSpec
+
+        spec = ds.element_spec
+        flat = _nest.flatten(spec)
+        for s in flat:
+            if not isinstance(s, TensorSpec):
+                raise ValueError("Nested list/tuple input shapes are not supported")
+            if not s.shape.is_fully_defined():
+                raise _not_fully_defined(s.shape)
+        structure = _nest.map_structure(lambda s: None, spec)
+        return _Spec(structure, [s.shape.as_list() for s in flat],
+                     [np.dtype(s.dtype) for s in flat])
 
     @staticmethod
     def _tf_spec(ds) -> _Spec:
@@ -299,7 +323,10 @@ class _Source:
 
     def flat_elements(self):
         """Flat lists of host or device arrays, one per element (not yet copied)."""
-        if self.kind == "tf.data.Dataset":
+        if self.kind == "ipu_gpu.data.Dataset":
+            for element in self.dataset.as_numpy_elements():
+                yield [np.asarray(a) for a in _nest.flatten(element)]
+        elif self.kind == "tf.data.Dataset":
             import tensorflow as tf
 
             for element in self.dataset.as_numpy_iterator():
