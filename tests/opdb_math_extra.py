@@ -313,7 +313,7 @@ SCANS = [
     OpInfo("cumsum", math_extra.cumsum, rmath.cumsum, cumsum_samples, cumsum_errors,
            dtypes=FLOATS_I32, diff_args=(0,)),
     OpInfo("unsorted_segment_sum", math_extra.unsorted_segment_sum, rmath.unsorted_segment_sum,
-           segment_samples, segment_errors, dtypes=FLOATS_I32, diff_args=(0,)),
+           segment_samples, segment_errors, dtypes=FLOATS_I32 + (I64,), diff_args=(0,)),
     OpInfo("einsum", math_extra.einsum, rmath.einsum, einsum_samples, einsum_errors,
            dtypes=FLOATS_I32, diff_args=(1, 2, 3), tol={F16: (1e-2, 1e-2)}),
 ]
@@ -520,7 +520,7 @@ SORTING = [
     OpInfo("gather_nd", sort.gather_nd, rsort.gather_nd, gather_nd_samples, gather_nd_errors,
            dtypes=FLOATS_I32, diff_args=(0,)),
     OpInfo("scatter_nd", sort.scatter_nd, rsort.scatter_nd, scatter_nd_samples,
-           scatter_nd_errors, dtypes=FLOATS_I32, diff_args=(1,)),
+           scatter_nd_errors, dtypes=FLOATS_I32 + (I64,), diff_args=(1,)),
     # TF's gradient gives an earlier update of a repeated index the cotangent too, where the
     # finite difference sees nothing: no VJP check for duplicates
     OpInfo("tensor_scatter_nd_update", sort.tensor_scatter_nd_update,
@@ -529,7 +529,7 @@ SORTING = [
            diff_args=(0, 2)),
     OpInfo("tensor_scatter_nd_add", sort.tensor_scatter_nd_add, rsort.tensor_scatter_nd_add,
            tensor_scatter_samples(True), tensor_scatter_errors("tensor_scatter_nd_add"),
-           dtypes=FLOATS_I32, diff_args=(0, 2)),
+           dtypes=FLOATS_I32 + (I64,), diff_args=(0, 2)),
     OpInfo("boolean_mask", sort.boolean_mask, rsort.boolean_mask, boolean_mask_samples,
            boolean_mask_errors, dtypes=FLOATS_I32, diff_args=(0,)),
 ]

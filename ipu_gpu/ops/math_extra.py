@@ -108,8 +108,13 @@ def _segment_sum_forward(k, xp, data, ids, *, num_segments):
     flat = ids.reshape(-1).astype(np.int64)
     shifted = xp.where(flat < 0, 0, flat + 1)
     out = xp.zeros((num_segments + 1, width), data.dtype)
+    rows = xp.ascontiguousarray(data).reshape(n, width)
+    if data.dtype == np.int64:  # the same sums modulo 2**64; the GPU atomics take uint64 only
+        rows, target = rows.view(np.uint64), out.view(np.uint64)
+    else:
+        target = out
     try:
-        k.scatter_add_rows(xp.ascontiguousarray(data).reshape(n, width), shifted, out)
+        k.scatter_add_rows(rows, shifted, target)
     except ValueError:  # the CPU kernel's range check: find the id for TF's message
         bad = xp.flatnonzero(flat >= num_segments)
         if not bad.size:

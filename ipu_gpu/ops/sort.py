@@ -199,10 +199,16 @@ def _gather_rows(k, xp, op, src, row, indices, shape, what):
     return out
 
 
+def _addable(a):
+    """``a``, with int64 seen as uint64: the same bits add the same way modulo 2**64, and the
+    GPU kernel's atomics take uint64 but not int64."""
+    return a.view(np.uint64) if a.dtype == np.int64 else a
+
+
 def _scatter_rows(k, xp, op, updates, row, out, indices, shape, what):
     """out[row] += updates (rows -1 dropped on the GPU); the CPU kernel raises for them."""
     try:
-        k.scatter_add_rows(xp.ascontiguousarray(updates), row, out)
+        k.scatter_add_rows(_addable(xp.ascontiguousarray(updates)), row, _addable(out))
     except ValueError:
         raise _out_of_range(xp, op, indices, row, shape, what) from None
     return out
