@@ -51,7 +51,9 @@ TIES = np.asarray([[3, 1, 3, 2, 1, 3, 0, 2], [5, 5, 5, 5, 5, 5, 5, 5], [-1, 2, 2
 def test_top_k_ties_take_the_lower_index_first(dtype, real_tf):
     x = TIES.astype(dtype)
     for k in (0, 1, 3, 8):
-        values, indices = sort.top_k(x, k)
+        result = sort.top_k(x, k)
+        values, indices = result
+        assert result.values is values and result.indices is indices
         theirs = real_tf.math.top_k(x, k)
         np.testing.assert_array_equal(_np(values), theirs.values.numpy())
         np.testing.assert_array_equal(_np(indices), theirs.indices.numpy())

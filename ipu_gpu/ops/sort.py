@@ -15,6 +15,7 @@ last update of a repeated index, as TF's CPU kernel.
 
 from __future__ import annotations
 
+import collections
 import math
 
 import numpy as np
@@ -135,6 +136,8 @@ def _top_k_backward(k_, xp, res, g_values, g_indices, *, k, index_type):
 _TOP_K = register("top_k", args=("input",), check=_check_top_k, forward=_top_k_forward,
                   backward=_top_k_backward)
 
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])  # TF's result type
+
 
 def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa: A002
     """The ``k`` largest entries of the last axis and their indices (``tf.math.top_k``).
@@ -144,8 +147,9 @@ def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa:
     gradient goes to the selected positions.
 
     Returns:
-      ``(values, indices)``: values of input's dtype and indices of ``index_type`` (int16,
-      int32 or int64), both of shape ``input.shape[:-1] + [k]``.
+      ``TopKV2(values, indices)`` (a named tuple, as TF's): values of input's dtype and
+      indices of ``index_type`` (int16, int32 or int64), both of shape
+      ``input.shape[:-1] + [k]``.
 
     Raises:
       InvalidArgumentError: a scalar input, ``k`` < 0, or fewer than ``k`` entries.
@@ -156,7 +160,7 @@ def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa:
     itype = dtypes.as_dtype(index_type, "top_k: index_type")
     if itype not in _INDEX_TYPES:
         raise TypeError(f"top_k: index_type must be int16, int32 or int64, got {itype}")
-    return _TOP_K(input, k=count, index_type=itype)
+    return TopKV2(*_TOP_K(input, k=count, index_type=itype))
 
 
 # ---- n-d indexing: rows of the first K axes ----------------------------------------------------
