@@ -410,8 +410,9 @@ _SOFTPLUS = _unary("softplus", _softplus, lambda xp, g, x, y: g * _sigmoid(xp, x
                    arg="features")
 
 # erf and erfc after fdlibm's s_erf.c (Sun Microsystems, 1993): rational approximations on
-# |x| < 0.84375, [0.84375, 1.25), [1.25, 1/0.35), [1/0.35, 28), in float64, which numpy and
-# cupy both compute the same way (numpy has no erf of its own).
+# |x| < 0.84375, [0.84375, 1.25), [1.25, 1/0.35), [1/0.35, 28), evaluated in float64 for
+# float64 and in float32 for float16/32 (numpy has no erf of its own; numpy and cupy both run
+# these expressions).
 _ERX = 8.45062911510467529297e-01
 _EFX = 1.28379167095512586316e-01
 _PP = (1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
@@ -438,50 +439,61 @@ _SB = (1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.5367295860
 
 
 def _poly(z, coefficients):
-    out = coefficients[-1]
-    for c in coefficients[-2::-1]:
-        out = out * z + c
+    """sum(c_i z**i) by Horner's rule, in place (one temporary)."""
+    out = z * coefficients[-1]
+    out += coefficients[-2]
+    for c in coefficients[-3::-1]:
+        out *= z
+        out += c
     return out
 
 
 def _erf_parts(xp, x):
-    """(erf(|x|) on |x| < 0.84375 minus |x|'s share, for erf; the [0.84375, 1.25) term;
-    erfc(|x|) for |x| >= 1.25) in float64, each valid on its own interval."""
+    """(|x|; erf(|x|) - |x| for |x| < 0.84375; erf(|x|) - erx on [0.84375, 1.25); erfc(|x|) for
+    |x| >= 1.25), each valid on its own interval, in x's dtype (float32 or float64)."""
     a = xp.abs(x)
     z = a * a
-    small = a * (_poly(z, _PP) / _poly(z, _QQ))  # erf(a) = a + small for a < 0.84375
+    small = a * (_poly(z, _PP) / _poly(z, _QQ))
     s = a - 1
-    mid = _poly(s, _PA) / _poly(s, _QA)  # erf(a) = erx + mid on [0.84375, 1.25)
+    mid = _poly(s, _PA) / _poly(s, _QA)
     w = 1 / z
     ratio = xp.where(a < 1 / 0.35, _poly(w, _RA) / _poly(w, _SA), _poly(w, _RB) / _poly(w, _SB))
-    # exp(-a*a) as exp(-h*h) * exp((h - a)(h + a)), h = a rounded to float32, whose square is
-    # exact in float64 (fdlibm clears the low word for the same reason)
-    h = a.astype(np.float32).astype(np.float64)
-    tail = xp.exp(-h * h - 0.5625) * xp.exp((h - a) * (h + a) + ratio) / a
+    if a.dtype == np.float64:
+        # exp(-a*a) as exp(-h*h) * exp((h - a)(h + a)), h = a rounded to float32, whose square
+        # is exact (fdlibm clears the low word for the same reason)
+        h = a.astype(np.float32).astype(np.float64)
+        tail = xp.exp(-h * h - 0.5625) * xp.exp((h - a) * (h + a) + ratio) / a
+    else:  # float32: the exponent in float64, where rounding a*a costs float32 nothing
+        a64 = a.astype(np.float64)
+        tail = (xp.exp(ratio.astype(np.float64) - 0.5625 - a64 * a64) / a64).astype(a.dtype)
     return a, small, mid, tail
 
 
+def _working(x):
+    return x.astype(np.float64 if x.dtype == np.float64 else np.float32, copy=False)
+
+
 def _erf(xp, x):
-    x64 = x.astype(np.float64)
-    a, small, mid, tail = _erf_parts(xp, x64)
+    w = _working(x)
+    a, small, mid, tail = _erf_parts(xp, w)
     mag = xp.where(a < 0.84375, a + small,
                    xp.where(a < 1.25, _ERX + mid, xp.where(a < 6, 1 - tail, 1.0)))
     mag = xp.where(a < 2.0 ** -28, a + _EFX * a, mag)
-    out = xp.where(xp.isnan(x64), x64, xp.copysign(mag, x64))  # erf(-0) = -0
-    return out.astype(x.dtype)
+    out = xp.where(xp.isnan(w), w, xp.copysign(mag, w))  # erf(-0) = -0
+    return out.astype(x.dtype, copy=False)
 
 
 def _erfc(xp, x):
-    x64 = x.astype(np.float64)
-    a, small, mid, tail = _erf_parts(xp, x64)
-    neg = x64 < 0
+    w = _working(x)
+    a, small, mid, tail = _erf_parts(xp, w)
+    neg = w < 0
     xy = xp.where(neg, -small, small)  # erf(x) = x + xy for |x| < 0.84375
-    near = xp.where(a < 0.25, 1 - (x64 + xy), 0.5 - (xy + (x64 - 0.5)))
+    near = xp.where(a < 0.25, 1 - (w + xy), 0.5 - (xy + (w - 0.5)))
     one = xp.where(neg, 1 + (_ERX + mid), 1 - _ERX - mid)
     far = xp.where(neg, 2 - tail, tail)
     far = xp.where(a < 28, far, xp.where(neg, 2.0, 0.0))
     out = xp.where(a < 0.84375, near, xp.where(a < 1.25, one, far))
-    return xp.where(xp.isnan(x64), x64, out).astype(x.dtype)
+    return xp.where(xp.isnan(w), w, out).astype(x.dtype, copy=False)
 
 
 _TWO_OVER_SQRT_PI = 1.1283791670955126
@@ -515,8 +527,8 @@ def softplus(features, name=None):
 
 
 def erf(x, name=None):
-    """The Gauss error function elementwise (float64 rational approximations after fdlibm,
-    within an ulp; float16/32 are rounded from them)."""
+    """The Gauss error function elementwise (fdlibm's rational approximations: within an ulp
+    in float64, a few float32 ulps in float16/32)."""
     return _ERF(x)
 
 

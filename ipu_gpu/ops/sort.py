@@ -2,9 +2,11 @@
 ``scatter_nd``, ``tensor_scatter_nd_update``, ``tensor_scatter_nd_add``, ``boolean_mask``.
 
 Sorting is stable in both directions, as TF's (its sort and argsort are top_k, which puts the
-lower index first among equal values): descending order is the ascending stable sort of the
-reversed axis, reversed. NaN sorts above +inf (TF's CPU kernel leaves it wherever its
-comparisons happen to put it). ``top_k`` sorts the whole last axis.
+lower index first among equal values). Values of up to 32 bits become unique 64-bit keys
+(order-preserving value bits above the index), sorted with xp.sort, and ``top_k`` partitions
+them first (O(n) for a small k); 64-bit values take a stable argsort (descending: of the
+reversed axis, reversed). NaN sorts above +inf (TF's CPU kernel leaves it wherever its
+comparisons happen to put it).
 
 The n-d ops view the first K axes of the indexed tensor as rows (K = ``indices.shape[-1]``)
 and go through the indexing kernels with row numbers, so out-of-range coordinates follow TF's
@@ -41,12 +43,48 @@ def _static_int(op: str, arg: str, value) -> int:
 
 
 # ---- sort, argsort, top_k -------------------------------------------------------------------
-def _order(xp, x, axis, descending):
-    """Indices that sort ``x`` along ``axis`` stably: equal values keep their index order."""
-    if not descending:
-        return xp.argsort(x, axis=axis, kind="stable")
-    flipped = xp.argsort(xp.flip(x, axis), axis=axis, kind="stable")
-    return (x.shape[axis] - 1) - xp.flip(flipped, axis)
+_SIGN32 = np.uint32(0x80000000)
+
+
+def _keys32(xp, x):
+    """uint32 keys in the order of ``x`` (at most 32 bits: floats with -0.0 equal to 0.0 and
+    NaN above +inf), or None for 64-bit dtypes."""
+    if x.dtype.itemsize > 4:
+        return None
+    if x.dtype.kind == "f":
+        f = x.astype(np.float32) + np.float32(0)  # exact; -0.0 + 0.0 is +0.0
+        bits = f.view(np.uint32)
+        # IEEE order as unsigned order: negative numbers reversed, positive above them
+        keys = xp.where(bits >= _SIGN32, ~bits, bits | _SIGN32)
+        return xp.where(xp.isnan(f), np.uint32(0xFFFFFFFF), keys)
+    if x.dtype.kind == "i":
+        return x.astype(np.int32).view(np.uint32) ^ _SIGN32
+    return x.astype(np.uint32)
+
+
+def _order(xp, x, axis, descending, k=None):
+    """Indices that sort ``x`` along ``axis`` stably (equal values keep their index order), or
+    the first ``k`` of them along the last axis. Values of at most 32 bits sort as unique
+    64-bit keys (value bits, then the index), so the first k come from a partition."""
+    keys = _keys32(xp, x) if x.shape[axis] < 2 ** 32 else None
+    if keys is None:
+        if not descending:
+            order = xp.argsort(x, axis=axis, kind="stable")
+        else:
+            flipped = xp.argsort(xp.flip(x, axis), axis=axis, kind="stable")
+            order = (x.shape[axis] - 1) - xp.flip(flipped, axis)
+        return order if k is None else order[..., :k]
+    if descending:
+        keys = ~keys
+    keys = xp.moveaxis(keys, axis, -1)
+    n = keys.shape[-1]
+    packed = (keys.astype(np.uint64) << np.uint64(32)) | xp.arange(n, dtype=np.uint64)
+    if k is not None and 0 < k < n:
+        packed = xp.partition(packed, k - 1, axis=-1)[..., :k]
+    elif k is not None:
+        packed = packed[..., :k]
+    order = (xp.sort(packed, axis=-1) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return xp.moveaxis(order, -1, axis)
 
 
 def _check_sort(name):
@@ -118,7 +156,7 @@ def _check_top_k(x, *, k, index_type):
 
 
 def _top_k_forward(k_, xp, x, *, k, index_type):
-    idx = _order(xp, x, x.ndim - 1, True)[..., :k]
+    idx = _order(xp, x, x.ndim - 1, True, k)
     return (xp.take_along_axis(x, idx, axis=-1), idx.astype(index_type)), (idx, x.shape)
 
 
