@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import sort as rsort
 
 import ipu_gpu as tf
 from ipu_gpu.errors import InvalidArgumentError
@@ -106,6 +107,26 @@ def test_sort_extreme_integers_and_gradient(real_tf):
     ours = _gradients(tf, lambda a: sort.sort(a, direction="DESCENDING"), [y])
     theirs = _gradients(real_tf, lambda a: real_tf.sort(a, direction="DESCENDING"), [y])
     _assert_same_gradients(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int16", "int32",
+                                   "int64", "uint8"])
+def test_sort_keys_agree_with_the_stable_reference(dtype):
+    """The packed 64-bit keys (values up to 32 bits) and the stable argsort (64-bit values)
+    give the reference's order: ties by index, -0.0 equal to 0.0, NaN above +inf."""
+    rng = np.random.default_rng(13)
+    for _ in range(10):
+        x = rng.integers(-3, 4, (3, 17))
+        x = (np.abs(x) if dtype == "uint8" else x).astype(dtype)
+        if x.dtype.kind == "f":
+            for value, share in ((np.nan, 0.1), (-0.0, 0.1), (np.inf, 0.05), (-np.inf, 0.05)):
+                x[rng.random(x.shape) < share] = value
+        for direction in ("ASCENDING", "DESCENDING"):
+            for axis in (0, 1):
+                np.testing.assert_array_equal(_np(sort.argsort(x, axis, direction)),
+                                              rsort.argsort(x, axis, direction))
+        for k in (0, 1, 5, 17):
+            np.testing.assert_array_equal(_np(sort.top_k(x, k).indices), rsort.top_k(x, k)[1])
 
 
 def test_nan_sorts_above_infinity():
