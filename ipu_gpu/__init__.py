@@ -7,7 +7,7 @@ math and ``nn``. Importing compiles nothing and never imports cupy.
 
 from . import errors, math, nn
 from . import ops as _ops  # noqa: F401  # registers every op
-from . import data, debugging, distribute, io, random, summary, train
+from . import data, debugging, distribute, io, linalg, random, summary, train
 from . import tf_config as config
 from .core.spec import TensorSpec, string
 from .core.spec import TensorShape as TensorShape  # tf.TensorShape: None dims, unknown rank
@@ -16,6 +16,11 @@ from .device import DeviceSpec, device
 from .function import function, numpy_function, py_function
 from .ops.array import (broadcast_to, eye, linspace, meshgrid, pad, rank, reverse, roll, shape,
                         size, slice, strided_slice, tile, unstack)
+from .ops.math import floor, round
+from .ops.math_extra import cumsum, einsum
+from .ops.reduction import norm, reduce_all, reduce_any, reduce_logsumexp, reduce_prod
+from .ops.sort import (argsort, boolean_mask, gather_nd, scatter_nd, sort, tensor_scatter_nd_add,
+                       tensor_scatter_nd_update)
 from .printing import print  # noqa: A004 - tf.print
 from .core.backend import BackendError, backend_name, set_backend
 from .core.convert import constant, convert_to_tensor
@@ -57,4 +62,8 @@ __all__ = [
     # issue 14: array ops
     "broadcast_to", "eye", "linspace", "meshgrid", "pad", "rank", "reverse", "roll", "shape",
     "size", "slice", "strided_slice", "tile", "unstack",
+    # issue 14: math, reductions, sorting and n-d indexing
+    "argsort", "boolean_mask", "cumsum", "einsum", "floor", "gather_nd", "linalg", "norm",
+    "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "round", "scatter_nd", "sort",
+    "tensor_scatter_nd_add", "tensor_scatter_nd_update",
 ]

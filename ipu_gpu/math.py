@@ -1,14 +1,23 @@
-"""``ipu_gpu.math``: the ``tf.math`` names (also exported at the top level)."""
+"""``ipu_gpu.math``: the ``tf.math`` names (many also exported at the top level)."""
 
-from .ops.math import (abs, add, divide, equal, exp, floordiv, floormod, greater, greater_equal,
-                       less, less_equal, log, logical_and, logical_not, logical_or, maximum,
-                       minimum, multiply, negative, not_equal, pow, rsqrt, sigmoid, sign, sqrt,
-                       square, subtract, tanh, truediv)
-from .ops.nn import log_softmax, softmax
-from .ops.reduction import argmax, argmin, reduce_max, reduce_mean, reduce_min, reduce_sum
+from .ops.math import (abs, add, ceil, divide, equal, erf, erfc, exp, expm1, floor, floordiv,
+                       floormod, greater, greater_equal, is_finite, is_inf, is_nan, less,
+                       less_equal, log, log1p, logical_and, logical_not, logical_or, maximum,
+                       minimum, multiply, negative, not_equal, pow, reciprocal, round, rsqrt,
+                       sigmoid, sign, softplus, sqrt, square, subtract, tanh, truediv)
+from .ops.math_extra import cumsum, unsorted_segment_sum
+from .ops.nn import l2_normalize, log_softmax, softmax
+from .ops.reduction import (argmax, argmin, count_nonzero, reduce_all, reduce_any,
+                            reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod,
+                            reduce_std, reduce_sum, reduce_variance)
+from .ops.sort import top_k
 
-__all__ = ["abs", "add", "argmax", "argmin", "divide", "equal", "exp", "floordiv", "floormod",
-           "greater", "greater_equal", "less", "less_equal", "log", "log_softmax", "logical_and",
-           "logical_not", "logical_or", "maximum", "minimum", "multiply", "negative",
-           "not_equal", "pow", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "rsqrt",
-           "sigmoid", "sign", "softmax", "sqrt", "square", "subtract", "tanh", "truediv"]
+__all__ = ["abs", "add", "argmax", "argmin", "ceil", "count_nonzero", "cumsum", "divide",
+           "equal", "erf", "erfc", "exp", "expm1", "floor", "floordiv", "floormod", "greater",
+           "greater_equal", "is_finite", "is_inf", "is_nan", "l2_normalize", "less",
+           "less_equal", "log", "log1p", "log_softmax", "logical_and", "logical_not",
+           "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
+           "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max",
+           "reduce_mean", "reduce_min", "reduce_prod", "reduce_std", "reduce_sum",
+           "reduce_variance", "round", "rsqrt", "sigmoid", "sign", "softmax", "softplus", "sqrt",
+           "square", "subtract", "tanh", "top_k", "truediv", "unsorted_segment_sum"]

@@ -1,15 +1,20 @@
 """``ipu_gpu.nn``: the ``tf.nn`` functions IPU programs use."""
 
 from .ops.conv import conv1d, conv2d, conv2d_transpose, depthwise_conv2d
-from .ops.math import sigmoid, tanh
-from .ops.nn import (bias_add, elu, l2_loss, leaky_relu, log_softmax, relu,
+from .ops.math import sigmoid, softplus, tanh
+from .ops.nn import (avg_pool, avg_pool1d, bias_add, elu, embedding_lookup, gelu, l2_loss,
+                     l2_normalize, leaky_relu, log_softmax, max_pool, max_pool1d, relu, silu,
                      sigmoid_cross_entropy_with_logits, softmax,
-                     softmax_cross_entropy_with_logits, sparse_softmax_cross_entropy_with_logits)
+                     softmax_cross_entropy_with_logits, sparse_softmax_cross_entropy_with_logits,
+                     swish)
 from .ops.pooling import avg_pool2d, max_pool2d
 from .ops.random import dropout
+from .ops.reduction import moments
+from .ops.sort import top_k
 
-__all__ = ["avg_pool2d", "bias_add", "conv1d", "conv2d", "conv2d_transpose", "depthwise_conv2d",
-           "dropout",
-           "elu", "l2_loss", "leaky_relu", "log_softmax", "max_pool2d", "relu", "sigmoid",
-           "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
-           "sparse_softmax_cross_entropy_with_logits", "tanh"]
+__all__ = ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2d",
+           "conv2d_transpose", "depthwise_conv2d", "dropout", "elu", "embedding_lookup", "gelu",
+           "l2_loss", "l2_normalize", "leaky_relu", "log_softmax", "max_pool", "max_pool1d",
+           "max_pool2d", "moments", "relu", "sigmoid", "sigmoid_cross_entropy_with_logits",
+           "silu", "softmax", "softmax_cross_entropy_with_logits", "softplus",
+           "sparse_softmax_cross_entropy_with_logits", "swish", "tanh", "top_k"]

@@ -16,7 +16,7 @@ import ipu_gpu
 import ipu_gpu.data as idata
 from ipu_gpu import errors
 from ipu_gpu.core import spec as ispec
-from ipu_gpu.io import _errors as io_errors
+from ipu_gpu import errors as io_errors
 
 G = np.random.default_rng(20260)
 X = G.standard_normal((11, 3))  # float64

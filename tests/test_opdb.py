@@ -30,6 +30,17 @@ REQUIRED = {
     "l2_loss",
     # Tensor.__getitem__
     "getitem",
+    # issue 14: array ops
+    "shape", "size", "rank", "tile", "pad", "slice", "strided_slice", "unstack", "broadcast_to",
+    "reverse", "roll", "eye", "linspace", "meshgrid",
+    # issue 14: math, reductions, sorting, n-d indexing, nn
+    "log1p", "expm1", "softplus", "erf", "erfc", "reciprocal", "floor", "ceil", "round",
+    "is_nan", "is_finite", "is_inf", "reduce_prod", "reduce_any", "reduce_all",
+    "reduce_logsumexp", "reduce_variance", "reduce_std", "count_nonzero", "moments", "norm",
+    "cumsum", "unsorted_segment_sum", "einsum", "sort", "argsort", "top_k", "gather_nd",
+    "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "boolean_mask", "gelu",
+    "silu", "l2_normalize", "xw_plus_b", "max_pool1d", "avg_pool1d", "max_pool", "avg_pool",
+    "nn.embedding_lookup",
     # tf.nn convolution and pooling (issue 5)
     "conv2d", "depthwise_conv2d", "conv2d_transpose", "conv1d", "max_pool2d", "avg_pool2d",
     # ipu.statistics_ops (issue 4)

@@ -8,6 +8,8 @@ Dtypes are numpy dtypes, as everywhere in ipu_gpu; TensorFlow's ``tf.string`` is
 
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 
 from . import dtypes
@@ -101,12 +103,14 @@ def _as_dim(value):
     return v
 
 
-class TensorShape:
+class TensorShape(metaclass=abc.ABCMeta):  # noqa: B024 - ABC only for register()
     """The static shape of a tensor: a list of dimensions, each an int or None (unknown), or
     an unknown rank (``TensorShape(None)``). TensorFlow's semantics: ``==`` compares the
     dimension lists (so ``TensorShape([None]) == [None]``), ``is_compatible_with`` and
     ``merge_with`` treat None as a wildcard.
     """
+
+    # An eager Tensor's shape (core.tensor.TensorShape, a tuple) registers as one too.
 
     __slots__ = ("_dims",)
 

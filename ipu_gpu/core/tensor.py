@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 
 from . import backend, dtypes
+from .spec import TensorShape as _SpecShape
 
 OPS: dict = {}  # op name -> public function behind each operator, filled by ipu_gpu.ops
 _next_id = itertools.count(1).__next__
@@ -72,6 +73,9 @@ class TensorShape(tuple):
 
     def __repr__(self) -> str:
         return f"TensorShape({list(self)})"
+
+
+_SpecShape.register(TensorShape)  # isinstance(t.shape, tf.TensorShape), as in TF
 
 
 # Called with every new Tensor when set (the emulated machine charges tensors created inside
