@@ -505,3 +505,13 @@ def test_negative_sizes_are_invalid_argument(make, op, arg):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=rf"^{op}: {arg} must not have negative sizes, got \["):
         make()
+
+
+def test_set_shape_checks_compatibility_as_tf_eager():
+    t = tf.zeros([2, 3])
+    t.set_shape([None, 3])
+    t.set_shape(tf.TensorShape([2, 3]))
+    with pytest.raises(ValueError, match=r"^Tensor's shape \(2, 3\) is not compatible with "
+                       r"supplied shape \(2, 4\)\.$"):
+        t.set_shape([2, 4])
+    assert isinstance(t.shape, tf.TensorShape) and t.shape == tf.TensorShape([2, 3])

@@ -117,7 +117,7 @@ class TensorShape(metaclass=abc.ABCMeta):  # noqa: B024 - ABC only for register(
     def __init__(self, dims=None):
         if dims is None:
             self._dims = None
-        elif isinstance(dims, TensorShape):
+        elif isinstance(dims, TensorShape) and not isinstance(dims, tuple):
             self._dims = dims._dims
         else:
             try:
@@ -271,7 +271,9 @@ class TensorShape(metaclass=abc.ABCMeta):  # noqa: B024 - ABC only for register(
 
 def as_shape(value) -> TensorShape:
     """``value`` as a TensorShape (a TensorShape passes through)."""
-    return value if isinstance(value, TensorShape) else TensorShape(value)
+    if isinstance(value, TensorShape) and not isinstance(value, tuple):  # not an eager shape
+        return value
+    return TensorShape(value)
 
 
 def unknown_shape(rank=None) -> TensorShape:

@@ -164,6 +164,16 @@ class Tensor:
     def get_shape(self) -> TensorShape:
         return self.shape
 
+    def set_shape(self, shape) -> None:
+        """Checks that ``shape`` (None for unknown dimensions) is compatible with this tensor's
+        shape, as TF's eager ``set_shape`` does; ValueError otherwise. Nothing changes."""
+        from .spec import as_shape
+
+        wanted = as_shape(shape)
+        if not wanted.is_compatible_with(list(self.shape)):
+            raise ValueError(f"Tensor's shape {tuple(self.shape)} is not compatible with "
+                             f"supplied shape {tuple(wanted.as_list())}.")
+
     def __len__(self) -> int:
         if self._value.ndim == 0:
             raise TypeError("len() of a scalar (0-d) Tensor is not defined")
