@@ -515,6 +515,19 @@ def _scale_shift(rnd, scale, shift):
     return math_ops.add(math_ops.multiply(rnd, scale), shift)
 
 
+def _normal_from(op, raw, key_counter, shape, mean, stddev, dtype):
+    """The body shared by the normal and truncated normal ops (stateful, stateless and
+    ``Generator``): ``raw`` (``raw_normal`` or ``raw_truncated_normal``) draws standard values;
+    ``key_counter(dtype, index, n)`` is called only once the arguments are checked."""
+    d = _float_dtype(op, dtype)
+    dims, index = _shape(op, shape)
+    xp, n = _output(op, dims, d)
+    mean, stddev = _param(op, "mean", mean, d, xp), _param(op, "stddev", stddev, d, xp)
+    key, counter = key_counter(d, index, n)
+    rnd = _to_device(raw(key, counter, n, d).reshape(dims), xp)
+    return _scale_shift(wrap(rnd), stddev, mean)
+
+
 # ---- stateful ops ------------------------------------------------------------------------------
 def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
     """Random values from a normal distribution (``tf.random.normal``).
@@ -531,28 +544,21 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=No
       TypeError: a non-float ``dtype``. ValueError: a ``mean``/``stddev`` Tensor of another
         dtype.
     """
-    d = _float_dtype("normal", dtype)
-    dims, index = _shape("normal", shape)
-    xp, n = _output("normal", dims, d)
-    mean = _param("normal", "mean", mean, d, xp)
-    stddev = _param("normal", "stddev", stddev, d, xp)
-    key, counter = reserve(("RandomStandardNormal", d, index), stateful_seeds(seed), n * 256)
-    rnd = _to_device(raw_normal(key, counter, n, d).reshape(dims), xp)
-    return _scale_shift(wrap(rnd), stddev, mean)
+    return _normal_from(
+        "normal", raw_normal,
+        lambda d, index, n: reserve(("RandomStandardNormal", d, index), stateful_seeds(seed),
+                                    n * 256),
+        shape, mean, stddev, dtype)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None,
                      name=None) -> Tensor:
     """Normal values redrawn when more than two standard deviations from the mean
     (``tf.random.truncated_normal``); arguments and errors as ``normal``."""
-    d = _float_dtype("truncated_normal", dtype)
-    dims, index = _shape("truncated_normal", shape)
-    xp, n = _output("truncated_normal", dims, d)
-    mean = _param("truncated_normal", "mean", mean, d, xp)
-    stddev = _param("truncated_normal", "stddev", stddev, d, xp)
-    key, counter = reserve(("TruncatedNormal", d, index), stateful_seeds(seed), n * 256)
-    rnd = _to_device(raw_truncated_normal(key, counter, n, d).reshape(dims), xp)
-    return _scale_shift(wrap(rnd), stddev, mean)
+    return _normal_from(
+        "truncated_normal", raw_truncated_normal,
+        lambda d, index, n: reserve(("TruncatedNormal", d, index), stateful_seeds(seed), n * 256),
+        shape, mean, stddev, dtype)
 
 
 def _int_bounds(op, minval, maxval, n):
@@ -745,20 +751,22 @@ def stateless_key_counter(op: str, seed):
     return (mix[0], mix[1]), mix[2] << 64 | mix[3] << 96
 
 
+def _checked_stateless_key_counter(op: str, alg, seed):
+    """``stateless_key_counter`` once ``alg`` is checked (the stateless normal ops check it
+    after their other arguments, before the seed)."""
+    _alg(op, alg)
+    return stateless_key_counter(op, seed)
+
+
 def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None,
                      alg="auto_select") -> Tensor:
     """Normal values that depend only on ``seed`` (shape [2], int32/int64):
     ``tf.random.stateless_normal``. Arguments and errors as ``normal``; a malformed seed is an
     InvalidArgumentError."""
     op = "stateless_normal"
-    d = _float_dtype(op, dtype)
-    dims, _ = _shape(op, shape)
-    xp, n = _output(op, dims, d)
-    mean, stddev = _param(op, "mean", mean, d, xp), _param(op, "stddev", stddev, d, xp)
-    _alg(op, alg)
-    key, counter = stateless_key_counter(op, seed)
-    rnd = _to_device(raw_normal(key, counter, n, d).reshape(dims), xp)
-    return _scale_shift(wrap(rnd), stddev, mean)
+    return _normal_from(op, raw_normal,
+                        lambda d, index, n: _checked_stateless_key_counter(op, alg, seed),
+                        shape, mean, stddev, dtype)
 
 
 def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32,
@@ -766,14 +774,9 @@ def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.f
     """Truncated normal values that depend only on ``seed``
     (``tf.random.stateless_truncated_normal``)."""
     op = "stateless_truncated_normal"
-    d = _float_dtype(op, dtype)
-    dims, _ = _shape(op, shape)
-    xp, n = _output(op, dims, d)
-    mean, stddev = _param(op, "mean", mean, d, xp), _param(op, "stddev", stddev, d, xp)
-    _alg(op, alg)
-    key, counter = stateless_key_counter(op, seed)
-    rnd = _to_device(raw_truncated_normal(key, counter, n, d).reshape(dims), xp)
-    return _scale_shift(wrap(rnd), stddev, mean)
+    return _normal_from(op, raw_truncated_normal,
+                        lambda d, index, n: _checked_stateless_key_counter(op, alg, seed),
+                        shape, mean, stddev, dtype)
 
 
 def _uniform_from(op, key_counter, dims, minval, maxval, d, xp, n):
@@ -996,26 +999,16 @@ class Generator:
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
         """Normal values (``Generator.normal``); arguments as ``tf.random.normal``."""
-        op = "Generator.normal"
-        d = _float_dtype(op, dtype)
-        dims, _ = _shape(op, shape)
-        xp, n = _output(op, dims, d)
-        mean, stddev = _param(op, "mean", mean, d, xp), _param(op, "stddev", stddev, d, xp)
-        key, counter = self._key_counter(n)
-        rnd = _to_device(raw_normal(key, counter, n, d).reshape(dims), xp)
-        return _scale_shift(wrap(rnd), stddev, mean)
+        return _normal_from("Generator.normal", raw_normal,
+                            lambda d, index, n: self._key_counter(n), shape, mean, stddev,
+                            dtype)
 
     def truncated_normal(self, shape, mean=0.0, stddev=1.0, dtype=dtypes.float32,
                          name=None) -> Tensor:
         """Truncated normal values (``Generator.truncated_normal``)."""
-        op = "Generator.truncated_normal"
-        d = _float_dtype(op, dtype)
-        dims, _ = _shape(op, shape)
-        xp, n = _output(op, dims, d)
-        mean, stddev = _param(op, "mean", mean, d, xp), _param(op, "stddev", stddev, d, xp)
-        key, counter = self._key_counter(n)
-        rnd = _to_device(raw_truncated_normal(key, counter, n, d).reshape(dims), xp)
-        return _scale_shift(wrap(rnd), stddev, mean)
+        return _normal_from("Generator.truncated_normal", raw_truncated_normal,
+                            lambda d, index, n: self._key_counter(n), shape, mean, stddev,
+                            dtype)
 
     def uniform(self, shape, minval=0, maxval=None, dtype=dtypes.float32, name=None) -> Tensor:
         """Uniform values (``Generator.uniform``); integer dtypes take both bounds or neither
