@@ -444,8 +444,9 @@ def _shape(op: str, shape):
             raise InvalidArgumentError(f"{op}: shape must be a vector of int32/int64, got shape "
                                        f"{shape_str(a.shape)}")
         index, dims = a.dtype, [int(d) for d in a.tolist()]
-    elif isinstance(shape, (list, tuple)):
-        dims = [_dim(op, shape, d) for d in shape]
+    elif isinstance(shape, (list, tuple)) or hasattr(shape, "as_list"):  # a tf.TensorShape
+        dims = [_dim(op, shape, d) for d in (shape if isinstance(shape, (list, tuple))
+                                             else shape.as_list())]
         index = dtypes.int32 if all(-(2**31) <= d < 2**31 for d in dims) else dtypes.int64
     elif isinstance(shape, (numbers.Number, np.generic)):
         raise InvalidArgumentError(f"{op}: shape must be a vector of int32/int64, got the "
