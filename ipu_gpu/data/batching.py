@@ -39,6 +39,23 @@ def _probe_batch(probe, k: int):
     return nest.map_structure(lambda a: np.repeat(a[None], k, axis=0), probe)
 
 
+def _element_batches(input_dataset, batch_size: int, drop_remainder: bool, combine):
+    """Batches of the input's elements taken one at a time: ``combine`` turns each list of
+    ``batch_size`` elements (the last one shorter, unless dropped) into a batch."""
+    it = input_dataset._elements()
+    try:
+        batch = []
+        for element in it:
+            batch.append(element)
+            if len(batch) == batch_size:
+                yield combine(batch)
+                batch = []
+        if batch and not drop_remainder:
+            yield combine(batch)
+    finally:
+        it.close()
+
+
 def stack_components(elements: list):
     """One batch from a list of elements (same structure), each component stacked."""
     first = elements[0]
@@ -83,7 +100,7 @@ class Batch(Dataset):
         plan = self._input._index_plan()
         if plan is not None:
             return self._gathered(plan)
-        return self._stacked()
+        return _element_batches(self._input, self._batch_size, self._drop, stack_components)
 
     def _gathered(self, plan):
         bs, gather = self._batch_size, plan.gather
@@ -104,21 +121,6 @@ class Batch(Dataset):
                     pending, have = [], 0
         if have and not self._drop:
             yield gather(np.concatenate(pending))
-
-    def _stacked(self):
-        bs = self._batch_size
-        it = self._input._elements()
-        try:
-            batch = []
-            for element in it:
-                batch.append(element)
-                if len(batch) == bs:
-                    yield stack_components(batch)
-                    batch = []
-            if batch and not self._drop:
-                yield stack_components(batch)
-        finally:
-            it.close()
 
     def _probe(self):
         return _probe_batch(self._input._probe(), self._batch_size)
@@ -214,19 +216,7 @@ class PaddedBatch(Dataset):
         return nest.pack_sequence_as(elements[0], out)
 
     def _iter_elements(self):
-        bs = self._batch_size
-        it = self._input._elements()
-        try:
-            batch = []
-            for element in it:
-                batch.append(element)
-                if len(batch) == bs:
-                    yield self._pad(batch)
-                    batch = []
-            if batch and not self._drop:
-                yield self._pad(batch)
-        finally:
-            it.close()
+        return _element_batches(self._input, self._batch_size, self._drop, self._pad)
 
     def _probe(self):
         return self._pad([self._input._probe()] * self._batch_size)
