@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._indexing_checks import check_scatter_add_rows
 from ._threads import num_threads
 
 
@@ -37,14 +38,7 @@ def scatter_add_rows(grad, ids, out):
     [R, D] of grad's dtype; duplicate ids accumulate in index order (deterministic, the same
     order on both paths). Raises ValueError naming the first id outside [0, R) (``out`` is
     then partly updated) or mismatched shapes; never writes out of bounds."""
-    if grad.ndim != 2 or ids.ndim != 1 or out.ndim != 2 or grad.shape != (ids.shape[0],
-                                                                           out.shape[1]):
-        raise ValueError(f"scatter_add_rows: grad must have shape [len(ids), out.shape[1]] = "
-                         f"{[ids.shape[0], out.shape[1]]} (ids 1-D, out 2-D), got grad "
-                         f"{list(grad.shape)}, ids {list(ids.shape)}, out {list(out.shape)}")
-    if grad.dtype != out.dtype:
-        raise TypeError(f"scatter_add_rows: out must have grad's dtype {grad.dtype}, got "
-                        f"{out.dtype}")
+    check_scatter_add_rows(grad, ids, out)
     rows = out.shape[0]
     if grad.dtype == np.float16:  # Numba has no float16: the embedding kernel adds its bits
         from .embedding_cpu import embedding_bwd

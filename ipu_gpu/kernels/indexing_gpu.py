@@ -9,6 +9,7 @@ import cupyx
 import numpy as np
 
 from . import embedding_gpu
+from ._indexing_checks import check_scatter_add_rows
 
 
 def gather_rows(params, ids, out):
@@ -29,14 +30,7 @@ def scatter_add_rows(grad, ids, out):
     gather_rows' zero rows (the CPU twin raises); no device sync. Float rows go through
     embedding_gpu's scatter-add: duplicates summed in index order (the CPU twin's bits)
     unless ``IPU_GPU_DETERMINISTIC=0`` asks for float32 atomics."""
-    if grad.ndim != 2 or ids.ndim != 1 or out.ndim != 2 or grad.shape != (ids.shape[0],
-                                                                           out.shape[1]):
-        raise ValueError(f"scatter_add_rows: grad must have shape [len(ids), out.shape[1]] = "
-                         f"{[ids.shape[0], out.shape[1]]} (ids 1-D, out 2-D), got grad "
-                         f"{list(grad.shape)}, ids {list(ids.shape)}, out {list(out.shape)}")
-    if grad.dtype != out.dtype:
-        raise TypeError(f"scatter_add_rows: out must have grad's dtype {grad.dtype}, got "
-                        f"{out.dtype}")
+    check_scatter_add_rows(grad, ids, out)
     if not out.flags.c_contiguous:
         raise ValueError("scatter_add_rows: out must be C-contiguous")
     rows = out.shape[0]
