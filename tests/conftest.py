@@ -20,6 +20,24 @@ settings.load_profile(os.environ.get("IPU_GPU_HYPOTHESIS_PROFILE",
                                      "ci" if os.environ.get("CI") else "dev"))
 
 
+def blas_thread_count_reader():
+    """A function returning OpenBLAS's process-wide thread count (it sets the count to 1 and
+    back: not every build has a getter), or a skip of the calling test where numpy's BLAS is
+    not an OpenBLAS with a thread-count setting."""
+    from ipu_gpu.kernels import _blas
+
+    set_threads = _blas.thread_setter()
+    if set_threads is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS with a thread-count setting")
+
+    def blas_threads():
+        previous = set_threads(1)
+        set_threads(previous)
+        return previous
+
+    return blas_threads
+
+
 def require_gpu():
     """The cupy module, or skip the calling test."""
     cupy = cupy_if_gpu()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import blas_thread_count_reader
 
 from ipu_gpu.kernels import _blas, conv_cpu
 
@@ -73,15 +74,7 @@ def test_probe_digests_catch_a_single_changed_bit():
 
 
 def test_single_threaded_blas_sections_overlap_across_threads():
-    set_threads = _blas.thread_setter()
-    if set_threads is None:
-        pytest.skip("numpy's BLAS is not an OpenBLAS with a thread-count setting")
-
-    def count():
-        previous = set_threads(1)
-        set_threads(previous)
-        return previous
-
+    count = blas_thread_count_reader()
     before = count()
     entered, release = threading.Event(), threading.Event()
 
@@ -106,17 +99,13 @@ def test_single_threaded_blas_sections_overlap_across_threads():
 def test_every_conv_gemm_runs_with_blas_on_one_thread(monkeypatch):
     """The thread count OpenBLAS sees inside each block is 1, with one Numba thread too
     (a one-thread run once let OpenBLAS thread the GEMMs, which changes their bits)."""
-    set_threads = _blas.thread_setter()
-    if set_threads is None:
-        pytest.skip("numpy's BLAS is not an OpenBLAS with a thread-count setting")
+    blas_threads = blas_thread_count_reader()
     seen = []
     original = conv_cpu.run_blocks
 
     def spying(nblocks, work):
         def spy(b):
-            previous = set_threads(1)
-            set_threads(previous)
-            seen.append(previous)
+            seen.append(blas_threads())
             work(b)
 
         original(nblocks, spy)

@@ -275,17 +275,9 @@ def test_numba_kernels_run_in_every_replica():
 def test_replicated_programs_run_with_one_blas_thread():
     """OpenBLAS's thread count is process-wide; while replicas run concurrently it is 1, so a
     replica's matmul bits never depend on whether another replica is inside a convolution."""
-    from ipu_gpu.kernels import _blas
+    from conftest import blas_thread_count_reader
 
-    set_threads = _blas.thread_setter()
-    if set_threads is None:
-        pytest.skip("numpy's BLAS is not an OpenBLAS with a thread-count setting")
-
-    def blas_threads():
-        previous = set_threads(1)
-        set_threads(previous)
-        return previous
-
+    blas_threads = blas_thread_count_reader()
     before = blas_threads()
     seen = []
     lock = threading.Lock()
