@@ -592,13 +592,16 @@ def _py_result(value, dtype):
                                    f"dtype {dtype.name} ({e})") from None
 
 
-def _py_results(ret, tout, pyfunc):
+def _returned_values(ret) -> list:
+    """What ``func`` returned as a list of values: a list's or tuple's items, none for None,
+    else the one value."""
     if isinstance(ret, (list, tuple)):
-        values = list(ret)
-    elif ret is None:
-        values = []
-    else:
-        values = [ret]
+        return list(ret)
+    return [] if ret is None else [ret]
+
+
+def _py_results(ret, tout, pyfunc):
+    values = _returned_values(ret)
     if len(values) < len(tout) or (values and not tout):
         raise _count_error(pyfunc, len(values), len(tout))
     # TF converts zip(results, Tout): results beyond Tout are dropped
@@ -711,13 +714,7 @@ def numpy_function(func=None, inp=None, Tout=None, stateful=True, name=None):
             lambda *args: numpy_function(func, list(args), Tout, stateful, name))
     pyfunc = f"pyfunc_{next(_pyfunc_ids)}"
     arrays = [convert_to_tensor(x).numpy() for x in inp]
-    ret = func(*arrays)
-    if isinstance(ret, (list, tuple)):
-        values = list(ret)
-    elif ret is None:
-        values = []
-    else:
-        values = [ret]
+    values = _returned_values(func(*arrays))
     if len(values) != len(tout):
         raise _count_error(pyfunc, len(values), len(tout))
     outs = []
