@@ -60,6 +60,23 @@ def backend(request):
         ipu_gpu.set_backend(previous)
 
 
+def configure_ipus(n=1):
+    """Configure the emulated IPU system with ``n`` IPUs (``auto_select_ipus``)."""
+    from ipu_gpu.ipu import config
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = n
+    cfg.configure_ipu_system()
+
+
+def compile_on_ipu(fn, inputs=None):
+    """``ipu_compiler.compile(fn, inputs)`` in the scope of the first IPU."""
+    from ipu_gpu.ipu import ipu_compiler, scopes
+
+    with scopes.ipu_scope("/device:IPU:0"):
+        return ipu_compiler.compile(fn, inputs)
+
+
 @pytest.fixture
 def fresh_ipu_system(monkeypatch):
     """No emulated IPU system configured before or after the test, and no TF_POPLAR_FLAGS."""

@@ -7,22 +7,12 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import compile_on_ipu, configure_ipus
 
 import ipu_gpu as tf
 from ipu_gpu import distribute
 from ipu_gpu.device import device
-from ipu_gpu.ipu import config, cross_replica_ops, ipu_compiler, replication_ops, scopes
-
-
-def _configure(n):
-    cfg = config.IPUConfig()
-    cfg.auto_select_ipus = n
-    cfg.configure_ipu_system()
-
-
-def _compile(fn, inputs=None):
-    with scopes.ipu_scope("/device:IPU:0"):
-        return ipu_compiler.compile(fn, inputs)
+from ipu_gpu.ipu import cross_replica_ops, replication_ops
 
 
 class _OneReplica(distribute.Strategy):
@@ -153,7 +143,7 @@ def test_all_reduce_in_a_two_replica_program():
     """Inside an IPU program all_reduce is the cross-replica collective, while the replica
     context reports replica 0 of 1 (Graphcore's IPUStrategy: the replicated program is one
     TF replica)."""
-    _configure(2)
+    configure_ipus(2)
 
     def program(x):
         rc = distribute.get_replica_context()
@@ -164,7 +154,7 @@ def test_all_reduce_in_a_two_replica_program():
                 tf.constant(rc.replica_id_in_sync_group), tf.constant(rc.num_replicas_in_sync),
                 tf.constant(distribute.in_cross_replica_context())]
 
-    out = _compile(program, [np.ones(3, np.float32)])
+    out = compile_on_ipu(program, [np.ones(3, np.float32)])
     np.testing.assert_array_equal(out[0], [3.0, 3.0, 3.0])  # (1 + 0) + (1 + 1)
     np.testing.assert_array_equal(out[1], [1.5, 1.5, 1.5])  # mean of 1 and 2
     assert int(out[2]) == 2
@@ -175,13 +165,13 @@ def test_all_reduce_in_a_two_replica_program():
         total = distribute.get_replica_context().all_reduce("SUM", r + 1.0)
         return total, cross_replica_ops.cross_replica_sum(total)
 
-    total, doubled = _compile(per_replica)
+    total, doubled = compile_on_ipu(per_replica)
     assert float(total) == 3.0 and float(doubled) == 6.0
 
 
 @pytest.mark.usefixtures("fresh_ipu_system")
 def test_all_reduce_gradient_and_strategy_run_in_a_program():
-    _configure(2)
+    configure_ipus(2)
     s = _OneReplica()
 
     def program(x):
@@ -193,11 +183,12 @@ def test_all_reduce_gradient_and_strategy_run_in_a_program():
         return s.run(step, args=(x,))
 
     # d/dv of sum_r v_r^2 summed over replicas, then the collective's gradient sums again
-    np.testing.assert_array_equal(_compile(program, [np.full(2, 3.0, np.float32)])[0],
+    np.testing.assert_array_equal(compile_on_ipu(program, [np.full(2, 3.0, np.float32)])[0],
                                   [12.0, 12.0])
 
     def host_side(x):
         with device("cpu"):
             return distribute.get_replica_context().all_reduce("SUM", x)
 
-    np.testing.assert_array_equal(_compile(host_side, [np.ones(2, np.float32)])[0], [1.0, 1.0])
+    np.testing.assert_array_equal(compile_on_ipu(host_side, [np.ones(2, np.float32)])[0],
+                                  [1.0, 1.0])

@@ -5,24 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import compile_on_ipu, configure_ipus
 
 import ipu_gpu as tf
 from ipu_gpu.emulation import context, engine
-from ipu_gpu.ipu import config, ipu_compiler, loops, scopes
+from ipu_gpu.ipu import loops
 
 
 pytestmark = pytest.mark.usefixtures("fresh_ipu_system")
-
-
-def _configure(n=1):
-    cfg = config.IPUConfig()
-    cfg.auto_select_ipus = n
-    cfg.configure_ipu_system()
-
-
-def _compile(fn, inputs=None):
-    with scopes.ipu_scope("/device:IPU:0"):
-        return ipu_compiler.compile(fn, inputs)
 
 
 class FakeQueue:
@@ -117,7 +107,7 @@ def test_infeed_not_dequeued_and_exhaustion():
 
 
 def test_replicas_take_interleaved_elements():
-    _configure(2)
+    configure_ipus(2)
     q = FakeQueue([tf.constant(float(i)) for i in range(8)])
     seen = {}
 
@@ -129,7 +119,7 @@ def test_replicas_take_interleaved_elements():
         seen[context.current().replica_index] = float(total)
         return total
 
-    out = _compile(comp)
+    out = compile_on_ipu(comp)
     assert seen == {0: 0 + 2 + 4 + 6, 1: 1 + 3 + 5 + 7}
     assert float(out[0]) == 12.0
 
@@ -137,7 +127,7 @@ def test_replicas_take_interleaved_elements():
 def test_documented_outfeed_example_with_real_feeds():
     outfeed_mod = pytest.importorskip("ipu_gpu.ipu.ipu_outfeed_queue")
     infeed_mod = pytest.importorskip("ipu_gpu.ipu.ipu_infeed_queue")
-    _configure(1)
+    configure_ipus(1)
     data = [np.full((4, 4), i, np.float32) for i in range(10)] * 2
     infeed = infeed_mod.IPUInfeedQueue(data)
     outfeed = outfeed_mod.IPUOutfeedQueue()
@@ -150,7 +140,7 @@ def test_documented_outfeed_example_with_real_feeds():
     def my_net(v):
         return loops.repeat(20, body, (v), infeed_queue=infeed)
 
-    res = _compile(my_net, [np.ones((4, 4), np.float32)])
+    res = compile_on_ipu(my_net, [np.ones((4, 4), np.float32)])
     outfed = np.asarray(outfeed.dequeue())
     assert outfed.shape == (20, 4, 4)
     assert outfed[5, 0, 0] == 16 and outfed[-1, 0, 0] == 91
