@@ -425,3 +425,38 @@ def test_where_matches_tensorflow(real_tf):
     for args in ((c,), (c, x, -x), (c[0], x, np.float32(7)), (c[:, :1], x, x[0])):
         np.testing.assert_array_equal(_np(tf.where(*args)), real_tf.where(*args).numpy())
     np.testing.assert_array_equal(_np(tf.where(c[0], 1, 2)), real_tf.where(c[0], 1, 2).numpy())
+
+
+# ---- tf.math.segment_sum ------------------------------------------------------------------------
+def test_segment_sum_sums_sorted_segments():
+    d = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    np.testing.assert_array_equal(tf.math.segment_sum(d, [0, 0, 2]).numpy(),
+                                  [[4.0, 6.0], [0.0, 0.0], [5.0, 6.0]])
+    assert tf.math.segment_sum(np.zeros((0, 2), np.float32), np.zeros(0, np.int32)).shape == (0, 2)
+    x = tf.constant(d)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.math.segment_sum(x, [0, 0, 1])
+    g = tape.gradient(y, x, output_gradients=tf.constant([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_array_equal(g.numpy(), [[1.0, 2.0], [1.0, 2.0], [3.0, 4.0]])
+
+
+@pytest.mark.parametrize(("ids", "error", "match"), [
+    ([1, 0, 2], "InvalidArgumentError", "segment ids are not increasing"),
+    ([-1, 0, 0], "InvalidArgumentError", r"Segment id -1 out of range"),
+    ([0, 0], "InvalidArgumentError", "same size as dimension 0"),
+    ([[0, 0, 1]], "InvalidArgumentError", "should be a vector"),
+    ([0.0, 0.0, 1.0], "TypeError", "segment_ids must be int32 or int64"),
+])
+def test_segment_sum_errors_as_tensorflow(ids, error, match):
+    kind = TypeError if error == "TypeError" else tf.errors.InvalidArgumentError
+    with pytest.raises(kind, match=match):
+        tf.math.segment_sum(np.ones((3, 2), np.float32), ids)
+
+
+def test_segment_sum_matches_tensorflow(real_tf):
+    rng = np.random.default_rng(4)
+    d = rng.standard_normal((20, 3)).astype(np.float32)
+    ids = np.sort(rng.integers(0, 7, 20)).astype(np.int32)
+    np.testing.assert_allclose(tf.math.segment_sum(d, ids).numpy(),
+                               real_tf.math.segment_sum(d, ids).numpy(), rtol=1e-6, atol=1e-6)

@@ -171,6 +171,40 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     return _UNSORTED_SEGMENT_SUM(data, segment_ids, num_segments=count)
 
 
+def segment_sum(data, segment_ids, name=None):
+    """``output[i] = sum(data[j])`` over the ``j`` with ``segment_ids[j] == i``
+    (``tf.math.segment_sum``): ``segment_ids`` is a sorted int32/int64 vector, one id per row
+    of ``data``; the output has ``max(segment_ids) + 1`` rows (0 for empty ids), 0 for ids
+    that do not occur. Reads the ids on the host (the output's size depends on them). The
+    gradient is ``unsorted_segment_sum``'s.
+
+    Raises:
+      InvalidArgumentError: ``segment_ids`` not a vector, not one id per row of ``data``, not
+        sorted, or negative (TF's messages).
+      TypeError: a non-integer ``segment_ids``.
+    """
+    from ..core.convert import convert_to_tensor
+
+    ids_t = convert_to_tensor(segment_ids)
+    if ids_t.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"segment_sum: segment_ids must be int32 or int64, got {ids_t.dtype}")
+    ids = ids_t.numpy()
+    data_t = convert_to_tensor(data)
+    if ids.ndim != 1:
+        raise InvalidArgumentError("segment_sum: segment_ids should be a vector.")
+    if data_t.ndim == 0 or ids.shape[0] != data_t.shape[0]:
+        raise InvalidArgumentError("segment_sum: segment_ids should be the same size as "
+                                   "dimension 0 of input.")
+    if ids.size and ids[0] < 0:
+        raise InvalidArgumentError(f"segment_sum: Segment id {int(ids[0])} out of range "
+                                   f"[0, {int(ids[-1]) + 1}), possibly because 'segment_ids' "
+                                   "input is not sorted.")
+    if ids.size > 1 and (np.diff(ids) < 0).any():
+        raise InvalidArgumentError("segment_sum: segment ids are not increasing")
+    count = int(ids[-1]) + 1 if ids.size else 0
+    return unsorted_segment_sum(data_t, ids_t, count)
+
+
 # ---- einsum -------------------------------------------------------------------------------------
 _LABELS = frozenset(string.ascii_letters)
 
