@@ -70,6 +70,11 @@ IMPL_ORDER = ["ipu_gpu", "kernel", "torch", "numpy", "tensorflow",
               "ipu_gpu_cupy", "torch_cuda", "cupy"]
 # The issues' goals: (group prefix, peer, largest allowed ipu_gpu / peer time, what it is).
 TARGETS = [
+    ("data-slices_shuffle_batch-", "tensorflow", 1.0, "tf.data from_tensor_slices -> shuffle -> "
+     "batch -> repeat -> prefetch on MNIST-shaped arrays at >= 1.0× real tf.data's elements/s "
+     "(issue 14)"),
+    ("data-slices_shuffle_map_batch-", "tensorflow", 2.0, "the same with map(cast and scale) "
+     "before batch at >= 0.5× real tf.data's elements/s (issue 14)"),
     ("mlp_train_step", "torch", 1.5, "MLP training step within 1.5× torch eager CPU (issue 2)"),
     ("ctc_loss_fwd_bwd", "torch", 0.5, "CTC loss fwd+bwd at most 0.5× torch's time (issue 3)"),
     ("ctc_loss_fwd_bwd", "torch_cuda", 0.7,
