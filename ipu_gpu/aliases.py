@@ -241,8 +241,9 @@ class AliasModule(types.ModuleType):
         if not found:
             raise AttributeError(f"module {name!r} has no attribute {attr!r}: "
                                  f"{_not_emulated(name + '.' + attr)}")
-        if name != "tensorflow":  # the root's names follow the TensorFlow version
-            self.__dict__[attr] = value
+        self.__dict__[attr] = value  # later reads skip __getattr__
+        if name == "tensorflow":  # the root's names follow the TensorFlow version
+            _root_cached.add(attr)
         return value
 
     def __dir__(self):
@@ -291,6 +292,19 @@ def _wrap_module(name: str, target) -> AliasModule:
 
 
 _private_modules: dict = {}
+_root_cached: set = set()  # names cached on the `tensorflow` alias for the current version
+
+
+def _forget_root_names() -> None:
+    """Drop the names the `tensorflow` alias cached: the TensorFlow version changed."""
+    for module in (sys.modules.get("tensorflow"), _private_modules.get("tensorflow")):
+        if isinstance(module, AliasModule):
+            for attr in _root_cached:
+                module.__dict__.pop(attr, None)
+    _root_cached.clear()
+
+
+behavior.on_change(_forget_root_names)
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -340,7 +354,9 @@ def install(tf_version: int | None = None) -> None:
     if tf_version not in (1, 2, None):
         raise ValueError(f"install: tf_version must be 1, 2 or None, got {tf_version!r}")
     with _state.lock:
-        _state.forced_version = tf_version
+        if tf_version != _state.forced_version:
+            _state.forced_version = tf_version
+            _forget_root_names()
         if _state.installed:
             return
         for name in [n for n in sys.modules if _aliased(n)]:
@@ -366,6 +382,7 @@ def uninstall() -> None:
         _state.stashed.clear()
         _state.installed = False
         _state.forced_version = None
+        _root_cached.clear()
 
 
 def is_installed() -> bool:

@@ -100,6 +100,9 @@ def test_tf1_switches_change_what_tensorflow_shows(hooked):
     assert tf.disable_v2_behavior is behavior.disable_v2_behavior
     tf.enable_v2_behavior()
     assert tf.__version__ == "2.6.3"
+    assert not hasattr(tf, "disable_v2_behavior")  # names cached for TF1 are dropped
+    aliases.install(tf_version=1)  # forcing a version drops them too
+    assert tf.disable_v2_behavior is behavior.disable_v2_behavior
 
 
 def test_install_forcing_a_version(hooked):

@@ -8,6 +8,7 @@ aliases read the mark to choose what ``import tensorflow`` shows (``ipu_gpu.alia
 from __future__ import annotations
 
 _version: int | None = None
+_listeners: list = []  # called with no arguments when the version changes
 
 
 def tf_version() -> int | None:
@@ -20,7 +21,17 @@ def set_tf_version(version: int | None) -> None:
     global _version
     if version not in (1, 2, None):
         raise ValueError(f"set_tf_version: version must be 1, 2 or None, got {version!r}")
+    changed = version != _version
     _version = version
+    if changed:
+        for listener in list(_listeners):
+            listener()
+
+
+def on_change(listener) -> None:
+    """Call ``listener()`` whenever the recorded version changes (the import aliases drop
+    the names they cached for the old version)."""
+    _listeners.append(listener)
 
 
 def disable_v2_behavior() -> None:
