@@ -7,9 +7,10 @@ math and ``nn``. Importing compiles nothing and never imports cupy.
 
 from . import errors, math, nn
 from . import ops as _ops  # noqa: F401  # registers every op
-from . import data, debugging, distribute, io, linalg, random, summary, train
+from . import data, debugging, distribute, io, linalg, random, sparse, summary, train
 from . import tf_config as config
 from .core.spec import TensorSpec, string
+from .io.sparse import SparseTensor
 from .core.spec import TensorShape as TensorShape  # tf.TensorShape: None dims, unknown rank
 from .debugging import Assert, assert_equal, assert_greater, assert_less, assert_rank
 from .device import DeviceSpec, device
@@ -58,7 +59,8 @@ __all__ = [
     # issue 14: tf.data, tf.io, tf.random, tf.function and the program-level surface
     "Assert", "DeviceSpec", "TensorSpec", "assert_equal", "assert_greater", "assert_less",
     "assert_rank", "config", "data", "debugging", "device", "distribute", "function", "io",
-    "numpy_function", "print", "py_function", "random", "string", "summary", "train",
+    "numpy_function", "print", "py_function", "random", "sparse", "SparseTensor", "string",
+    "summary", "train",
     # issue 14: array ops
     "broadcast_to", "eye", "linspace", "meshgrid", "pad", "rank", "reverse", "roll", "shape",
     "size", "slice", "strided_slice", "tile", "unstack",

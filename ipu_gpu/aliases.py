@@ -72,6 +72,7 @@ TABLE: dict[str, Alias] = {
     "tensorflow.debugging": Alias("ipu_gpu.debugging"),
     "tensorflow.summary": Alias("ipu_gpu.summary"),
     "tensorflow.linalg": Alias("ipu_gpu.linalg"),
+    "tensorflow.sparse": Alias("ipu_gpu.sparse"),
     "tensorflow.keras": Alias("ipu_gpu.keras", recursive=True),
     "tensorflow.python": Alias(NAMESPACE),
     "tensorflow.python.ipu": Alias("ipu_gpu.ipu", recursive=True),

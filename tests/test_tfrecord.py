@@ -338,3 +338,54 @@ def test_gfile(tmp_path):
     iio.gfile.remove(str(p))
     with pytest.raises(iio.NotFoundError):
         iio.gfile.GFile(str(p)).read()
+
+
+# ---- VarLenFeature in a dataset: tf.sparse.to_dense ----------------------------------------------
+def _varlen_records(path):
+    with iio.TFRecordWriter(str(path)) as w:
+        for values in ([1, 2, 3], [4], []):
+            w.write(iio.Example(features=iio.Features(feature={"v": iio.Feature(
+                int64_list=iio.Int64List(value=values))})).SerializeToString())
+
+
+def test_varlen_features_densify_inside_map_as_tf_programs_do(tmp_path):
+    import ipu_gpu as tf
+
+    _varlen_records(tmp_path / "r.tfrecord")
+
+    def parse(record):
+        ex = tf.io.parse_single_example(record, {"v": tf.io.VarLenFeature(tf.int64)})
+        return tf.sparse.to_dense(ex["v"])
+
+    ds = tf.data.TFRecordDataset(str(tmp_path / "r.tfrecord")).map(parse)
+    assert [list(e) for e in ds.as_numpy_iterator()] == [[1, 2, 3], [4], []]
+    assert isinstance(tf.io.parse_single_example(
+        next(iter(tf.data.TFRecordDataset(str(tmp_path / "r.tfrecord")))),
+        {"v": tf.io.VarLenFeature(tf.int64)})["v"], tf.SparseTensor)
+
+
+def test_a_sparse_dataset_component_is_refused_with_the_fix_in_the_message(tmp_path):
+    import ipu_gpu as tf
+
+    _varlen_records(tmp_path / "r.tfrecord")
+    ds = tf.data.TFRecordDataset(str(tmp_path / "r.tfrecord")).map(
+        lambda r: tf.io.parse_single_example(r, {"v": tf.io.VarLenFeature(tf.int64)})["v"])
+    with pytest.raises(NotImplementedError, match="SparseTensor components are not supported.*"
+                       "tf.sparse.to_dense"):
+        list(ds.as_numpy_iterator())
+
+
+def test_to_dense_errors_and_default(real_tf):
+    import ipu_gpu as tf
+
+    sp = tf.SparseTensor([[0, 1], [2, 0]], np.array([5, 6], np.int64), [3, 2])
+    got = tf.sparse.to_dense(sp, default_value=-1).numpy()
+    want = real_tf.sparse.to_dense(real_tf.SparseTensor([[0, 1], [2, 0]], np.array(
+        [5, 6], np.int64), [3, 2]), default_value=-1).numpy()
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match="sp_input must be a SparseTensor"):
+        tf.sparse.to_dense(np.zeros(3))
+    with pytest.raises(errors.InvalidArgumentError, match=r"indices\[1\] = \[3, 0\] is out of "
+                       "bounds"):
+        tf.sparse.to_dense(tf.SparseTensor([[0, 1], [3, 0]], np.array([5, 6], np.int64),
+                                           [3, 2]))

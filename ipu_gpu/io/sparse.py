@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core.spec import TensorShape
 from ..core.tensor import Tensor, wrap
+from ..errors import InvalidArgumentError
 
 __all__ = ["SparseTensor", "to_dense"]
 
@@ -50,13 +51,20 @@ class SparseTensor:
 def to_dense(sp_input: SparseTensor, default_value=None, validate_indices=True, name=None):
     """``tf.sparse.to_dense``: the dense Tensor, ``default_value`` (0, or b"" for strings)
     where no index is given."""
+    if not isinstance(sp_input, SparseTensor):
+        raise TypeError(f"to_dense: sp_input must be a SparseTensor, got "
+                        f"{type(sp_input).__name__}")
     values = sp_input.values._value
     shape = tuple(int(d) for d in sp_input.dense_shape._value)
+    idx = sp_input.indices._value
+    if validate_indices and len(idx) and ((idx < 0).any() or (idx >= np.asarray(shape)).any()):
+        bad = int(np.argmax(((idx < 0) | (idx >= np.asarray(shape))).any(axis=1)))
+        raise InvalidArgumentError(f"to_dense: indices[{bad}] = {idx[bad].tolist()} is out of "
+                                   f"bounds: need 0 <= index < {list(shape)}")
     if default_value is None:
         default_value = b"" if values.dtype == object else 0
     out = np.empty(shape, dtype=values.dtype)
     out[...] = default_value
-    idx = sp_input.indices._value
     if len(idx):
         out[tuple(idx.T)] = values
     return wrap(out)
