@@ -15,6 +15,8 @@ import pathlib
 import cupy
 import numpy as np
 
+from ._ctc_beams import effective_beam_width
+
 _SOURCE = pathlib.Path(__file__).with_name("cuda") / "ctc_decoder.cu"
 _KERNELS: dict = {}
 
@@ -35,18 +37,6 @@ def block_threads(beam_width: int, num_classes: int) -> int:
     [32, 1024]."""
     n = min(beam_width * num_classes, MAX_THREADS)
     return max(MIN_THREADS, 1 << max(n - 1, 0).bit_length())
-
-
-def effective_beam_width(beam_width: int, num_classes: int, max_time: int) -> int:
-    """The beams that can ever be valid: a step has at most nvalid * C candidates, so at
-    most C**max_time beams exist. Narrowing the beam to that count changes nothing (the
-    candidate order, copies then extends by symbol then beam, does not depend on it)."""
-    bound = 1
-    for _ in range(max_time):
-        bound *= num_classes
-        if bound >= beam_width:
-            return beam_width
-    return min(beam_width, bound)
 
 
 def ctc_beam_search(log_probs, lengths, beam_width, blank, probs, out_lengths, decoded):

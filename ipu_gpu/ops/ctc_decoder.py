@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core.registry import check_allocation, format_bytes, host_memory_bytes, register
 from ..errors import InvalidArgumentError, ResourceExhaustedError
+from ..kernels._ctc_beams import effective_beam_width
 from ._util import quiet, require_int
 
 _DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -27,19 +28,6 @@ def _require_int_arg(op: str, arg: str, value) -> int:
         raise InvalidArgumentError(f"{op}: {arg} must be in int32 range (an op attribute), "
                                    f"got {value}")
     return int(value)
-
-
-def _live_beams(beam_width: int, num_classes: int, steps: int) -> int:
-    """The beams that can ever be valid: a step has at most nvalid * C candidates, so at
-    most C**steps beams exist. Narrowing the beam to that count changes no result (the
-    candidate order, copies then extends by symbol then beam, does not depend on it), and
-    lets a beam_width far beyond the input run, as in TF."""
-    bound = 1
-    for _ in range(steps):
-        bound *= num_classes
-        if bound >= beam_width:
-            return beam_width
-    return min(beam_width, bound)
 
 
 def _beam_bytes(max_time: int, num_classes: int) -> int:
@@ -106,7 +94,7 @@ def _forward(from_logits: bool, op: str, lengths_arg: str):
                 bad = lo if lo < 0 else hi
                 raise ValueError(f"{op}: {lengths_arg} must be in [0, {max_time}] "
                                  f"(max_time), got {bad}")
-        width = _live_beams(beam_width, num_classes, hi)
+        width = effective_beam_width(beam_width, num_classes, hi)
         _check_memory(op, xp, beam_width, width, top_paths, max_time, batch, num_classes)
         x = xp.ascontiguousarray(data, dtype=xp.float32)  # float16 computes in float32
         if from_logits:
