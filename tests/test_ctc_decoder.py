@@ -438,9 +438,9 @@ def test_tf_refuses_beam_width_beyond_int32(real_tf):
 def test_beam_state_too_large_for_the_host(decode, monkeypatch, no_decoding):
     # 100 steps of 5 classes: every beam can exist, and 2**31 - 1 beams of 900 bytes each
     # (1.76 TiB) cannot; the error names beam_width and the largest that would fit
-    from ipu_gpu.core import registry
+    from ipu_gpu.core import allocation
 
-    monkeypatch.setattr(registry, "_host_memory", [64 << 30])  # any host below 1.76 TiB
+    monkeypatch.setattr(allocation, "_host_memory", [64 << 30])  # any host below 1.76 TiB
     x = np.zeros((100, 2, 5), np.float32)
     lengths = np.array([100, 7], np.int32)
     with pytest.raises(ipu_gpu.errors.ResourceExhaustedError,
@@ -452,9 +452,9 @@ def test_beam_state_too_large_for_the_host(decode, monkeypatch, no_decoding):
 
 
 def test_beam_state_limit_follows_host_memory(monkeypatch, no_decoding):
-    from ipu_gpu.core import registry
+    from ipu_gpu.core import allocation
 
-    monkeypatch.setattr(registry, "_host_memory", [900 * 1000])  # 1000 beams of T=100, C=5
+    monkeypatch.setattr(allocation, "_host_memory", [900 * 1000])  # 1000 beams of T=100, C=5
     x = np.zeros((100, 1, 5), np.float32)
     with pytest.raises(ipu_gpu.errors.ResourceExhaustedError,
                        match=r"beam_width must be at most 1000 for max_time 100 .* got 1001$"):
@@ -465,9 +465,9 @@ def test_beam_state_limit_follows_host_memory(monkeypatch, no_decoding):
 
 @pytest.mark.parametrize("decode", _DECODERS)
 def test_top_paths_too_large_for_the_host(decode, monkeypatch, no_decoding):
-    from ipu_gpu.core import registry
+    from ipu_gpu.core import allocation
 
-    monkeypatch.setattr(registry, "_host_memory", [16 << 20])  # a 16 MiB host
+    monkeypatch.setattr(allocation, "_host_memory", [16 << 20])  # a 16 MiB host
     with pytest.raises(ipu_gpu.errors.ResourceExhaustedError,
                        match=rf"^{decode.__name__}: OOM when allocating tensor with "
                              rf"shape\[2,1048576,4\] and type int32 on CPU \(decoded_labels "

@@ -14,7 +14,7 @@ import pytest
 
 import ipu_gpu as tf
 from ipu_gpu import errors
-from ipu_gpu.core import registry
+from ipu_gpu.core import allocation, registry
 from ipu_gpu.emulation import memory
 from ipu_gpu.ipu import config, embedding_ops, ipu_compiler, scopes
 
@@ -79,8 +79,8 @@ def test_range_of_2_to_the_40_is_int64_and_raises_at_once():
 
 
 def test_host_limit_is_checked_before_allocating(monkeypatch):
-    monkeypatch.setattr(registry, "_host_memory", [1 << 20])  # a 1 MiB host
-    assert registry.host_memory_bytes() == 1 << 20
+    monkeypatch.setattr(allocation, "_host_memory", [1 << 20])  # a 1 MiB host
+    assert allocation.host_memory_bytes() == 1 << 20
     assert tf.zeros([1 << 18]).shape == (1 << 18,)  # exactly 1 MiB fits
     with pytest.raises(errors.ResourceExhaustedError,
                        match=r"^zeros: OOM when allocating tensor with shape\[262145\] and type "
@@ -96,7 +96,7 @@ def test_host_limit_is_checked_before_allocating(monkeypatch):
 
 
 def test_host_memory_bytes_reads_the_machine():
-    n = registry.host_memory_bytes()
+    n = allocation.host_memory_bytes()
     assert n is None or n > 1 << 26
 
 

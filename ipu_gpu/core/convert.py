@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from . import backend, dtypes
+from .allocation import allocation_failure, check_allocation
 from .tensor import Tensor, wrap
 
 _KDL_CPU = 1
@@ -204,7 +205,6 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     try:
         return wrap(_constant_array(value, dtype, shape))
     except (MemoryError, ValueError) as e:
-        from .registry import allocation_failure  # registry imports this module
 
         err = allocation_failure("constant", e, backend.default_xp())
         if err is None:
@@ -232,7 +232,6 @@ def _constant_array(value, dtype, shape):
     if shape is not None:
         shape = tuple(int(s) for s in shape)
         if a.size == 1:
-            from .registry import check_allocation  # registry imports this module
 
             axp = xp_of_array(a)
             check_allocation("constant", axp, shape, a.dtype)

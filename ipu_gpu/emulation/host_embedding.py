@@ -47,7 +47,7 @@ import numpy as np
 
 from ..core import backend, dtypes
 from ..core.convert import convert_to_tensor
-from ..core.registry import AllocationGuard, check_allocation
+from ..core.allocation import AllocationGuard, check_allocation
 from ..core.tensor import Tensor, Variable
 from ..ops import embedding as _embedding
 from ..ops.math import clip_by_value

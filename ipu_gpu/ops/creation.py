@@ -6,7 +6,8 @@ import numpy as np
 
 from ..core import backend, dtypes
 from ..core.convert import to_array
-from ..core.registry import AllocationGuard, check_allocation, register
+from ..core.allocation import AllocationGuard, check_allocation
+from ..core.registry import register
 from ..core.tensor import Tensor, wrap
 from ..errors import InvalidArgumentError
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.registry import check_allocation, format_bytes, host_memory_bytes, register
+from ..core.allocation import check_allocation, format_bytes, host_memory_bytes
+from ..core.registry import register
 from ..errors import InvalidArgumentError, ResourceExhaustedError
-from ..kernels._ctc_beams import effective_beam_width
 from ._util import quiet, require_int
 
 _DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -94,6 +94,8 @@ def _forward(from_logits: bool, op: str, lengths_arg: str):
                 bad = lo if lo < 0 else hi
                 raise ValueError(f"{op}: {lengths_arg} must be in [0, {max_time}] "
                                  f"(max_time), got {bad}")
+        from ..kernels._ctc_beams import effective_beam_width  # kernels load lazily
+
         width = effective_beam_width(beam_width, num_classes, hi)
         _check_memory(op, xp, beam_width, width, top_paths, max_time, batch, num_classes)
         x = xp.ascontiguousarray(data, dtype=xp.float32)  # float16 computes in float32

@@ -48,7 +48,8 @@ import numpy as np
 
 from ..core import backend, dtypes
 from ..core.convert import to_array
-from ..core.registry import check_allocation, register
+from ..core.allocation import check_allocation
+from ..core.registry import register
 from ..core.tensor import Tensor, Variable, wrap
 from ..emulation import context
 from ..errors import InvalidArgumentError
