@@ -84,3 +84,40 @@ def test_data_throughput(run, ipu_backend, benchmark, case, impl):
         if pair:
             benchmark.extra_info["paired"]["elements_per_second"] = (
                 BATCH * BATCHES / pair["median"])
+
+
+# ---- TFRecord files: the framing and its CRC-32C kernel ------------------------------------------
+RECORDS, RECORD_BYTES = 2000, 4096
+
+
+@pytest.fixture(scope="module")
+def tfrecord_file(tmp_path_factory):
+    """RECORDS records of RECORD_BYTES random bytes, written by ipu_gpu (TF reads them too)."""
+    path = str(tmp_path_factory.mktemp("tfrecord") / "data.tfrecord")
+    g = rng(12)
+    with ipu_gpu.io.TFRecordWriter(path) as w:
+        for _ in range(RECORDS):
+            w.write(g.integers(0, 256, RECORD_BYTES, dtype=np.uint8).tobytes())
+    return path
+
+
+def _reader(impl, path):
+    data = ipu_gpu.data if impl == "ipu_gpu" else require("tensorflow").tf.data
+
+    def read():
+        n = 0
+        for _record in data.TFRecordDataset(path):
+            n += 1
+        return n
+    return read
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.benchmark(group=f"data-tfrecord_read-{RECORDS}x{RECORD_BYTES}B")
+def test_tfrecord_read(run, ipu_backend, tfrecord_file, impl):
+    """Reading every record (each checksum verified) of one file, against tf.data."""
+    read = _reader(impl, tfrecord_file)
+    assert read() == RECORDS
+    run(read, impl=impl, paired=paired_with(impl, lambda peer: _reader(peer, tfrecord_file),
+                                            peer="tensorflow"),
+        sizes={"records": RECORDS, "record_bytes": RECORD_BYTES})
