@@ -141,9 +141,23 @@ def _follow_first_tensor(inputs, arrays, anchor):
     return first
 
 
+_EXACT_INT = 2**53  # ints a float64 holds exactly (no double rounding on the way)
+_FLOAT_MAX: dict = {}  # float dtype -> its largest finite value, as a Python float
+
+
 def _convert_value(x, follow_dtype, arg, op, xp):
     """Convert a Python value; scalars take ``follow_dtype`` (TF: a Python scalar adopts the
     other operand's dtype) when the value fits it."""
+    tx = type(x)
+    if ((tx is float or (tx is int and -_EXACT_INT <= x <= _EXACT_INT))
+            and follow_dtype is not None and follow_dtype.kind == "f"):
+        # the common case (``lr * g``): a Python number beside a float tensor
+        big = _FLOAT_MAX.get(follow_dtype)
+        if big is None:
+            big = _FLOAT_MAX[follow_dtype] = float(np.finfo(follow_dtype).max)
+        if -big <= x <= big:  # else: the overflow to inf below, as TF, without the warning
+            a = np.array(x, dtype=follow_dtype)
+            return a if xp is None or xp is np else xp.asarray(a)
     if follow_dtype is not None and isinstance(x, (bool, int, float, list, tuple, np.generic)):
         natural = to_array(x, arg=arg, op=op, xp=np)
         if natural.dtype.kind == "f" and follow_dtype.kind in "iub":

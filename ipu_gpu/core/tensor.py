@@ -7,6 +7,7 @@ ops layer fills that table, so this module never imports it.
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from .spec import TensorShape as _SpecShape
 
 OPS: dict = {}  # op name -> public function behind each operator, filled by ipu_gpu.ops
 _next_id = itertools.count(1).__next__
+# sys.getrefcount of a variable's buffer in Variable._update when the variable alone holds
+# it: the variable's slot, _update's local name and getrefcount's own argument.
+_SOLE_OWNER_REFS = 3
 
 
 class TensorShape(tuple):
@@ -348,6 +352,12 @@ class Variable(Tensor):
         return self._name
 
     def _new_value(self, value, how: str):
+        current = self._value
+        if type(value) is Tensor:  # the common case (``v.assign_sub(lr * g)``)
+            v = value._value
+            if (type(v) is type(current) and v.dtype == current.dtype
+                    and v.shape == current.shape):
+                return v
         from .convert import to_array
 
         v = to_array(value, dtype=self._value.dtype, arg="value", op=f"Variable.{how}")
@@ -368,13 +378,25 @@ class Variable(Tensor):
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         """Add ``delta`` to the value. Returns the variable."""
-        self._value = self._value + self._new_value(delta, "assign_add")
+        self._update(self._new_value(delta, "assign_add"), "add")
         return self
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         """Subtract ``delta`` from the value. Returns the variable."""
-        self._value = self._value - self._new_value(delta, "assign_sub")
+        self._update(self._new_value(delta, "assign_sub"), "subtract")
         return self
+
+    def _update(self, delta, ufunc: str):
+        # In place when nothing but this variable holds the buffer (no read Tensor, view,
+        # tape residual or exported array: each would hold a reference), so no earlier read
+        # can change; otherwise a fresh buffer, as assign.
+        value = self._value
+        xp = np if type(value) is np.ndarray else backend.xp_of(value)
+        if (sys.getrefcount(value) <= _SOLE_OWNER_REFS and value.base is None
+                and delta is not value and getattr(value.flags, "writeable", True)):
+            getattr(xp, ufunc)(value, delta, out=value)
+        else:
+            self._value = getattr(xp, ufunc)(value, delta)
 
     def read_value(self) -> Tensor:
         """The current value as a Tensor that gradients flow through to the variable."""

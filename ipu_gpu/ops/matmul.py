@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.registry import register
 from ._util import require_same_dtype, unbroadcast
 
@@ -25,9 +27,9 @@ def _check(a, b, *, transpose_a, transpose_b):
         raise ValueError(f"matmul: b must have {k_a} rows (the inner dimension of a), got "
                          f"{k_b} (a {list(a.shape)}, b {list(b.shape)}, transpose_a={transpose_a}, "
                          f"transpose_b={transpose_b})")
+    if a.ndim == 2 and b.ndim == 2:
+        return
     try:
-        import numpy as np
-
         np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise ValueError(f"matmul: b's batch dimensions {list(b.shape[:-2])} must broadcast with "

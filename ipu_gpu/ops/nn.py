@@ -19,13 +19,18 @@ from ._util import (astype, broadcast_shape, check_axis, normalize_axis, quiet, 
 from .math import _erfc, _sigmoid  # the array functions behind tf.math.erfc and sigmoid
 
 
-def _activation(name, fn, grad, static_check=None):
+def _activation(name, fn, grad, static_check=None, warns=True):
+    """Register an activation; ``warns=False``: ``fn`` raises no floating-point warnings, so it
+    runs without numpy's errstate context (a few microseconds an op)."""
     def check(x, **static):
         require_float(name, "features", x)
         if static_check:
             static_check(**static)
 
     def forward(k, xp, x, **static):
+        if not warns:
+            y = fn(xp, x, **static)
+            return y, (x, y)
         with quiet(xp):
             y = fn(xp, x, **static)
         return y, (x, y)
@@ -43,13 +48,37 @@ def _check_alpha(alpha):
         raise TypeError(f"leaky_relu: alpha must be a number, got {alpha!r}")
 
 
+_ELEMENTWISE_CPU = []  # the kernel module, imported on first use (it loads Numba)
+
+
+def _elementwise_cpu(xp, *arrays):
+    """The one-pass CPU kernels when they take these arrays (numpy, contiguous, float32/64),
+    else None (cupy arrays, Tensors of a nested tape, float16, strided views)."""
+    if xp is not np:
+        return None
+    if not _ELEMENTWISE_CPU:
+        from ..kernels import elementwise_cpu
+
+        _ELEMENTWISE_CPU.append(elementwise_cpu)
+    k = _ELEMENTWISE_CPU[0]
+    return k if k.fits(*arrays) else None
+
+
+def _relu(xp, x):
+    k = _elementwise_cpu(xp, x)
+    return k.relu(x) if k is not None else xp.maximum(x, 0)
+
+
 def _relu_grad(xp, g, x, y):
     # TF's ReluGrad multiplies by the mask (NaN in g stays NaN); a multiply has no
     # data-dependent branch, unlike where(), which mispredicts on random signs.
+    k = _elementwise_cpu(xp, g, x)
+    if k is not None and g.shape == x.shape:
+        return k.relu_grad(g, x)
     return g * astype(xp, x > 0, g.dtype)
 
 
-_RELU = _activation("relu", lambda xp, x: xp.maximum(x, 0), _relu_grad)
+_RELU = _activation("relu", _relu, _relu_grad, warns=False)
 _LEAKY_RELU = _activation(
     "leaky_relu", lambda xp, x, alpha: xp.where(x > 0, x, x * alpha),
     lambda xp, g, x, y, alpha: xp.where(x > 0, g, g * alpha), _check_alpha)
@@ -297,6 +326,10 @@ def _bias_shape(ndim, data_format, c):
 
 
 def _bias_add_forward(k, xp, value, bias, *, data_format):
+    axis = _channel_axis(value.ndim, data_format)
+    k = _elementwise_cpu(xp, value, bias) if axis == value.ndim - 1 else None
+    if k is not None:
+        return k.bias_add_last(value, bias), (value.shape, bias.shape)
     shape = _bias_shape(value.ndim, data_format, bias.shape[0])
     with quiet(xp):  # inf + -inf is NaN without a warning, as TF
         out = value + xp.reshape(bias, shape)

@@ -4,6 +4,8 @@ and norm."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import dtypes
@@ -49,8 +51,8 @@ def _sum(xp, x, axes, keepdims):
 
 def _count(shape, axes):
     if axes is None:
-        return int(np.prod(shape, dtype=np.int64))
-    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+        return math.prod(shape)
+    return math.prod(shape[a] for a in axes)
 
 
 def _mean(xp, x, axes, keepdims):
@@ -63,6 +65,8 @@ def _mean(xp, x, axes, keepdims):
         return xp.where(s < 0, -q, q).astype(x.dtype)
     acc = dtypes.float32 if x.dtype == dtypes.float16 else x.dtype
     s = xp.sum(x, axis=axes, keepdims=keepdims, dtype=acc)
+    if n:
+        return (s / acc.type(n)).astype(x.dtype, copy=False)
     with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is NaN, as TF
         return (s / acc.type(n)).astype(x.dtype, copy=False)
 

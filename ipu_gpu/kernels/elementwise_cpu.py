@@ -1,0 +1,67 @@
+"""One-pass elementwise kernels for the training step's activations on the CPU (Numba).
+
+Each writes its output in one pass with no temporaries: numpy's ``maximum(x, 0)`` ran 5x
+slower than a copy of the same bytes on an AMD EPYC (its NaN-propagating loop does not
+vectorise there), ``g * (x > 0)`` builds a mask array first, and ``x + b`` with a broadcast
+bias is a strided loop. The loops are serial on purpose: at activation sizes they take
+tens of microseconds, less than an OpenMP launch and the spinning threads it leaves behind
+to stall the next BLAS call (indexing_cpu.py). Arguments are C-contiguous float32/float64
+arrays viewed as 1-D (``ravel``); callers fall back to numpy for anything else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+def fits(*arrays) -> bool:
+    """Whether the kernels here take these arrays: C-contiguous, one float32/float64 dtype."""
+    d = arrays[0].dtype
+    return (d == np.float32 or d == np.float64) and all(
+        a.dtype == d and a.flags.c_contiguous for a in arrays)
+
+
+@njit(cache=True, nogil=True)
+def _relu(x, out):
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v if not v <= 0 else 0  # NaN stays NaN, as numpy's maximum and TF's Relu
+
+
+def relu(x):
+    """max(x, 0) elementwise, NaN propagated; x as ``fits`` requires."""
+    out = np.empty_like(x)
+    _relu(x.reshape(-1), out.reshape(-1))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _relu_grad(g, x, out):
+    one, zero = g.dtype.type(1), g.dtype.type(0)
+    for i in range(g.size):
+        out[i] = g[i] * (one if x[i] > 0 else zero)  # a multiply: NaN in g stays NaN, as TF
+
+
+def relu_grad(g, x):
+    """g * (x > 0) elementwise (TF's ReluGrad); g, x of one shape as ``fits`` requires."""
+    out = np.empty_like(g)
+    _relu_grad(g.reshape(-1), x.reshape(-1), out.reshape(-1))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _add_rows(x, b, out):
+    n, c = x.shape
+    for r in range(n):
+        for j in range(c):
+            out[r, j] = x[r, j] + b[j]
+
+
+def bias_add_last(x, b):
+    """x + b with the 1-D ``b`` added along x's last axis; as ``fits`` requires."""
+    out = np.empty_like(x)
+    if x.size:
+        c = b.shape[0]
+        _add_rows(x.reshape(-1, c), b, out.reshape(-1, c))
+    return out

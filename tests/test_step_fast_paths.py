@@ -1,0 +1,136 @@
+"""The training step's fast paths give the numbers and the semantics of the general paths:
+the one-pass elementwise kernels (relu, its gradient, bias_add), in-place variable updates,
+Python scalars beside float tensors, and the pooled host allocator."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import ipu_gpu as tf
+from ipu_gpu.core import host_memory
+from ipu_gpu.kernels import elementwise_cpu
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3.0, -3.0])
+
+
+def _inputs(dtype, shape, seed):
+    g = np.random.default_rng(seed)
+    x = g.standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[: min(flat.size, SPECIALS.size)] = SPECIALS[: flat.size]
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (7,), (256, 512), (2, 3, 4, 5)])
+def test_relu_kernels_match_numpy(dtype, shape):
+    x = _inputs(dtype, shape, 1)
+    g = _inputs(dtype, shape, 2)[::-1].copy() if len(shape) == 1 else _inputs(dtype, shape, 2)
+    with np.errstate(invalid="ignore"):
+        want_y = np.maximum(x, 0)
+        want_g = g * (x > 0).astype(dtype)
+    np.testing.assert_array_equal(elementwise_cpu.relu(x), want_y)
+    np.testing.assert_array_equal(elementwise_cpu.relu_grad(g, x), want_g)  # NaN * 0 = NaN
+    assert elementwise_cpu.relu(x).dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 4), (1, 1), (256, 512), (2, 3, 5, 4)])
+def test_bias_add_kernel_matches_numpy(dtype, shape):
+    x = _inputs(dtype, shape, 3)
+    b = _inputs(dtype, shape[-1:], 4)
+    with np.errstate(invalid="ignore"):
+        want = x + b
+    np.testing.assert_array_equal(elementwise_cpu.bias_add_last(x, b), want)
+
+
+def test_kernels_refuse_what_they_do_not_take():
+    a = np.ones((4, 4), np.float32)
+    assert elementwise_cpu.fits(a, a)
+    assert not elementwise_cpu.fits(a[:, ::2])  # strided view: numpy takes it
+    assert not elementwise_cpu.fits(a.astype(np.float16))
+    assert not elementwise_cpu.fits(a, a.astype(np.float64))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "float16"])
+def test_relu_and_bias_add_ops_agree_on_every_path(layout):
+    g = np.random.default_rng(5)
+    x = g.standard_normal((6, 8)).astype(np.float32)
+    b = g.standard_normal(4 if layout == "strided" else 8).astype(np.float32)
+    if layout == "strided":
+        x = x[:, ::2]
+    if layout == "float16":
+        x, b = x.astype(np.float16), b.astype(np.float16)
+    xt, bt = tf.constant(x), tf.Variable(b)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(xt)
+        y = tf.nn.relu(tf.nn.bias_add(xt, bt))
+        loss = tf.reduce_sum(y * y)
+    gx, gb = tape.gradient(loss, [xt, bt])
+    z = x.astype(np.float64) + b
+    want_y = np.maximum(z, 0)
+    dz = 2 * want_y * (z > 0)
+    tol = 1e-2 if layout == "float16" else 1e-6
+    np.testing.assert_allclose(y.numpy(), want_y, rtol=tol, atol=tol)
+    np.testing.assert_allclose(gx.numpy(), dz, rtol=tol, atol=tol)
+    np.testing.assert_allclose(gb.numpy(), dz.sum(axis=0), rtol=tol, atol=10 * tol)
+
+
+def test_assign_sub_in_place_only_when_nothing_else_holds_the_buffer():
+    v = tf.Variable(np.arange(4, dtype=np.float32))
+    held = v.read_value()  # an earlier read keeps its numbers
+    view = np.asarray(v._value)[1:]
+    v.assign_sub(tf.constant(np.ones(4, np.float32)))
+    np.testing.assert_array_equal(held.numpy(), [0, 1, 2, 3])
+    np.testing.assert_array_equal(view, [1, 2, 3])
+    np.testing.assert_array_equal(v.numpy(), [-1, 0, 1, 2])
+    del held, view
+    buf_id = id(v._value)
+    v.assign_add(tf.constant(np.full(4, 2, np.float32)))
+    assert id(v._value) == buf_id  # sole owner: updated in place
+    np.testing.assert_array_equal(v.numpy(), [1, 2, 3, 4])
+    v.assign_sub(v)  # delta is the buffer itself
+    np.testing.assert_array_equal(v.numpy(), [0, 0, 0, 0])
+
+
+def test_in_place_update_does_not_change_tape_residuals():
+    v = tf.Variable(np.array([[2.0]], np.float32))
+    x = tf.constant(np.array([[3.0]], np.float32))
+    with tf.GradientTape() as tape:
+        y = tf.matmul(x, v) * tf.matmul(x, v)
+    v.assign_sub(tf.constant(np.array([[1.0]], np.float32)))  # the tape holds the old value
+    np.testing.assert_allclose(tape.gradient(y, v).numpy(), [[2 * 3 * 3 * 2.0]])
+
+
+def test_assign_errors_unchanged_by_fast_path():
+    v = tf.Variable(np.zeros(3, np.float32))
+    with pytest.raises(TypeError):
+        v.assign_sub(tf.constant(np.zeros(3, np.float64)))
+    with pytest.raises(ValueError, match="shape"):
+        v.assign_sub(tf.constant(np.zeros(4, np.float32)))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("scalar", [0.1, 3, -7, 1e40, -1e40, float("nan"), 2**60, 0.0])
+def test_python_scalar_beside_float_tensor(dtype, scalar):
+    x = tf.constant(np.array([1.5, -2.0], dtype))
+    with np.errstate(over="ignore"):
+        want = np.array([1.5, -2.0], dtype) * np.asarray(scalar, dtype=dtype)
+    got = scalar * x
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_host_memory_pool_is_on_and_can_be_refused(monkeypatch):
+    if sys.platform.startswith("linux"):
+        assert host_memory.pool_host_memory() in (True, False)  # glibc: True; musl: False
+    state = dict(host_memory._state)
+    try:
+        host_memory._state["pooled"] = None
+        monkeypatch.setenv("IPU_GPU_HOST_ALLOCATOR", "system")
+        assert host_memory.pool_host_memory() is False
+    finally:
+        host_memory._state.update(state)
