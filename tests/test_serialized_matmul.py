@@ -1,8 +1,9 @@
 """serialized_matmul (Graphcore's ipu.math_ops.serialized_matmul): every case of Graphcore's
-shape table under every factor against matmul, the split-k order bit for bit, int32 and
-float16, gradients (against plain matmul, finite differences, second derivatives) and the
-split each backward matmul takes, errors with Graphcore's wording, a hypothesis property,
-torch/TF, the GPU twin through the CUDA emulator, and a gpu-marked public-API test."""
+shape table under every factor against matmul, the split-k order bit for bit (also through
+the k split's beta = 1 CBLAS GEMMs, kernels/_blas_gemm.py), int32 and float16, gradients
+(against plain matmul, finite differences, second derivatives) and the split each backward
+matmul takes, errors with Graphcore's wording, a hypothesis property, torch/TF, the GPU twin
+through the CUDA emulator, and a gpu-marked public-API test."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from opdb_serialized_matmul import table_cases
 from reference import serialized_matmul as ref
 
 import ipu_gpu
-from ipu_gpu.kernels import serialized_matmul_cpu
+from ipu_gpu.kernels import _blas_gemm, serialized_matmul_cpu
 from ipu_gpu.ops import serialized_matmul as sm_op
 from ipu_gpu.ops.serialized_matmul import serialized_matmul
 
@@ -349,6 +350,7 @@ def test_backward_matmuls_take_graphcores_split(dim, ta, tb, batch, monkeypatch)
 
     calls, gemms = [], []
     original, product = serialized_matmul_cpu.serialized_matmul, serialized_matmul_cpu._product
+    accumulate = serialized_matmul_cpu._gemm_accumulate
 
     def spy(x, y, dimension, factor, out, reduce_axes=()):
         calls.append((dimension, factor, np.array(x), np.array(y), reduce_axes, len(gemms)))
@@ -358,8 +360,13 @@ def test_backward_matmuls_take_graphcores_split(dim, ta, tb, batch, monkeypatch)
         gemms.append((x.shape, y.shape))
         return product(x, y, out, unreduced, reduce_axes)
 
+    def accumulate_spy(x, y, out):  # the k split's beta = 1 GEMMs (big products only)
+        gemms.append((x.shape, y.shape))
+        return accumulate(x, y, out)
+
     monkeypatch.setattr(serialized_matmul_cpu, "serialized_matmul", spy)
     monkeypatch.setattr(serialized_matmul_cpu, "_product", product_spy)
+    monkeypatch.setattr(serialized_matmul_cpu, "_gemm_accumulate", accumulate_spy)
     _grads(lambda x, y: serialized_matmul(x, y, f, dim, ta, tb), a, b, u)
 
     assert [c[0] for c in calls] == [dim, *GRAPHCORE_GRAD_TABLE[dim][ta, tb]]
@@ -416,6 +423,91 @@ def test_kernel_makes_no_full_size_copies(dim, ta, tb):
     limit = out.nbytes * (1.1 if dim == "a_rows_b_columns" else 0.1)
     assert peak < limit, (dim, peak)
     np.testing.assert_allclose(out, np.matmul(x.astype(np.float64), y), rtol=1e-4, atol=1e-3)
+
+
+# ---- the k split's accumulating GEMMs (beta = 1 through CBLAS, kernels/_blas_gemm.py) -----------
+def _ordered_sum(x, y, f):
+    """((p0 + p1) + p2) + ... with p_i numpy's matmul of slice i."""
+    s = x.shape[-1] // f
+    want = np.matmul(x[..., :s], y[..., :s, :])
+    for i in range(1, f):
+        want = want + np.matmul(x[..., i * s:(i + 1) * s], y[..., i * s:(i + 1) * s, :])
+    return want
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("ta", "tb", "batch"), [(False, False, ()), (True, False, (2,)),
+                                                 (False, True, (2,)), (True, True, ())])
+@pytest.mark.parametrize(("m", "k", "n", "f"), [(256, 1024, 256, 8), (64, 4096, 64, 2)])
+def test_split_k_accumulating_gemms_keep_the_ordered_sum_bitwise(m, k, n, f, ta, tb, batch,
+                                                                 dtype, monkeypatch):
+    """Products big enough for the beta = 1 path (m*n*s = 2**23): still ((p0 + p1) + ...)
+    bit for bit; the path is taken exactly when OpenBLAS runs slice length s as one k-block
+    (s = 128 here; s = 2048 is longer than GEMM_Q on most CPUs: then the buffered adds)."""
+    rng = np.random.default_rng(m + f)
+    a = _normal(rng, batch + ((k, m) if ta else (m, k)), dtype)
+    b = _normal(rng, (n, k) if tb else (k, n), dtype)
+    x, y = _op(a, ta), _op(b, tb)
+    accumulated = []
+    original = serialized_matmul_cpu._gemm_accumulate
+
+    def spy(xi, yi, out):
+        accumulated.append(xi.shape)
+        return original(xi, yi, out)
+
+    monkeypatch.setattr(serialized_matmul_cpu, "_gemm_accumulate", spy)
+    out = np.empty(batch + (m, n), dtype)
+    assert serialized_matmul_cpu.serialized_matmul(x, y, "a_rows_b_columns", f, out) is out
+    np.testing.assert_array_equal(out, _ordered_sum(x, y, f))
+    s = k // f
+    one_pass = _blas_gemm.available(dtype) and _blas_gemm.one_k_block(dtype, s)
+    assert accumulated == ([(m, s)] * ((f - 1) * int(np.prod(batch)))
+                           if one_pass else [])
+    if _blas_gemm.available(dtype):  # GEMM_Q is at least 56 on every CPU OpenBLAS knows
+        assert _blas_gemm.one_k_block(dtype, 32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_k_block_probe_sees_a_split_k(dtype):
+    """The probe tells a k that OpenBLAS cuts into blocks (longer than twice the largest
+    GEMM_Q, 4096) from one it does not."""
+    if not _blas_gemm.available(dtype):
+        pytest.skip("numpy's BLAS exports no CBLAS gemm")
+    assert not _blas_gemm._measure_one_block(np.dtype(dtype), 2 * 4096 + 1)
+    assert _blas_gemm._measure_one_block(np.dtype(dtype), 32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("ta", "tb"), [(False, False), (False, True), (True, False),
+                                        (True, True)])
+def test_blas_gemm_matches_matmul_for_transposes_and_beta(ta, tb, dtype):
+    if not _blas_gemm.available(dtype):
+        pytest.skip("numpy's BLAS exports no CBLAS gemm")
+    rng = np.random.default_rng(14)
+    m, k, n = 7, 5, 6
+    x = _op(_normal(rng, (k + 2, m) if ta else (m, k + 2), dtype), ta)[:, 1:k + 1]
+    y = _op(_normal(rng, (n, k) if tb else (k, n), dtype), tb)
+    big = _normal(rng, (m, n + 3), dtype)
+    before = big.copy()
+    out = big[:, 2:n + 2]  # a row stride wider than n
+    assert _blas_gemm.gemm(x, y, out, 1)
+    np.testing.assert_allclose(out, before[:, 2:n + 2] + x @ y, rtol=1e-5)
+    assert _blas_gemm.gemm(x, y, out, 0)
+    np.testing.assert_allclose(out, x @ y, rtol=1e-5)
+    np.testing.assert_array_equal(big[:, :2], before[:, :2])  # the rest of the rows: untouched
+    np.testing.assert_array_equal(big[:, n + 2:], before[:, n + 2:])
+
+
+def test_blas_gemm_refuses_what_cblas_cannot_take():
+    rng = np.random.default_rng(15)
+    x, y = _normal(rng, (8, 6)), _normal(rng, (6, 4))
+    out = np.zeros((4, 4), np.float32)
+    assert not _blas_gemm.gemm(x[::2, ::2], y[::2], np.zeros((4, 4), np.float32), 1)  # no unit
+    assert not _blas_gemm.gemm(x[:4], y, np.zeros((4, 4), np.float16), 1)  # no float16 gemm
+    assert not _blas_gemm.gemm(x[:4], y.astype(np.float64), out, 1)  # mixed dtypes
+    assert not _blas_gemm.gemm(x[:4, :0], y[:0], out, 1)  # k = 0: the caller's business
+    assert not _blas_gemm.gemm(x[:4], y, np.zeros((4, 8), np.float32)[:, ::2], 1)  # out
+    assert not out.any()  # nothing written
 
 
 # ---- property ------------------------------------------------------------------------------------
