@@ -27,6 +27,9 @@ def _flatten_into(s, out: list) -> None:
 
 def pack_sequence_as(structure, flat):
     """Rebuild ``structure`` with the leaves taken in order from ``flat``."""
+    if type(structure) is list and len(flat) == len(structure) and not any(
+            isinstance(s, (list, tuple, dict)) for s in structure):
+        return list(flat)  # a flat list of leaves (gradient's sources, mostly)
     it = iter(flat)
     result = _pack(structure, it)
     return result

@@ -180,8 +180,10 @@ class GradientTape:
         if self._records is None:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
                                "set of gradients (or jacobians)")
-        unconnected = UnconnectedGradients(getattr(unconnected_gradients, "value",
-                                                   unconnected_gradients))
+        unconnected = (unconnected_gradients
+                       if unconnected_gradients is UnconnectedGradients.NONE
+                       else UnconnectedGradients(getattr(unconnected_gradients, "value",
+                                                         unconnected_gradients)))
         flat_sources = nest.flatten(sources)
         for s in flat_sources:
             if not isinstance(s, Tensor):
@@ -261,10 +263,17 @@ class GradientTape:
                     break
 
         for rec in reversed(records):
-            cots = [grads.get(o) for o in rec.out_ids]
-            if all(c is None for c in cots):
-                continue
-            if not any(i in reach for i in rec.in_ids):
+            out_ids = rec.out_ids
+            if len(out_ids) == 1:  # most ops: one output
+                c = grads.get(out_ids[0])
+                if c is None:
+                    continue
+                cots = [c]
+            else:
+                cots = [grads.get(o) for o in out_ids]
+                if all(c is None for c in cots):
+                    continue
+            if reach.isdisjoint(rec.in_ids):
                 continue
             for j, c in enumerate(cots):
                 if c is None:
@@ -273,15 +282,16 @@ class GradientTape:
                     cots[j] = wrap(z) if nested else z
             needed = None
             if rec.op.partial_backward:  # tell the rule which input gradients are kept
-                needed = tuple(i in reach and _is_float(d)
+                needed = tuple(i in reach and d.kind == "f"
                                for i, d in zip(rec.in_ids, rec.in_dtypes))
             in_grads = _run_backward(rec, cots, nested, needed)
             for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
-                if g is None or node not in reach or not _is_float(dtype):
+                if g is None or dtype.kind != "f" or node not in reach:
                     continue
                 if g.dtype != dtype:
                     g = _cast(g, dtype)
-                accumulate(node, g)
+                old = grads.get(node)
+                grads[node] = g if old is None else old + g
         return grads
 
 
