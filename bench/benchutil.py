@@ -144,6 +144,7 @@ def machine_facts() -> dict:
         "tensorflow": getattr(p.tf, "__version__", None),
         "cupy": getattr(p.cupy, "__version__", None),
     }
+    facts.update(cpu_kernels(p))
     if p.cupy is not None:
         try:
             props = p.cupy.cuda.runtime.getDeviceProperties(0)
@@ -151,6 +152,54 @@ def machine_facts() -> dict:
             facts["gpu"] = name.decode() if isinstance(name, bytes) else name
         except Exception:  # facts only
             pass
+    return facts
+
+
+def vector_isa() -> str:
+    """The widest x86 vector extension the CPU reports (/proc/cpuinfo flags)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        return "?"
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"),
+                       ("sse4_2", "SSE4.2")):
+        if flag in flags:
+            return name + (" (+VNNI)" if flag == "avx512f" and "avx512_vnni" in flags else "")
+    return platform.machine()
+
+
+_CPU_KERNELS: dict | None = None
+
+
+def cpu_kernels(p) -> dict:
+    """Which BLAS and which BLAS kernel each library runs on this CPU (threadpoolctl for the
+    BLAS libraries loaded in this process; torch's own report for torch), as strings."""
+    global _CPU_KERNELS
+    if _CPU_KERNELS is not None:
+        return _CPU_KERNELS
+    facts = {"vector_isa": vector_isa()}
+    try:
+        from threadpoolctl import threadpool_info
+
+        facts["blas"] = "; ".join(
+            f"{i.get('internal_api')} {i.get('version')} ({i.get('prefix')}), kernel "
+            f"{i.get('architecture')}, {i.get('num_threads')} threads"
+            for i in threadpool_info() if i.get("user_api") == "blas") or "none found"
+    except ImportError:
+        facts["blas"] = "threadpoolctl not installed"
+    if p.torch is not None:
+        torch = p.torch
+        cfg = torch.__config__.show()
+        blas = next((part.split("=", 1)[1] for part in cfg.replace(",", " ").split()
+                     if part.startswith("BLAS_INFO=")), "?")
+        facts["torch_cpu"] = (f"BLAS {blas}, oneDNN {torch.backends.mkldnn.is_available()}, "
+                              f"kernels for {torch.backends.cpu.get_cpu_capability()}")
+    if p.tf is not None:
+        facts["tensorflow_cpu"] = ("oneDNN " + ("off" if os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+                                                == "0" else "on (default)"))
+    _CPU_KERNELS = facts
     return facts
 
 

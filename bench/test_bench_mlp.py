@@ -21,6 +21,7 @@ from benchutil import as_impl, check_close, impl_params, paired_with, require, r
 import ipu_gpu
 
 SIZES = {  # name -> (batch, layer widths)
+    "b256-784-512-512-10": (256, (784, 512, 512, 10)),  # issue 15's row
     "b128-784-512-512-10": (128, (784, 512, 512, 10)),
     "b32-256-256-256-10": (32, (256, 256, 256, 10)),
 }
