@@ -1,9 +1,11 @@
 """serialized_matmul (``ipu.math_ops.serialized_matmul``), 2048^3 float32, factor 2/4/8 along
 each of Graphcore's three dimensions, against ONE matmul of the whole problem.
 
-* ipu_gpu: serialized_matmul(a, b, F, dimension): F slice GEMMs through OpenBLAS written into
-  one preallocated output (k split: partial products added in slice order); on cupy, one
-  GEMM (m/n split) or one batched GEMM plus F - 1 ordered adds (k split).
+* ipu_gpu: serialized_matmul(a, b, F, dimension): on the CPU one GEMM (m/n split: the
+  unsplit product) or F slice GEMMs through OpenBLAS into one preallocated output, each
+  later one added with beta = 1 when OpenBLAS takes the slice in one k-block (F = 8 here),
+  else through a buffer and an ordered add (k split); on cupy, one GEMM (m/n split) or one
+  batched GEMM plus F - 1 ordered adds (k split).
 * numpy / cupy: one ``matmul(a, b)`` (the anchor: the issue's target is a ratio to it).
 * torch / torch CUDA: one ``torch.matmul(a, b)``.
 

@@ -1,26 +1,30 @@
-"""Serialized matmul on the CPU: the slice GEMMs of ``serialized_matmul`` through numpy's BLAS
-(OpenBLAS), each written into its place in the preallocated output; twin of
-serialized_matmul_gpu.
+"""Serialized matmul on the CPU through numpy's BLAS (OpenBLAS), written into the
+preallocated output; twin of serialized_matmul_gpu.
 
-No full-size copies: slices are views (BLAS takes their strides and transposes), m- and
-n-slices are written straight into row/column blocks of ``out``.
+* m-split (``'a_columns'``) and n-split (``'b_rows'``): one GEMM, as on the GPU. The F slice
+  GEMMs tile the output and every output element is the same full-length dot product either
+  way, so the result is numpy's unsplit matmul bit for bit. (F slice GEMMs would not give
+  the same bits: OpenBLAS's Haswell/Zen sgemm computes rows and columns at the edge of a
+  GEMM's register tiles with other kernels, so where the slice borders fall moves bits; and
+  each slice GEMM repacks the whole other operand: 1.14 (m) and 1.10 (n) times one
+  np.matmul at F = 8, 2048^3 float32 on this 2-core AMD EPYC, against 1.02 and 1.01 now.)
+* k-split (``'a_rows_b_columns'``), ((p0 + p1) + p2) + ... with p_i the slice GEMMs: p0 is
+  written into ``out``; each later p_i is added by one CBLAS GEMM with beta = 1
+  (``out += x_i @ y_i``, ``_blas_gemm``) when that is bitwise ``out + p_i``. OpenBLAS adds a
+  GEMM's register sums into C once per k-block of at most GEMM_Q (320 for float32, 256 for
+  float64 on this EPYC), so beta = 1 rounds exactly as the separate add when the slice
+  length s is one k-block; ``_blas_gemm.one_k_block`` measures that once per (dtype, s), for
+  float32/float64 products of at least BLOCKED_MIN_MNK multiply-adds. Otherwise (longer
+  slices, small products, CBLAS not found, int32, float16, a batch reduction) each later
+  p_i goes through one reused output-sized buffer and a separate ``np.add``. The beta = 1
+  path saves per slice OpenBLAS's zeroing pass over the buffer and the add's three
+  output-sized passes: F = 8 (s = 256) went from 1.21 to 1.05 times one np.matmul; F = 4 and
+  F = 2 (s = 512, 1024: two or more k-blocks) keep the buffer, at about 1.1.
 
-k-split, ((p0 + p1) + p2) + ...: p0 is written into ``out``; each later slice product is
-added by one CBLAS GEMM with beta = 1 (``out += x_i @ y_i``, ``_blas_gemm``) when that is
-bitwise ``out + p_i``: OpenBLAS adds a GEMM's register sums into C once per k-block of at
-most GEMM_Q (320 for float32, 256 for float64 on this AMD EPYC's Haswell/Zen kernels), so
-beta = 1 rounds exactly as the separate add when the slice length s is one k-block,
-measured once per (dtype, s) by ``_blas_gemm.one_k_block``, for float32/float64 products of
-at least BLOCKED_MIN_MNK multiply-adds. Otherwise (longer slices, small products, CBLAS not
-found, int32, float16, a batch reduction) each later p_i goes through one reused
-output-sized buffer and a separate ``np.add``, as before. The beta = 1 path saves per slice
-OpenBLAS's zeroing pass over the buffer and the add's three output-sized passes: 2048^3
-float32 split 8 ways along k went from 1.22 to 1.08 times one np.matmul on the 2-core EPYC.
-
-float16, which numpy multiplies without BLAS (about 20x slower than float32 at 512^3): its
-operands are converted to float32 once and each slice product is rounded to float16 as it
-is stored, i.e. float32 accumulation as the IPU's default float partials, and a k-split's
-partial products are still added in float16.
+No full-size copies: slices are views (BLAS takes their strides and transposes). float16,
+which numpy multiplies without BLAS (about 20x slower than float32 at 512^3), is converted
+to float32 once, each product rounded to float16 as it is stored (float32 accumulation, as
+the IPU's default float partials), and a k-split's partial products are added in float16.
 """
 
 from __future__ import annotations
@@ -79,12 +83,13 @@ def _gemm_accumulate(x, y, out):
 
 
 def serialized_matmul(x, y, dimension, factor, out, reduce_axes=()):
-    """out[..., m, n] = x[..., m, k] @ y[..., k, n] (batch axes broadcasting, any strides) as
-    ``factor`` GEMMs split along m (``'a_columns'``), k (``'a_rows_b_columns'``: partial
-    products added into ``out`` in slice order, ((p0 + p1) + p2) + ...) or n (``'b_rows'``).
-    ``out``: C-contiguous, dtype of x, not zeroed, shape = broadcast batch + (m, n) with the
-    axes in ``reduce_axes`` (batch axes) kept as 1: each slice's product is summed over them
-    before it is placed or added. Deterministic. Returns ``out``."""
+    """out[..., m, n] = x[..., m, k] @ y[..., k, n] (batch axes broadcasting, any strides),
+    serialized along k (``'a_rows_b_columns'``: ``factor`` slice GEMMs whose products are
+    added into ``out`` in slice order, ((p0 + p1) + p2) + ...) or along m (``'a_columns'``)
+    or n (``'b_rows'``), which change no element's arithmetic: one GEMM. ``out``:
+    C-contiguous, dtype of x, not zeroed, shape = broadcast batch + (m, n) with the axes in
+    ``reduce_axes`` (batch axes) kept as 1: each product is summed over them before it is
+    placed or added. Deterministic. Returns ``out``."""
     if x.dtype == np.float16:
         x, y = x.astype(np.float32), y.astype(np.float32)
     m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
@@ -108,19 +113,11 @@ def serialized_matmul(x, y, dimension, factor, out, reduce_axes=()):
             _product(xi, yi, part, staged, reduce_axes)
             np.add(out, part, out=out)
         return out
-    if dimension == "a_columns":
-        s = m // factor
-        staged = np.empty(batch + (s, n), x.dtype) if stage else None
-        for i in range(factor):
-            cut = slice(i * s, (i + 1) * s)
-            _product(x[..., cut, :], y, out[..., cut, :], staged, reduce_axes)
-        return out
-    if dimension == "b_rows":
-        s = n // factor
-        staged = np.empty(batch + (m, s), x.dtype) if stage else None
-        for i in range(factor):
-            cut = slice(i * s, (i + 1) * s)
-            _product(x, y[..., :, cut], out[..., :, cut], staged, reduce_axes)
+    if dimension in ("a_columns", "b_rows"):
+        # the F slice GEMMs tile the output and each element is the same full-length dot
+        # product either way: one GEMM (see the module docstring)
+        staged = np.empty(batch + (m, n), x.dtype) if stage else None
+        _product(x, y, out, staged, reduce_axes)
         return out
     raise ValueError(f"serialized_matmul: dimension must be 'a_columns', 'a_rows_b_columns' "
                      f"or 'b_rows', got {dimension!r}")

@@ -3,7 +3,8 @@ smaller matmuls along one of its three dimensions, and a gradient serialized the
 
 Graphcore's names for the dimensions are its own: with ``op(a)`` of shape [..., m, k] and
 ``op(b)`` [..., k, n] after the transposes, ``'a_columns'`` splits m, ``'a_rows_b_columns'``
-splits k and ``'b_rows'`` splits n. Splitting m or n changes no output element's arithmetic;
+splits k and ``'b_rows'`` splits n. Splitting m or n changes no output element's arithmetic
+(the kernels run such a forward or backward matmul as one GEMM: the unsplit matmul's bits);
 splitting k adds the F partial products in slice order, ``((p0 + p1) + p2) + ...``, in the
 output dtype, as Graphcore's Python ``+=`` does. The backward matmuls split the same problem
 dimension, with the serialisation function Graphcore's custom gradient picks for each
