@@ -112,17 +112,22 @@ class Op:
             if err is None:
                 raise
             raise err from e
-        multi = type(outputs) in (tuple, list)
-        outs = outputs if multi else (outputs,)
-        if xp is np:  # numpy reductions return scalars, not 0-d arrays
+        tapes = tape._local.tapes
+        if type(outputs) not in (tuple, list):  # one output: most ops
+            if xp is np and type(outputs) is not np.ndarray:  # numpy reductions give scalars
+                outputs = np.asarray(outputs)
+            out = wrap(outputs)
+            if tapes and self.backward is not None:
+                tape.record(self, ids, arrays, (out._id,), (outputs,), residuals, static, xp)
+            return out
+        outs = outputs
+        if xp is np:
             outs = [o if type(o) is np.ndarray else np.asarray(o) for o in outs]
         out_tensors = [wrap(o) for o in outs]
-        if self.backward is not None and tape._local.tapes:
+        if tapes and self.backward is not None:
             tape.record(self, ids, arrays, [t._id for t in out_tensors], outs, residuals,
                         static, xp)
-        if multi:
-            return type(outputs)(out_tensors)
-        return out_tensors[0]
+        return type(outputs)(out_tensors)
 
 
 def _follow_first_tensor(inputs, arrays, anchor):

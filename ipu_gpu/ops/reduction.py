@@ -100,10 +100,21 @@ def _grad_extreme(xp, g, x, y, axes):
     return g * hit / count
 
 
-_REDUCE_SUM = _reduction("reduce_sum", _sum, lambda xp, g, x, y, axes: xp.broadcast_to(g, x.shape))
+def _spread(xp, g, shape):
+    """``g`` (reduced axes kept as 1) broadcast to ``shape``: a contiguous array on numpy (the
+    kernels downstream take contiguous inputs, and np.broadcast_to costs more than the copy at
+    the sizes losses have), a broadcast view elsewhere."""
+    if xp is np:
+        out = np.empty(shape, g.dtype)
+        np.copyto(out, g)
+        return out
+    return xp.broadcast_to(g, shape)
+
+
+_REDUCE_SUM = _reduction("reduce_sum", _sum, lambda xp, g, x, y, axes: _spread(xp, g, x.shape))
 _REDUCE_MEAN = _reduction(
     "reduce_mean", _mean,
-    lambda xp, g, x, y, axes: xp.broadcast_to(g / max(_count(x.shape, axes), 1), x.shape))
+    lambda xp, g, x, y, axes: _spread(xp, g / max(_count(x.shape, axes), 1), x.shape))
 _REDUCE_MAX = _reduction("reduce_max", _extreme(lambda xp: xp.max, _lowest), _grad_extreme)
 _REDUCE_MIN = _reduction("reduce_min", _extreme(lambda xp: xp.min, _highest), _grad_extreme)
 
