@@ -94,17 +94,15 @@ def test_kernel_matches_reference_on_adversarial_levels(name, dtype, parallel, m
                                       ref.histogram(x, levels, absolute), err_msg=name)
 
 
-@pytest.mark.parametrize("max_cells", [1, 16, 1 << 14])
-@pytest.mark.parametrize(("rare_cells", "max_steps"), [(0, 4), (1 << 30, 4), (1 << 30, 1)],
-                         ids=["one step", "steps", "bisect crowded"])
-def test_grid_and_steps_do_not_change_the_answer(max_cells, rare_cells, max_steps,
-                                                 monkeypatch):
+@pytest.mark.parametrize("max_cells", [4, 16, 1 << 16])
+@pytest.mark.parametrize("cells_per_level", [1, 16], ids=["coarse", "fine"])
+def test_grid_size_does_not_change_the_answer(max_cells, cells_per_level, monkeypatch):
+    # coarse grids crowd several levels into a cell (bisected); fine ones part them
     monkeypatch.setattr(histogram_cpu, "MAX_CELLS", max_cells)
     monkeypatch.setattr(histogram_cpu, "MIN_CELLS", min(16, max_cells))
-    monkeypatch.setattr(histogram_cpu, "RARE_CELLS", rare_cells)
-    monkeypatch.setattr(histogram_cpu, "MAX_STEPS", max_steps)
+    monkeypatch.setattr(histogram_cpu, "CELLS_PER_LEVEL", cells_per_level)
     rng = np.random.default_rng(3)
-    for name in ("random sorted", "clustered", "duplicates", "with infinities"):
+    for name in ("random sorted", "clustered", "duplicates", "with infinities", "log spaced"):
         levels = _adversarial_levels(name, F32)
         x = _on_levels(rng, levels, 5000, F32)
         x[:4] = [np.nan, np.inf, -np.inf, -0.0]

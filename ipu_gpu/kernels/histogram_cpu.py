@@ -9,27 +9,39 @@ levels as +inf, whose ``c`` is then forced to 0), count ``b(x)`` against the sor
 and rebuild Graphcore's differences from the counts, so any levels give the device's answer.
 
 Finding ``b(x)`` (perf_anchors.md section 3: a binary search per element is 4x slower than
-np.histogram). A uniform grid of ``ncell`` cells over the finite range of the levels, cell
-``f(v) = int(clamp((v - lo) * scale, 0, ncell - 1))`` computed in float32. ``f`` is
-monotonic (each rounding step is), so a level in an earlier cell is <= v and one in a later
-cell is > v: ``b(v)`` lies in ``[start[f(v)], start[f(v) + 1]]``, where ``start[c]`` counts
-the levels whose cell is below ``c`` (built with the same ``_cell``). The grid is refined
-until a cell holds at most two levels; then one branch-free comparison finishes the search,
-and the rare cells with more levels are bisected (with clustered levels, where such cells
-are common, up to MAX_STEPS branch-free comparisons, and bisection beyond that).
-The result is exactly the binary search's, whatever the rounding (tests/test_histogram.py
-checks adversarial levels against a searchsorted reference).
+np.histogram). A uniform grid of ``ncell`` cells (a power of two, up to MAX_CELLS) over the
+finite range of the levels: cell ``f(v) = int(clamp((v - lo) * scale + 1, 0, ncell - 1))``
+computed in float32, the levels from cell 1 to ncell - 2, a guard cell on each side. ``f``
+is monotonic (each rounding step is), so a level in an earlier cell is <= v and one in a
+later cell is > v. A table gives, per cell, ``start[c]``: the number of levels whose cell is
+below ``c`` (placed with the same ``_cell``, in float32). When cell ``c`` holds at most one
+level, ``b(v) = start[c] + (lv[start[c]] <= v)``: one table load and one comparison, no
+branch (with no level in the cell, ``lv[start[c]]`` lies in a later cell, so above ``v``).
+The grid is doubled until no cell holds two different finite levels (as far as MAX_CELLS
+and the input size allow); the cells that still do are flagged in the table and their
+inputs bisected. NaN inputs land in the top cell (a NaN fails both clamps), whose start is
+``m`` and whose padding level is NaN, so they need no test of their own; when infinite or
+NaN levels sit in the top cell it is flagged too. The result is exactly the binary
+search's, whatever the rounding (tests/test_histogram.py checks adversarial levels, and
+coarse grids that crowd them, against a searchsorted reference).
 
-Speed (measured on this 2-core box): a block of BLOCK inputs at a time goes through passes
-that each stream over the block -- decode (float16, |x|), cell, the branch-free steps, the
-bisection of the few flagged inputs, counting into four independent rows (consecutive inputs
-never wait on one counter). The first three vectorise (AVX-512 gathers): 3.5-4 ns an input
-on one core, against 5.6-11 ns for the same search done element by element (which, being
-latency-bound, also lost 2-4x more than numpy whenever another process shared the machine).
-Counts are int64, private to each thread, summed at the end: exact, so the result does not
-depend on which thread took which chunk. float16 inputs are read as their bits and decoded
-through a 65536-entry table (Numba has no float16 loads); float16 -> float32 is exact, so
-comparing in float32 is comparing in float16.
+Speed: a block of BLOCK inputs at a time goes through passes that each stream over it --
+decode (float16, |x|) and cell (vectorised, AVX2), bins by the table (scalar loads: LLVM
+emits no gathers for AMD Zen, where they are slow), the rare flagged inputs, then counting
+into four independent rows (consecutive inputs never wait on one counter). The counting has
+a pass of its own: fused with the look-up, each increment's address came late (three
+dependent loads) and the core, guessing younger increments independent of older ones, kept
+replaying them when two hit one counter: 2.5x slower. On this 2-core AMD EPYC (Zen 3, no
+AVX-512), about 1.6-1.9 ns an input on one core (cells 0.3, table 1.0, counting 0.35),
+against 6.5-9 ns for np.histogram with 257 edges; it was 5-7 ns when the indices of the
+first pass were signed (Numba's negative-index fix-ups kept it scalar) and the table was
+coarse (up to four dependent branch-free steps an input). The sorted levels, grid and
+table are built in one jitted call and cached by the levels' bytes (CACHED_LEVELS): the
+fixed cost of a call is a few microseconds. Counts are int64, private to each thread,
+summed at the end: exact, so the result does not depend on which thread took which chunk.
+float16 inputs are read as their bits and decoded through a 65536-entry table (Numba has no
+float16 loads); float16 -> float32 is exact, so comparing in float32 is comparing in
+float16.
 """
 
 from __future__ import annotations
@@ -41,7 +53,7 @@ from numba.extending import overload
 
 from ._threads import num_threads
 
-# Below this many inputs (about 4 ms of serial work) the serial kernel runs. Two threads
+# Below this many inputs (about 2 ms of serial work) the serial kernel runs. Two threads
 # win from about 32k inputs on an idle machine, but a parallel region waits for its slowest
 # thread: with another process on the other core, 100k inputs took 0.5-3.6 ms in parallel
 # against 0.43 ms serially. And an OpenMP launch's spinning threads would stall BLAS calls
@@ -50,24 +62,26 @@ PARALLEL_MIN_ELEMENTS = 1 << 20
 # The parallel kernel deals out this many chunks a thread, dynamically (Numba's parallel
 # chunk size 1), so a core shared with another process does not hold the other thread up.
 CHUNKS_PER_THREAD = 8
-# Grid cells: about CELLS_PER_LEVEL a level (a power of two, at most a quarter of the
-# inputs, so a small input does not pay for a big table), doubled while a cell holds more
-# than GOOD_OCCUPANCY levels, up to MAX_CELLS.
-CELLS_PER_LEVEL = 8
+# Grid cells: a power of two, at least CELLS_PER_LEVEL a level, doubled while two distinct
+# levels share a cell, up to MAX_CELLS and to about half the inputs (the table costs about
+# 0.1 ns a cell to build). Two of the cells are guards: cell 0 below the lowest finite
+# level, the top cell above the highest (and NaN).
+CELLS_PER_LEVEL = 16
 MIN_CELLS = 16
-MAX_CELLS = 1 << 14  # 64 KiB of int32 starts: stays in L2 next to the streamed input
-GOOD_OCCUPANCY = 2
-# Branch-free steps after the look-up: one when at most 1/RARE_CELLS of the cells hold more
-# than one level, else the most levels in a cell but no more than MAX_STEPS; a cell holding
-# more levels than the steps is bisected instead.
-RARE_CELLS = 32
-MAX_STEPS = 4
-# Inputs a pass of the counting loop streams over (a few KiB of buffers, in L1).
-BLOCK = 512
+MAX_CELLS = 1 << 16  # 128 KiB of uint16 entries: in L2 next to the streamed block
+# Inputs a pass streams over (buffers of a few KiB, in L1).
+BLOCK = 1024
+# Prepared levels (sorted, with their grid and table) kept for reuse, oldest dropped first.
+CACHED_LEVELS = 16
+_PREPARED: dict = {}
 
 _ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
 _INF = np.float32(np.inf)
-_F32_MAX = float(np.finfo(np.float32).max)
+_NAN = np.float32(np.nan)
+_SCALE_MAX = 2.0 ** 100  # finite, so (v - lo) * scale is never 0 * inf (NaN) for an input
+_FLAG16 = np.uint16(1 << 15)
+_FLAG32 = np.uint32(1 << 31)
 _HALF_TO_FLOAT = None  # float32 value of each float16 bit pattern, built on first use
 _NO_TABLE = np.zeros(1, np.float32)
 
@@ -85,100 +99,144 @@ def histogram_fwd(x, levels, absolute_of_input, out, accumulate=False):
     ``accumulate`` (``histogram_update``). ``absolute_of_input`` bins ``|x|``. Counts are
     exact integers rounded once to float32; deterministic. Returns ``out``."""
     n = x.shape[0]
-    m = levels.shape[0]
-    keys = levels.astype(np.float32)
-    nan = np.isnan(keys)
-    keys[nan] = _INF
-    order = np.argsort(keys, kind="stable")
-    sorted_levels = np.empty(m + 1, np.float32)  # one +inf of padding for branch-free reads
-    sorted_levels[:m] = keys[order]
-    sorted_levels[m] = _INF
+    lv, order, nan_sorted, lo, scale, top, table, flag = _prepared(levels, n)
+    m = order.shape[0]
     if x.dtype == np.float16:
-        xs, table = x.view(np.uint16), _half_table()
+        xs, half = x.view(np.uint16), _half_table()
     else:
-        xs, table = x, _NO_TABLE
-    ncell, lo, scale, start, steps = _grid(sorted_levels, m, n)
+        xs, half = x, _NO_TABLE
     absolute = bool(absolute_of_input)
-    if n >= PARALLEL_MIN_ELEMENTS:
-        rows = numba.config.NUMBA_NUM_THREADS  # indexed by numba.get_thread_id()
-        private = np.zeros((rows, 4, m + 1), np.int64)
-        chunks = min(num_threads() * CHUNKS_PER_THREAD, max(1, n >> 14))
-        previous = numba.set_parallel_chunksize(1)
-        try:
-            _count_parallel(xs, table, sorted_levels, m, start, lo, scale, ncell, steps,
-                            absolute, chunks, private)
-        finally:
-            numba.set_parallel_chunksize(previous)
-    else:
-        private = np.zeros((1, 4, m + 1), np.int64)
-        _count_range(xs, table, sorted_levels, m, start, lo, scale, ncell, steps, absolute,
-                     0, n, private[0])
-    _graphcore_bins(private, order, nan[order], n, out, bool(accumulate))
+    if n < PARALLEL_MIN_ELEMENTS:
+        _histogram_serial(xs, half, lv, m, table, flag, lo, scale, top, absolute, order,
+                          nan_sorted, out, bool(accumulate))
+        return out
+    rows = numba.config.NUMBA_NUM_THREADS  # indexed by numba.get_thread_id()
+    private = np.zeros((rows, 4, m + 1), np.int64)
+    chunks = min(num_threads() * CHUNKS_PER_THREAD, max(1, n >> 14))
+    previous = numba.set_parallel_chunksize(1)
+    try:
+        _count_parallel(xs, half, lv, m, table, flag, lo, scale, top, absolute, chunks,
+                        private)
+    finally:
+        numba.set_parallel_chunksize(previous)
+    _graphcore_bins(private, order, nan_sorted, n, out, bool(accumulate))
     return out
 
 
-def _grid(sorted_levels, m, n):
-    """(ncell, lo, scale, start, steps): the cell grid over the finite range of the sorted
-    levels, its table of first levels and the branch-free steps a look-up takes."""
-    finite = sorted_levels[:m][np.isfinite(sorted_levels[:m])]
-    ncell, lo, span = 1, _ZERO, 0.0
-    limit = min(MAX_CELLS, max(n >> 2, MIN_CELLS))
-    if finite.size >= 2 and finite[-1] > finite[0]:
-        span = float(finite[-1]) - float(finite[0])
-        if MIN_CELLS / span < _F32_MAX:  # else a range of subnormals: one cell
-            lo = np.float32(finite[0])
-            want = min(CELLS_PER_LEVEL * m, limit)
-            ncell = max(MIN_CELLS, 1 << int(want - 1).bit_length())
-            while ncell > MIN_CELLS and ncell / span >= _F32_MAX:
-                ncell //= 2
-    while True:
-        scale = np.float32(ncell / span) if ncell > 1 else _ZERO
-        start = _cell_starts(sorted_levels, m, lo, scale, ncell)
-        per_cell = start[1:] - start[:-1]
-        occupancy = int(np.max(per_cell))
-        if (occupancy <= GOOD_OCCUPANCY or ncell == 1 or 2 * ncell > limit
-                or 2 * ncell / span >= _F32_MAX):
-            break
-        ncell *= 2
-    # One branch-free step, bisecting the few cells with more levels (a rarely taken branch
-    # costs less than a second step for every input: 1.4x), unless those cells are many.
-    crowded = int(np.count_nonzero(per_cell > 1))
-    steps = 1 if crowded * RARE_CELLS <= ncell else min(occupancy, MAX_STEPS)
-    return ncell, lo, scale, start, steps
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _cell(v, lo, scale, ncell):
-    # float32 throughout; the clamp catches +-inf, inf * 0 = NaN on the one-cell grid (scale
-    # 0) and a NaN v (cell 0: _count_range flags NaN inputs itself)
-    t = (v - lo) * scale
-    if not t >= _ZERO:
-        t = _ZERO
-    return np.int64(min(t, np.float32(ncell - 1)))
+def _prepared(levels, n):
+    """The sorted levels and their grid for ``levels`` and an input of ``n`` values, cached
+    by the levels' bytes (a training loop passes the same levels every step)."""
+    limit = max(MIN_CELLS, min(MAX_CELLS, 1 << max(0, (n >> 1).bit_length() - 1)))
+    key = (levels.dtype.char, limit, CELLS_PER_LEVEL, MIN_CELLS, levels.tobytes())
+    prepared = _PREPARED.get(key)
+    if prepared is None:
+        m = levels.shape[0]
+        flag = _FLAG16 if m < (1 << 15) else _FLAG32
+        lv, order, nan_sorted, lo, scale, top, table = _prepare(
+            levels.astype(np.float32), limit, CELLS_PER_LEVEL, MIN_CELLS, flag)
+        # Numba hands float32 scalars back as Python floats: the kernels must get float32
+        # again, or they would place inputs in float64 and the levels were placed in float32
+        prepared = (lv, order, nan_sorted, np.float32(lo), np.float32(scale), np.float32(top),
+                    table, flag)
+        if len(_PREPARED) >= CACHED_LEVELS:
+            _PREPARED.pop(next(iter(_PREPARED), None), None)
+        _PREPARED[key] = prepared
+    return prepared
 
 
 @njit(cache=True, nogil=True)
-def _cell_starts(sorted_levels, m, lo, scale, ncell):
-    """start[c] = number of levels whose cell is below c (start[ncell] = m)."""
-    start = np.empty(ncell + 1, np.int32)
-    j = 0
-    for c in range(ncell):
-        while j < m and _cell(sorted_levels[j], lo, scale, ncell) < c:
-            j += 1
-        start[c] = j
-    start[ncell] = m
-    return start
+def _prepare(levels, limit, cells_per_level, min_cells, flag):
+    """(sorted levels + NaN padding, order, NaN-ness in sorted order, lo, scale, top, table):
+    NaN levels sort as +inf; the cell grid over the finite range of the levels (levels from
+    cell 1 on, ``top`` = ncell - 1 as float32) and its look-up table."""
+    m = levels.shape[0]
+    keys = np.empty(m, np.float32)
+    for i in range(m):
+        keys[i] = _INF if np.isnan(levels[i]) else levels[i]
+    order = np.argsort(keys, kind="mergesort")  # stable
+    lv = np.empty(m + 1, np.float32)  # NaN padding: lv[m] <= v is always false
+    nan_sorted = np.empty(m, np.bool_)
+    for j in range(m):
+        lv[j] = keys[order[j]]
+        nan_sorted[j] = np.isnan(levels[order[j]])
+    lv[m] = _NAN
+    lo, span = _ZERO, 0.0
+    first, last = 0, m - 1
+    while first < m and not np.isfinite(lv[first]):
+        first += 1
+    while last >= first and not np.isfinite(lv[last]):
+        last -= 1
+    if first <= last:
+        lo = lv[first]
+        span = np.float64(lv[last]) - np.float64(lv[first])
+    ncell = min_cells
+    while ncell < cells_per_level * m and 2 * ncell <= limit:
+        ncell *= 2
+    while True:
+        # the levels' range spans cells 1 .. ncell - 2 (up to rounding): a guard cell each side
+        scale = np.float32(min((ncell - 3) / span, _SCALE_MAX) if span > 0 else 1.0)
+        top = np.float32(ncell - 1)
+        cells = np.empty(m, np.uint32)
+        for j in range(m):
+            cells[j] = _cell(lv[j], lo, scale, top)
+        if 2 * ncell > limit or not _split_needed(lv, cells, m, ncell - 1):
+            break
+        ncell *= 2
+    return lv, order, nan_sorted, lo, scale, top, _table(cells, m, ncell, flag)
 
 
-def _value(x, i, table):
+@njit(cache=True, nogil=True, inline="always")
+def _cell(v, lo, scale, top):
+    # float32 throughout, monotonic in v (every rounding step is); below lo: cell 0 (the
+    # clamp catches -inf), above the range: the top cell, where NaN lands too (a NaN t fails
+    # both comparisons) -- so neither needs a test of its own in the counting loop
+    t = (v - lo) * scale + _ONE
+    if t < _ZERO:
+        t = _ZERO
+    if not t <= top:
+        t = top
+    return np.uint32(np.int32(t))
+
+
+@njit(cache=True, nogil=True)
+def _split_needed(sorted_levels, cells, m, top_cell):
+    """Whether two different finite levels share an inner cell (a finer grid parts them)."""
+    for j in range(m - 1):
+        if (cells[j] == cells[j + 1] and sorted_levels[j] < sorted_levels[j + 1]
+                and 0 < cells[j] < top_cell):
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _table(cells, m, ncell, flag):
+    """table[c] = start[c], the number of levels in cells below c (table[ncell] = m), with
+    ``flag`` set where the single comparison cannot finish the search: cells holding two
+    levels or more, and the top cell (NaN's) when it holds any."""
+    table = np.empty(ncell + 1, type(flag))
+    c = 0
+    for j in range(m):
+        cj = cells[j]
+        while c <= cj:
+            table[c] = j
+            c += 1
+        if j > 0 and cells[j - 1] == cj or cj == ncell - 1:
+            table[cj] |= flag
+    while c <= ncell:
+        table[c] = m
+        c += 1
+    return table
+
+
+def _value(x, i, half):
     pass
 
 
 @overload(_value, inline="always")
-def _value_impl(x, i, table):
+def _value_impl(x, i, half):
     if x.dtype == types.uint16:  # float16 bits
-        return lambda x, i, table: table[x[i]]
-    return lambda x, i, table: x[i]
+        return lambda x, i, half: half[x[i]]
+    return lambda x, i, half: x[i]
 
 
 @njit(cache=True, nogil=True)
@@ -194,69 +252,77 @@ def _bisect(v, k, e, sorted_levels):
 
 
 @njit(cache=True, nogil=True)
-def _count_range(x, table, lv, m, start, lo, scale, ncell, steps, absolute, first, stop,
-                 counts):
+def _count_range(x, half, lv, m, table, flag, lo, scale, top, absolute, first, stop, counts):
     """counts[r, b] += #{x[i], first <= i < stop, of bin b}, over four rows r.
 
-    A block at a time, in passes that each stream through the block (gathers vectorise;
-    only the rare crowded cells and NaN branch): decode, cell, branch-free steps (ends[j] =
-    -1 flags a NaN or a cell with more levels than the steps), bisect the flagged, count.
-    Indices are unsigned where they can be, so Numba adds no negative-index fix-ups."""
+    A block at a time, in passes that each stream through the block: values and cells
+    (vectorised), bins by one table load and one comparison (scalar: no gathers on AMD),
+    the rare flagged cells (crowded, or NaN's top cell) bisected, then the counting. The
+    counting has a pass of its own: fused with the look-up, each increment's address came
+    late and the core, guessing younger increments independent of older ones, often
+    guessed wrong and had to replay them (2.5x slower). Indices are unsigned where they can
+    be, so Numba adds no negative-index fix-ups (they kept the first pass scalar)."""
     values = np.empty(BLOCK, np.float32)
     cells = np.empty(BLOCK, np.uint32)
-    bins = np.empty(BLOCK, np.int32)
-    ends = np.empty(BLOCK, np.int32)
-    one = np.uint32(1)
+    bins = np.empty(BLOCK, table.dtype)
+    mask = ~flag
+    c0, c1, c2, c3 = counts[0], counts[1], counts[2], counts[3]
     for b0 in range(first, stop, BLOCK):
         size = min(BLOCK, stop - b0)
+        xb = x[b0:b0 + size]
         if absolute:
             for j in range(size):
-                values[j] = abs(_value(x, b0 + j, table))
+                v = abs(_value(xb, j, half))
+                values[j] = v
+                cells[j] = _cell(v, lo, scale, top)
         else:
             for j in range(size):
-                values[j] = _value(x, b0 + j, table)
+                v = _value(xb, j, half)
+                values[j] = v
+                cells[j] = _cell(v, lo, scale, top)
+        bad = flag & 0
         for j in range(size):
-            cells[j] = _cell(values[j], lo, scale, ncell)
-        flagged = 0
-        for j in range(size):  # the first branch-free step; ends[j] = -1 flags the rest
-            c = cells[j]
-            k = start[c]
-            e = start[c + one]
-            v = values[j]
-            bad = (e - k > steps) | np.isnan(v)
-            bins[j] = k + np.int32((k < e) & (lv[np.uint32(k)] <= v))
-            ends[j] = -1 if bad else e
-            flagged |= np.int32(bad)
-        for _ in range(1, steps):  # one pass a step keeps each pass vectorised
+            e = table[cells[j]]
+            k = e & mask
+            bad |= e
+            # a cell without levels has lv[k] above it; with one, the comparison places v
+            bins[j] = k + (lv[k] <= values[j])
+        if bad & flag:
             for j in range(size):
-                k = bins[j]
-                bins[j] = k + np.int32((k < ends[j]) & (lv[np.uint32(k)] <= values[j]))
-        if flagged:
-            for j in range(size):
-                if ends[j] < 0:
+                c = cells[j]
+                e = table[c]
+                if e & flag:
                     v = values[j]
-                    c = cells[j]
-                    bins[j] = m if np.isnan(v) else _bisect(v, start[c], start[c + one], lv)
+                    end = np.int64(table[c + 1] & mask)
+                    bins[j] = m if np.isnan(v) else _bisect(v, np.int64(e & mask), end, lv)
         j = 0
         while j + 4 <= size:  # four count rows: consecutive inputs never wait on one counter
-            counts[0, bins[j]] += 1
-            counts[1, bins[j + 1]] += 1
-            counts[2, bins[j + 2]] += 1
-            counts[3, bins[j + 3]] += 1
+            c0[bins[j]] += 1
+            c1[bins[j + 1]] += 1
+            c2[bins[j + 2]] += 1
+            c3[bins[j + 3]] += 1
             j += 4
         while j < size:
-            counts[0, bins[j]] += 1
+            c0[bins[j]] += 1
             j += 1
 
 
+@njit(cache=True, nogil=True)
+def _histogram_serial(x, half, lv, m, table, flag, lo, scale, top, absolute, order, nan_sorted,
+                      out, accumulate):
+    counts = np.zeros((1, 4, m + 1), np.int64)
+    _count_range(x, half, lv, m, table, flag, lo, scale, top, absolute, 0, x.shape[0],
+                 counts[0])
+    _graphcore_bins(counts, order, nan_sorted, x.shape[0], out, accumulate)
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def _count_parallel(x, table, lv, m, start, lo, scale, ncell, steps, absolute, chunks,
-                    private):
+def _count_parallel(x, half, lv, m, table, flag, lo, scale, top, absolute, chunks, private):
     n = x.shape[0]
     size = (n + chunks - 1) // chunks
     for c in prange(chunks):
-        _count_range(x, table, lv, m, start, lo, scale, ncell, steps, absolute,
-                     min(n, c * size), min(n, (c + 1) * size), private[numba.get_thread_id()])
+        _count_range(x, half, lv, m, table, flag, lo, scale, top, absolute, min(n, c * size),
+                     min(n, (c + 1) * size), private[numba.get_thread_id()])
 
 
 @njit(cache=True, nogil=True)
