@@ -389,10 +389,14 @@ class Variable(Tensor):
     def _update(self, delta, ufunc: str):
         # In place when nothing but this variable holds the buffer (no read Tensor, view,
         # tape residual or exported array: each would hold a reference), so no earlier read
-        # can change; otherwise a fresh buffer, as assign.
+        # can change; otherwise a fresh buffer, as assign. Never while an emulated program
+        # runs (the engine's allocation hook is set then): replicas in threads may update a
+        # shared host variable at once, and whole-buffer swaps keep that race as coarse as
+        # it was (one replica's update wins) instead of mixing elements.
         value = self._value
         xp = np if type(value) is np.ndarray else backend.xp_of(value)
-        if (sys.getrefcount(value) <= _SOLE_OWNER_REFS and value.base is None
+        if (_allocation_hook is None and sys.getrefcount(value) <= _SOLE_OWNER_REFS
+                and value.base is None
                 and delta is not value and getattr(value.flags, "writeable", True)):
             getattr(xp, ufunc)(value, delta, out=value)
         else:
