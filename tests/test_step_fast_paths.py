@@ -134,3 +134,26 @@ def test_host_memory_pool_is_on_and_can_be_refused(monkeypatch):
         assert host_memory.pool_host_memory() is False
     finally:
         host_memory._state.update(state)
+
+
+@pytest.mark.usefixtures("fresh_ipu_system")
+def test_updates_inside_an_emulated_program_swap_whole_buffers():
+    from ipu_gpu.ipu import config, ipu_compiler, scopes
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    v = tf.Variable(np.zeros(3, np.float32))
+    seen = []
+
+    def program():
+        seen.append(id(v._value))
+        v.assign_sub(tf.constant(np.ones(3, np.float32)))
+        seen.append(id(v._value))
+        return v.read_value()
+
+    with scopes.ipu_scope("/device:IPU:0"):
+        out = ipu_compiler.compile(program)
+    np.testing.assert_array_equal(np.asarray(out[0] if isinstance(out, list) else out),
+                                  [-1, -1, -1])
+    assert seen[0] != seen[1]  # a fresh buffer, not an in-place update
