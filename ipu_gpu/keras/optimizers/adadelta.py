@@ -1,0 +1,68 @@
+"""Adadelta (Zeiler 2012) (Keras 2's ``Adadelta``)."""
+
+from __future__ import annotations
+
+from ...ops.math import rsqrt, sqrt
+from .optimizer_v2 import OptimizerV2
+
+
+class Adadelta(OptimizerV2):
+    """Adadelta with TF's ApplyAdadelta arithmetic::
+
+        accum_grad = accum_grad * rho + g * g * (1 - rho)
+        update = sqrt(accum_var + epsilon) * rsqrt(accum_grad + epsilon) * g
+        w = w - update * learning_rate
+        accum_var = accum_var * rho + update * update * (1 - rho)
+
+    Slots: "accum_grad", "accum_var".
+
+    Args:
+      learning_rate: a float, a ``LearningRateSchedule`` or a callable.
+      rho: the decay rate.
+      epsilon: small constant for stability (a falsy value means 1e-7).
+      name: the optimizer's name.
+      **kwargs: ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``decay``, ``lr``.
+    """
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, name="Adadelta", **kwargs):
+        super().__init__(name, **kwargs)
+        self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
+        self._set_hyper("decay", self._initial_decay)
+        self._set_hyper("rho", rho)
+        self.epsilon = epsilon or 1e-7
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self.add_slot(v, "accum_grad")
+        for v in var_list:
+            self.add_slot(v, "accum_var")
+
+    def _prepare_local(self, var_device, var_dtype, apply_state):
+        super()._prepare_local(var_device, var_dtype, apply_state)
+        c = apply_state[(var_device, var_dtype)]
+        rho = var_dtype.type(self._hyper_float("rho", var_dtype))
+        c.update(epsilon=float(var_dtype.type(self.epsilon)), rho=float(rho),
+                 one_minus_rho=float(var_dtype.type(1) - rho))
+
+    def _resource_apply_dense(self, grad, var, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        slots = self._slots[id(var)]
+        accum = slots["accum_grad"]
+        accum_update = slots["accum_var"]
+        eps = c["epsilon"]
+        accum.assign(accum * c["rho"] + grad * grad * c["one_minus_rho"])
+        update = sqrt(accum_update + eps) * rsqrt(accum + eps) * grad
+        var.assign_sub(update * c["lr_t"])
+        return accum_update.assign(accum_update * c["rho"] + update * update * c["one_minus_rho"])
+
+    def set_weights(self, weights):
+        if len(self.weights) == len(weights) + 1:  # Keras 1 weights: no iterations
+            weights = [0, *weights]
+        super().set_weights(weights)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
+                       "decay": self._initial_decay,
+                       "rho": self._serialize_hyperparameter("rho"), "epsilon": self.epsilon})
+        return config

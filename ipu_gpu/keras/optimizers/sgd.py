@@ -1,0 +1,68 @@
+"""Stochastic gradient descent, with optional (Nesterov) momentum (Keras 2's ``SGD``)."""
+
+from __future__ import annotations
+
+from ...core.tensor import Tensor
+from .optimizer_v2 import OptimizerV2
+
+
+class SGD(OptimizerV2):
+    """Gradient descent with momentum (TF's ApplyKerasMomentum arithmetic)::
+
+        velocity = momentum * velocity - learning_rate * g
+        w = w + velocity                                   # nesterov=False
+        w = w + momentum * velocity - learning_rate * g    # nesterov=True
+
+    Without momentum: ``w = w - learning_rate * g``, and no slot.
+
+    Args:
+      learning_rate: a float, a ``LearningRateSchedule`` or a callable returning the rate.
+      momentum: a float in [0, 1]; > 0 adds the slot "momentum".
+      nesterov: Nesterov momentum.
+      name: the optimizer's name.
+      **kwargs: ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``decay``, ``lr``.
+
+    Raises:
+      ValueError: ``momentum`` outside [0, 1].
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD", **kwargs):
+        super().__init__(name, **kwargs)
+        self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
+        self._set_hyper("decay", self._initial_decay)
+        self._momentum = isinstance(momentum, Tensor) or callable(momentum) or momentum > 0
+        if isinstance(momentum, (int, float)) and (momentum < 0 or momentum > 1):
+            raise ValueError("`momentum` must be between [0, 1]. Received: "
+                             f"momentum={momentum} (of type {type(momentum)}).")
+        self._set_hyper("momentum", momentum)
+        self.nesterov = nesterov
+
+    def _create_slots(self, var_list):
+        if self._momentum:
+            for var in var_list:
+                self.add_slot(var, "momentum")
+
+    def _prepare_local(self, var_device, var_dtype, apply_state):
+        super()._prepare_local(var_device, var_dtype, apply_state)
+        apply_state[(var_device, var_dtype)]["momentum"] = self._hyper_float("momentum",
+                                                                             var_dtype)
+
+    def _resource_apply_dense(self, grad, var, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        lr = c["lr_t"]
+        if not self._momentum:
+            return var.assign_sub(grad * lr)
+        accum = self.get_slot(var, "momentum")
+        momentum = c["momentum"]
+        accum.assign(accum * momentum - grad * lr)
+        if self.nesterov:
+            return var.assign_add(accum * momentum - grad * lr)
+        return var.assign_add(accum)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
+                       "decay": self._initial_decay,
+                       "momentum": self._serialize_hyperparameter("momentum"),
+                       "nesterov": self.nesterov})
+        return config
