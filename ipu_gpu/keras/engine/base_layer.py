@@ -1,0 +1,981 @@
+"""``Layer``: the Keras 2 layer (``tf_keras/src/engine/base_layer.py``), on ipu_gpu Tensors.
+
+A layer creates its weights in ``build(input_shape)`` (called once, by the first
+``__call__``, with the inputs' ``TensorShape``) and computes in ``call``; gradients come from
+the ipu_gpu tape recording the ops ``call`` runs. ``__call__`` also checks ``input_spec``,
+casts floating inputs to the layer's compute dtype, resolves ``training`` (explicit value,
+else the enclosing layer's, else the learning phase when one is set, else ``call``'s default),
+passes and computes masks, and adds activity-regularization losses. Called on KerasTensors it
+records a functional-graph node instead (``symbolic.functional_call``).
+
+Sub-layers are found, as Keras tracks them, among the layer's attributes: layers held
+directly or in lists, tuples and dicts (looked up at each use, so layers appended to a list
+later count). Variables assigned as attributes are tracked as weights.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+
+import numpy as np
+
+from ... import ops as _ops  # noqa: F401  # registers every op
+from ...core import nest
+from ...core.convert import convert_to_tensor
+from ...core.spec import TensorShape, as_shape
+from ...core.tensor import Tensor, Variable
+from ...ops import math as _m
+from .. import backend
+from . import call_context, policy
+from .call_context import get_mask, set_mask
+from .input_spec import InputSpec, assert_input_compatibility
+from .keras_tensor import KerasTensor
+
+_ALLOWED_KWARGS = {"input_dim", "input_shape", "batch_input_shape", "batch_size", "weights",
+                   "activity_regularizer", "autocast", "implementation"}
+_ADD_WEIGHT_KWARGS = ("autocast", "collections", "experimental_autocast", "caching_device",
+                      "getter", "layout", "experimental_enable_variable_lifting")
+# Bookkeeping attributes never searched for sub-layers.
+_UNTRACKED = frozenset({"_inbound_nodes_value", "_outbound_nodes_value", "_thread_local",
+                        "_trainable_weights", "_non_trainable_weights", "_metrics",
+                        "_callable_losses", "_losses", "_input_spec", "_call_spec",
+                        "_init_args", "_build_input_shape", "_dtype_policy"})
+_BUILD_LOCK = threading.RLock()  # replicas (threads) may call an unbuilt layer at once
+
+
+class KerasVariable(Variable):
+    """A layer weight: an ipu_gpu Variable that also carries its ``constraint`` (applied by
+    optimizers after each update) and its ``regularizer``."""
+
+    __slots__ = ("_constraint", "_regularizer")
+
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None, constraint=None,
+                 regularizer=None):
+        super().__init__(initial_value, trainable=trainable, name=name, dtype=dtype)
+        self._constraint = constraint
+        self._regularizer = regularizer
+
+    @property
+    def constraint(self):
+        return self._constraint
+
+    @property
+    def regularizer(self):
+        return self._regularizer
+
+
+def _is_metric(obj) -> bool:
+    return callable(getattr(obj, "update_state", None)) and callable(getattr(obj, "result",
+                                                                             None))
+
+
+def _walk(value, depth=0):
+    """The leaves of lists, tuples and dicts (insertion order), not descending into layers."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _walk(item, depth + 1)
+    elif isinstance(value, dict) and depth < 8:
+        for item in value.values():
+            yield from _walk(item, depth + 1)
+    else:
+        yield value
+
+
+def _shape_of(x) -> TensorShape:
+    """The TensorShape of a tensor (KerasTensor, Tensor, array) or of a shape."""
+    shape = getattr(x, "shape", x)
+    if isinstance(shape, TensorShape) and not isinstance(shape, tuple):
+        return shape
+    return TensorShape(list(shape))
+
+
+def _input_shapes(inputs):
+    """The structure of TensorShapes ``build`` receives."""
+    if any(hasattr(x, "shape") for x in nest.flatten(inputs)):
+        return nest.map_structure(_shape_of, inputs)
+    return inputs
+
+
+class Layer:
+    """The base class of all layers (``tf.keras.layers.Layer``).
+
+    Args:
+      trainable: whether the layer's weights are updated by training.
+      name: the layer's name (default: the snake-case class name, made unique).
+      dtype: the dtype or ``Policy`` of weights and computations (default: floatx()).
+      dynamic: accepted for compatibility (every layer runs eagerly).
+      **kwargs: ``input_shape``, ``batch_input_shape``, ``input_dim``, ``batch_size``
+        (the input a Sequential model starts from), ``weights`` (set at build),
+        ``activity_regularizer``, ``autocast``.
+    """
+
+    # Built-in layers whose compute_output_shape/compute_output_signature are exact set this,
+    # so calling them on KerasTensors needs no trial run of ``call``.
+    _shape_inference = False
+    # numpy arrays and Python numbers passed as inputs become Tensors (op layers keep them,
+    # so a Python scalar takes the other operand's dtype).
+    _convert_input_args = True
+
+    def __new__(cls, *args, **kwargs):
+        instance = super().__new__(cls)
+        try:  # the constructor's arguments, for the default get_config
+            bound = inspect.signature(cls.__init__).bind_partial(None, *args, **kwargs)
+            init_args = dict(bound.arguments)
+            init_args.pop(next(iter(init_args)), None)  # self
+            for key, value in list(init_args.items()):
+                if key == "kwargs" and isinstance(value, dict):
+                    init_args.pop(key)
+                    init_args.update(value)
+        except TypeError:
+            init_args = None
+        object.__setattr__(instance, "_init_args", init_args)
+        return instance
+
+    def __init__(self, trainable=True, name=None, dtype=None, dynamic=False, **kwargs):
+        for kwarg in kwargs:
+            if kwarg not in _ALLOWED_KWARGS:
+                raise TypeError("Keyword argument not understood:", kwarg)
+        if not isinstance(trainable, bool):
+            raise TypeError(f"Expected `trainable` argument to be a boolean, but got: "
+                            f"{trainable}")
+        if not isinstance(dynamic, bool):
+            raise TypeError(f"Expected `dynamic` argument to be a boolean, but got: {dynamic}")
+        self._trainable = trainable
+        self._stateful = False
+        self.built = False
+        self._input_spec = None
+        self._build_input_shape = None
+        self._supports_masking = type(self).compute_mask is not Layer.compute_mask
+        self._init_set_name(name)
+        from .. import regularizers
+
+        self._activity_regularizer = regularizers.get(kwargs.pop("activity_regularizer", None))
+        if not hasattr(self, "_trainable_weights"):
+            self._trainable_weights = []
+        if not hasattr(self, "_non_trainable_weights"):
+            self._non_trainable_weights = []
+        self._thread_local = threading.local()
+        self._callable_losses = []
+        self._losses = []
+        self._metrics = []
+        self._metrics_lock = threading.Lock()
+        self._set_dtype_policy(dtype)
+        self._autocast = kwargs.get("autocast", True)
+        self._inbound_nodes_value = []
+        self._outbound_nodes_value = []
+        self._dynamic = dynamic
+        self._call_spec = call_context.call_spec(self)
+        if "input_dim" in kwargs and "input_shape" not in kwargs:
+            kwargs["input_shape"] = (kwargs["input_dim"],)
+        if "input_shape" in kwargs or "batch_input_shape" in kwargs:
+            if "batch_input_shape" in kwargs:
+                batch_input_shape = tuple(kwargs["batch_input_shape"])
+            else:
+                batch_input_shape = ((kwargs.get("batch_size"),)
+                                     + tuple(as_shape(kwargs["input_shape"]).as_list()))
+            self._batch_input_shape = batch_input_shape
+        self._initial_weights = kwargs.get("weights", None)
+
+    # ---- subclass API ------------------------------------------------------------------------
+    def build(self, input_shape) -> None:
+        """Create the layer's weights (subclasses override); marks the layer built."""
+        self._build_input_shape = input_shape
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        """The layer's computation (subclasses override); the identity here."""
+        return inputs
+
+    def compute_mask(self, inputs, mask=None):
+        """The output mask: the input mask when the layer supports masking, else None.
+
+        Raises:
+          TypeError: a mask given to a layer that does not support masking.
+        """
+        if not self._supports_masking:
+            if any(m is not None for m in nest.flatten(mask)):
+                raise TypeError(f"Layer {self.name} does not support masking, but was passed "
+                                f"an input_mask: {mask}")
+            return None
+        return mask
+
+    def compute_output_shape(self, input_shape):
+        """The output shape(s) for ``input_shape``. The default builds the layer and runs
+        ``call`` on stand-in values (batch sizes 2 and 3 for unknown dimensions)."""
+        from . import symbolic
+
+        shapes = nest.map_structure(as_shape, _as_shape_structure(input_shape))
+        specs = nest.map_structure(lambda s: KerasTensor(s, self.compute_dtype or "float32"),
+                                   shapes)
+        with call_context.name_scope(self._name):
+            self._maybe_build(specs)
+        outputs, _ = symbolic.probe(self, specs, (), {}, None)
+        return nest.map_structure(lambda t: t.shape, outputs)
+
+    def compute_output_signature(self, input_signature):
+        """The output TensorSpec(s) for input TensorSpec(s): ``compute_output_shape`` with the
+        compute dtype (the input's when the layer has none)."""
+        from ...core.spec import TensorSpec
+
+        input_shape = nest.map_structure(lambda s: s.shape, input_signature)
+        output_shape = self.compute_output_shape(input_shape)
+        dtype = self.compute_dtype
+        if dtype is None:
+            dtype = nest.flatten(input_signature)[0].dtype
+        return nest.map_structure(lambda s: TensorSpec(s, dtype), _as_shape_structure(
+            output_shape))
+
+    def get_config(self) -> dict:
+        """The layer's constructor arguments (``from_config`` rebuilds it without weights).
+
+        Raises:
+          NotImplementedError: a subclass whose constructor takes arguments that do not
+            serialize, without its own ``get_config``.
+        """
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": policy.serialize(self._dtype_policy)}
+        if hasattr(self, "_batch_input_shape"):
+            config["batch_input_shape"] = self._batch_input_shape
+        if type(self).get_config is not Layer.get_config:
+            return config
+        extra = {k: v for k, v in (self._init_args or {}).items() if k not in config
+                 and k not in _ALLOWED_KWARGS and k not in ("name", "trainable", "dtype")}
+        if all(_serializable(v) for v in extra.values()):
+            config.update(extra)
+            return config
+        raise NotImplementedError(
+            f"\nLayer {type(self).__name__} was created by passing\nnon-serializable argument "
+            "values in `__init__()`,\nand therefore the layer must override `get_config()` "
+            "in\norder to be serializable. Please implement `get_config()`.")
+
+    @classmethod
+    def from_config(cls, config):
+        """A new layer from ``get_config``'s dict.
+
+        Raises:
+          TypeError: the constructor refuses the config (Keras's message).
+        """
+        try:
+            return cls(**config)
+        except Exception as e:
+            raise TypeError(f"Error when deserializing class '{cls.__name__}' using "
+                            f"config={config}.\n\nException encountered: {e}") from e
+
+    # ---- calling -----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        """Build if needed, check the inputs, run ``call`` (see the module docstring).
+
+        Raises:
+          RuntimeError: ``super().__init__()`` was not called.
+          ValueError, TypeError: inputs that break ``input_spec``.
+        """
+        if "_call_spec" not in self.__dict__:
+            raise RuntimeError("You must call `super().__init__()` in the layer constructor.")
+        spec = self._call_spec
+        inputs, args, kwargs = spec.split_out_first_arg(args, kwargs)
+        if _has_keras_tensor(inputs, args, kwargs):
+            from . import symbolic
+
+            return symbolic.functional_call(self, inputs, args, kwargs)
+        if self._convert_input_args:
+            inputs = _convert_inputs(inputs)
+        input_masks, implicit = self._get_input_masks(inputs, args, kwargs)
+        if spec.expects_mask_arg and implicit:
+            kwargs = dict(kwargs)
+            kwargs["mask"] = input_masks
+        ctx = call_context.context()
+        args, kwargs, training = self._resolve_training(args, kwargs, ctx)
+        if ctx.layer is None:
+            self._clear_losses()
+        with call_context.enter(self, training):
+            assert_input_compatibility(self.input_spec, inputs, self.name)
+            with call_context.name_scope(self._name):
+                if not self.built:
+                    self._maybe_build(inputs)
+                if self._autocast:
+                    inputs = self._maybe_cast_inputs(inputs)
+                outputs = self.call(inputs, *args, **kwargs)
+                if self._activity_regularizer:
+                    self._handle_activity_regularization(inputs, outputs)
+                if self._supports_masking:
+                    self._set_mask_metadata(inputs, outputs, input_masks)
+        return outputs
+
+    def _resolve_training(self, args, kwargs, ctx, symbolic=False):
+        """Keras's rule for ``training``: the value passed, else the enclosing call's, else
+        the learning phase when set, else ``call``'s default. Returns (args, kwargs, the value
+        nested calls see, whether the framework filled it in)."""
+        spec = self._call_spec
+        value = None
+        passed = spec.arg_was_passed("training", args, kwargs)
+        if spec.expects_training_arg:
+            if passed:
+                value = spec.get_arg_value("training", args, kwargs)
+            filled = False
+            if value is None:
+                if ctx.training is not None:
+                    value = ctx.training
+                elif backend.global_learning_phase_is_set():
+                    value = bool(backend.learning_phase())
+                else:
+                    value = spec.default("training")
+                args, kwargs = spec.set_arg_value("training", value, args, kwargs)
+                filled = True
+            if symbolic:
+                return args, kwargs, value, filled
+        else:
+            if "training" in kwargs:
+                kwargs = dict(kwargs)
+                value = kwargs.pop("training")
+            if value is None:
+                value = ctx.training
+            if symbolic:
+                return args, kwargs, value, False
+        return args, kwargs, value
+
+    def _get_input_masks(self, inputs, args, kwargs):
+        """(masks, implicit): the ``mask`` argument passed, else the masks attached to the
+        inputs (implicit), else None."""
+        spec = self._call_spec
+        if not self._supports_masking and not spec.expects_mask_arg:
+            return None, False
+        if spec.arg_was_passed("mask", args, kwargs):
+            return spec.get_arg_value("mask", args, kwargs), False
+        flat = nest.flatten(inputs)
+        masks = [get_mask(t) for t in flat]
+        if all(m is None for m in masks):
+            return None, False
+        return nest.pack_sequence_as(inputs, masks), True
+
+    def _set_mask_metadata(self, inputs, outputs, previous_mask) -> None:
+        flat_outputs = nest.flatten(outputs)
+        if getattr(self, "_compute_output_and_mask_jointly", False) or all(
+                get_mask(x) is not None for x in flat_outputs):
+            return
+        output_masks = self.compute_mask(inputs, previous_mask)
+        if output_masks is None:
+            return
+        for tensor, mask in zip(flat_outputs, nest.flatten(output_masks)):
+            set_mask(tensor, mask)
+
+    def _maybe_build(self, inputs) -> None:
+        if not self.built:
+            with _BUILD_LOCK:
+                if not self.built:
+                    assert_input_compatibility(self.input_spec, inputs, self.name)
+                    flat = nest.flatten(inputs)
+                    if flat and self._dtype_policy.compute_dtype is None:
+                        self._set_dtype_policy(np.dtype(flat[0].dtype).name)
+                    input_shapes = _input_shapes(inputs)
+                    if type(self).build is not Layer.build:
+                        self.build(input_shapes)
+                    Layer.build(self, input_shapes)
+        if self._initial_weights is not None:
+            weights, self._initial_weights = self._initial_weights, None
+            self.set_weights(weights)
+
+    def _maybe_cast_inputs(self, inputs):
+        compute = self.compute_dtype
+        if compute is None or np.dtype(compute).kind != "f":
+            return inputs
+        compute = np.dtype(compute)
+
+        def cast(x):
+            if isinstance(x, Tensor) and x.dtype.kind == "f" and x.dtype != compute:
+                return _m.cast(x, compute)
+            return x
+
+        if isinstance(inputs, Tensor):
+            return cast(inputs)
+        return nest.map_structure(cast, inputs)
+
+    def _handle_activity_regularization(self, inputs, outputs) -> None:
+        for output in nest.flatten(outputs):
+            loss = convert_to_tensor(self._activity_regularizer(output))
+            batch = output.shape[0] if output.ndim else 0
+            # divide_no_nan by the batch size, as Keras
+            self.add_loss(loss / np.asarray(batch, loss.dtype) if batch else loss * 0)
+
+    # ---- weights -----------------------------------------------------------------------------
+    def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None,
+                   trainable=None, constraint=None, use_resource=None, synchronization=None,
+                   aggregation=None, **kwargs):
+        """Create a weight (a ``KerasVariable``) and track it.
+
+        Args:
+          name: the weight's name (the variable is named ``<layer scopes>/<name>:0``).
+          shape: its shape (default: a scalar).
+          dtype: its dtype (default: the layer's).
+          initializer: an initializer, its name or a callable ``(shape, dtype)``; default
+            ``glorot_uniform`` for floats, ``zeros`` for ints and bools.
+          regularizer: adds ``regularizer(weight)`` to ``losses``.
+          trainable: default True; ``synchronization="ON_READ"`` implies False.
+          constraint: stored as ``variable.constraint`` for optimizers to apply.
+          use_resource, synchronization, aggregation: accepted for compatibility.
+
+        Raises:
+          TypeError: an unknown keyword argument.
+          ValueError: ``trainable=True`` with ON_READ synchronization; no initializer for a
+            dtype that is neither float, int nor bool.
+        """
+        from .. import constraints as constraints_mod
+        from .. import initializers as initializers_mod
+        from .. import regularizers as regularizers_mod
+
+        if shape is None:
+            shape = ()
+        kwargs.pop("partitioner", None)
+        for kwarg in kwargs:
+            if kwarg not in _ADD_WEIGHT_KWARGS:
+                raise TypeError("Unknown keyword argument:", kwarg)
+        if dtype is None:
+            dtype = self.dtype or backend.floatx()
+        dtype = np.dtype(getattr(dtype, "name", dtype))
+        if self._dtype_policy.variable_dtype is None:
+            self._set_dtype_policy(dtype.name)
+        initializer = initializers_mod.get(initializer)
+        regularizer = regularizers_mod.get(regularizer)
+        constraint = constraints_mod.get(constraint)
+        if "ON_READ" in str(getattr(synchronization, "name", synchronization)).upper():
+            if trainable:
+                raise ValueError("Synchronization value can be set to "
+                                 "VariableSynchronization.ON_READ only for non-trainable "
+                                 "variables. You have specified trainable=True and "
+                                 "synchronization=VariableSynchronization.ON_READ.")
+            trainable = False
+        elif trainable is None:
+            trainable = True
+        if initializer is None:
+            if dtype.kind == "f":
+                initializer = initializers_mod.get("glorot_uniform")
+            elif dtype.kind in "iub":
+                initializer = initializers_mod.get("zeros")
+            else:
+                raise ValueError(f"An initializer for variable {name} of type {dtype} is "
+                                 f"required for layer {self.name}. Received: {initializer}.")
+        dims = tuple(as_shape(shape).as_list())
+        value = initializer(dims, dtype=dtype)
+        variable = KerasVariable(value, trainable=bool(trainable),
+                                 name=call_context.scoped_name(name or "Variable"),
+                                 dtype=dtype, constraint=constraint, regularizer=regularizer)
+        if tuple(variable.shape) != dims:
+            raise ValueError(f"Layer {self.name}: the initializer of weight {name!r} returned "
+                             f"shape {tuple(variable.shape)}, expected {dims}")
+        if regularizer is not None:
+            self._handle_weight_regularization(variable.name[:variable.name.find(":")],
+                                               variable, regularizer)
+        (self._trainable_weights if trainable else self._non_trainable_weights).append(variable)
+        return variable
+
+    def add_variable(self, *args, **kwargs):
+        """Deprecated alias of ``add_weight``."""
+        return self.add_weight(*args, **kwargs)
+
+    def _handle_weight_regularization(self, name, variable, regularizer) -> None:
+        self.add_loss(functools.partial(regularizer, variable))
+
+    @property
+    def trainable_weights(self) -> list:
+        """The trainable variables of this layer and its sub-layers ([] when frozen)."""
+        if not self.trainable:
+            return []
+        children = [w for layer in self._direct_sublayers() for w in layer.trainable_weights]
+        return _dedup(self._trainable_weights + children)
+
+    @property
+    def non_trainable_weights(self) -> list:
+        """The non-trainable variables (all of them when the layer is frozen)."""
+        if self.trainable:
+            children = [w for layer in self._direct_sublayers()
+                        for w in layer.non_trainable_weights]
+            weights = self._non_trainable_weights + children
+        else:
+            children = [w for layer in self._direct_sublayers() for w in layer.weights]
+            weights = self._trainable_weights + self._non_trainable_weights + children
+        return _dedup(weights)
+
+    @property
+    def weights(self) -> list:
+        """All variables: trainable first, then non-trainable."""
+        return self.trainable_weights + self.non_trainable_weights
+
+    variables = weights
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+
+    def get_weights(self) -> list:
+        """The weights' values as numpy arrays, in ``weights`` order."""
+        return [w.numpy() for w in self.weights]
+
+    def set_weights(self, weights) -> None:
+        """Set the weights from arrays in ``weights`` order.
+
+        Raises:
+          ValueError: a wrong number of arrays or an incompatible shape (Keras's messages).
+        """
+        params = self.weights
+        if len(params) != len(weights):
+            raise ValueError(f'You called `set_weights(weights)` on layer "{self.name}" with a '
+                             f"weight list of length {len(weights)}, but the layer was "
+                             f"expecting {len(params)} weights. Provided weights: "
+                             f"{str(weights)[:50]}...")
+        pairs = []
+        for param, weight in zip(params, weights):
+            weight_shape = tuple(weight.shape) if hasattr(weight, "shape") else ()
+            ref_shape = TensorShape(list(param.shape))
+            if not ref_shape.is_compatible_with(weight_shape):
+                raise ValueError(f"Layer {self.name} weight shape {ref_shape} is not compatible "
+                                 f"with provided weight shape {weight_shape}.")
+            pairs.append((param, weight))
+        for param, weight in pairs:
+            param.assign(np.asarray(weight, dtype=param.dtype).reshape(param.shape))
+        for layer in self._flatten_layers():
+            layer.finalize_state()
+
+    def finalize_state(self) -> None:
+        """Called after ``set_weights``: layers with derived state refresh it here."""
+
+    def count_params(self) -> int:
+        """The number of scalars in the weights.
+
+        Raises:
+          ValueError: the layer is not built.
+        """
+        if not self.built:
+            raise ValueError(f"You tried to call `count_params` on layer {self.name}, but the "
+                             f"layer isn't built. You can build it manually via: "
+                             f"`{self.name}.build(batch_input_shape)`.")
+        return int(sum(int(np.prod(w.shape, dtype=np.int64)) for w in self.weights))
+
+    # ---- losses, metrics, updates ------------------------------------------------------------
+    @property
+    def _eager_losses(self) -> list:
+        losses = getattr(self._thread_local, "eager_losses", None)
+        if losses is None:
+            losses = self._thread_local.eager_losses = []
+        return losses
+
+    def _clear_losses(self) -> None:
+        for layer in self._flatten_layers():
+            layer._thread_local.eager_losses = []
+
+    @property
+    def losses(self) -> list:
+        """Losses added with ``add_loss`` during the last call (this layer and its
+        sub-layers), then the regularization losses, computed now (so a tape sees them)."""
+        collected = []
+        for layer in self._flatten_layers():
+            eager = layer._eager_losses
+            collected.extend(eager if eager else layer._losses)
+            for fn in layer._callable_losses:
+                loss = fn()
+                if loss is not None:
+                    collected.append(loss)
+        return collected
+
+    def add_loss(self, losses, **kwargs) -> None:
+        """Add loss tensors (inside ``call``), zero-argument callables (anywhere) or symbolic
+        KerasTensors (functional construction).
+
+        Raises:
+          ValueError: an eager tensor outside a call (Keras's message).
+          TypeError: unknown keyword arguments.
+        """
+        kwargs.pop("inputs", None)
+        if kwargs:
+            raise TypeError(f"Unknown keyword arguments: {kwargs.keys()}")
+        ctx = call_context.context()
+        if ctx.probing:
+            return  # a trial run of call for shapes: its losses are not the model's
+        eager, symbolic = [], []
+        for loss in nest.flatten(losses):
+            if callable(loss):
+                self._callable_losses.append(functools.partial(_call_loss, loss))
+                continue
+            if loss is None:
+                continue
+            if isinstance(loss, KerasTensor):
+                symbolic.append(loss)
+            else:
+                if not isinstance(loss, Tensor):
+                    loss = convert_to_tensor(np.asarray(loss, dtype=backend.floatx()))
+                eager.append(loss)
+        if eager and ctx.layer is None:
+            raise ValueError("Expected a symbolic Tensors or a callable for the loss value. "
+                             "Please wrap your loss computation in a zero argument `lambda`.")
+        self._eager_losses.extend(eager)
+        self._losses.extend(symbolic)
+
+    @property
+    def metrics(self) -> list:
+        """The metric objects attached to this layer and its sub-layers."""
+        collected = []
+        for layer in self._flatten_layers():
+            with layer._metrics_lock:
+                collected.extend(layer._metrics)
+        return collected
+
+    def add_metric(self, value, name=None, **kwargs) -> None:
+        """Track the mean of ``value`` as a metric called ``name`` (inside ``call``).
+
+        Raises:
+          ValueError: no name; an eager value outside a call. TypeError: unknown kwargs.
+        """
+        if len(kwargs) > 1 or (kwargs and next(iter(kwargs)) != "aggregation"):
+            raise TypeError(f"Unknown keyword arguments: {kwargs.keys()}. Expected "
+                            "`aggregation`.")
+        ctx = call_context.context()
+        if ctx.probing:
+            return
+        if name is None:
+            raise ValueError("Please provide a name for your metric like "
+                             "`self.add_metric(tf.reduce_sum(inputs), name='mean_activation')`")
+        if ctx.layer is None and not isinstance(value, KerasTensor):
+            raise ValueError("Expected a symbolic Tensor for the metric value, received: "
+                             f"{value}")
+        if isinstance(value, KerasTensor):
+            raise NotImplementedError("add_metric with a symbolic tensor (on a functional "
+                                      "model) is the model's to record")
+        with self._metrics_lock:
+            match = [m for m in self._metrics if m.name == name]
+            if match:
+                metric = match[0]
+            else:
+                metric = _mean_metric(name, getattr(value, "dtype", None))
+                self._metrics.append(metric)
+        metric.update_state(value)
+
+    def add_update(self, updates) -> None:
+        """Run zero-argument callables (updates already happened eagerly otherwise)."""
+        for update in nest.flatten(updates):
+            if callable(update):
+                update()
+
+    # ---- attributes and tracking -------------------------------------------------------------
+    def __setattr__(self, name, value):
+        if name.startswith("__") or hasattr(type(self), name) or name in _UNTRACKED:
+            object.__setattr__(self, name, value)
+            return
+        for leaf in _walk(value):
+            if isinstance(leaf, Variable):
+                trainable = self.__dict__.get("_trainable_weights")
+                frozen = self.__dict__.get("_non_trainable_weights")
+                if trainable is None:
+                    trainable = []
+                    object.__setattr__(self, "_trainable_weights", trainable)
+                if frozen is None:
+                    frozen = []
+                    object.__setattr__(self, "_non_trainable_weights", frozen)
+                target = trainable if leaf.trainable else frozen
+                if not any(leaf is w for w in target):
+                    target.append(leaf)
+            elif (_is_metric(leaf) and not isinstance(leaf, type)
+                  and "_metrics" in self.__dict__):
+                if not any(leaf is m for m in self._metrics):
+                    self._metrics.append(leaf)
+        object.__setattr__(self, name, value)
+
+    def _direct_sublayers(self) -> list:
+        found, seen = [], {id(self)}
+        for key, value in self.__dict__.items():
+            if key in _UNTRACKED:
+                continue
+            for leaf in _walk(value):
+                if isinstance(leaf, Layer) and not _is_metric(leaf) and id(leaf) not in seen:
+                    seen.add(id(leaf))
+                    found.append(leaf)
+        return found
+
+    def _flatten_layers(self, recursive=True, include_self=True):
+        """This layer (first) and its sub-layers, depth-first in attribute order."""
+        if include_self:
+            yield self
+        seen = {id(self)}
+        stack = list(reversed(self._direct_sublayers()))
+        while stack:
+            layer = stack.pop()
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            yield layer
+            if recursive:
+                stack.extend(reversed(layer._direct_sublayers()))
+
+    @property
+    def submodules(self) -> list:
+        return list(self._flatten_layers(include_self=False))
+
+    # ---- properties --------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _init_set_name(self, name) -> None:
+        from .serialization import to_snake_case
+
+        if name is None:
+            self._name = backend.unique_object_name(to_snake_case(type(self).__name__),
+                                                    zero_based=True)
+        elif isinstance(name, str):
+            backend.observe_object_name(name)
+            self._name = name
+        else:
+            raise TypeError(f"Expected `name` argument to be a string, but got: {name}")
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value) -> None:
+        """Set ``trainable`` on this layer and all its sub-layers."""
+        for layer in self._flatten_layers():
+            layer._trainable = value
+
+    @property
+    def dynamic(self) -> bool:
+        return any(layer._dynamic for layer in self._flatten_layers())
+
+    @property
+    def stateful(self) -> bool:
+        return any(layer._stateful for layer in self._flatten_layers())
+
+    @stateful.setter
+    def stateful(self, value) -> None:
+        self._stateful = value
+
+    @property
+    def supports_masking(self) -> bool:
+        return self._supports_masking
+
+    @supports_masking.setter
+    def supports_masking(self, value) -> None:
+        self._supports_masking = value
+
+    @property
+    def activity_regularizer(self):
+        return self._activity_regularizer
+
+    @activity_regularizer.setter
+    def activity_regularizer(self, regularizer) -> None:
+        self._activity_regularizer = regularizer
+
+    @property
+    def input_spec(self):
+        """The ``InputSpec`` (or structure of them) inputs are checked against."""
+        return self._input_spec
+
+    @input_spec.setter
+    def input_spec(self, value) -> None:
+        for v in nest.flatten(value):
+            if v is not None and not isinstance(v, InputSpec):
+                raise TypeError(f"Layer input_spec must be an instance of InputSpec. Got: {v}")
+        self._input_spec = value
+
+    # dtypes: a Policy holds the variable dtype and the compute dtype (the same unless mixed)
+    def _set_dtype_policy(self, dtype) -> None:
+        if isinstance(dtype, policy.Policy):
+            new = dtype
+        elif isinstance(dtype, dict):
+            new = policy.deserialize(dtype)
+        elif dtype is None:
+            new = policy.global_policy()
+        else:
+            new = policy.Policy(np.dtype(getattr(dtype, "name", dtype)).name
+                                if not isinstance(dtype, str) else dtype)
+        if new.compute_dtype != new.variable_dtype:
+            # Mixed precision reads float32 weights as 16-bit values (Keras's
+            # AutoCastVariable); this is where that would attach.
+            raise NotImplementedError(f"Layer {getattr(self, '_name', '')}: mixed precision "
+                                      f"policy {new.name!r} is not emulated yet")
+        self._dtype_policy = new
+
+    @property
+    def dtype(self):
+        """The variables' dtype name (``"float32"``)."""
+        return self._dtype_policy.variable_dtype
+
+    @property
+    def dtype_policy(self) -> policy.Policy:
+        return self._dtype_policy
+
+    @property
+    def compute_dtype(self):
+        return self._dtype_policy.compute_dtype
+
+    @property
+    def variable_dtype(self):
+        return self._dtype_policy.variable_dtype
+
+    # ---- the functional graph ----------------------------------------------------------------
+    @property
+    def _inbound_nodes(self) -> list:
+        return self._inbound_nodes_value
+
+    @property
+    def _outbound_nodes(self) -> list:
+        return self._outbound_nodes_value
+
+    inbound_nodes = _inbound_nodes
+    outbound_nodes = _outbound_nodes
+
+    def _node_attribute(self, node_index, attr, what):
+        if not self._inbound_nodes:
+            raise RuntimeError(f"The layer {self.name} has never been called and thus has no "
+                               f"defined {what}.")
+        if not len(self._inbound_nodes) > node_index:
+            raise ValueError(f"Asked to get {what} at node {node_index}, but the layer has only "
+                             f"{len(self._inbound_nodes)} inbound nodes.")
+        values = getattr(self._inbound_nodes[node_index], attr)
+        if isinstance(values, list) and len(values) == 1:
+            return values[0]
+        return values
+
+    def get_input_at(self, node_index):
+        return self._node_attribute(node_index, "input_tensors", "input")
+
+    def get_output_at(self, node_index):
+        return self._node_attribute(node_index, "output_tensors", "output")
+
+    def get_input_shape_at(self, node_index):
+        return self._node_attribute(node_index, "input_shapes", "input shape")
+
+    def get_output_shape_at(self, node_index):
+        return self._node_attribute(node_index, "output_shapes", "output shape")
+
+    @property
+    def input(self):
+        """The input KerasTensor(s) of the layer's single call.
+
+        Raises:
+          AttributeError: the layer was never called on KerasTensors.
+        """
+        if not self._inbound_nodes:
+            raise AttributeError(f"Layer {self.name} is not connected, no input to return.")
+        return self._node_attribute(0, "input_tensors", "input")
+
+    @property
+    def output(self):
+        if not self._inbound_nodes:
+            raise AttributeError(f"Layer {self.name} has no inbound nodes.")
+        return self._node_attribute(0, "output_tensors", "output")
+
+    @property
+    def input_shape(self):
+        if not self._inbound_nodes:
+            raise AttributeError(f'The layer "{self.name}" has never been called and thus has '
+                                 "no defined input shape. Note that the `input_shape` property "
+                                 "is only available for Functional and Sequential models.")
+        shapes = {str(node.input_shapes) for node in self._inbound_nodes}
+        if len(shapes) == 1:
+            return self._inbound_nodes[0].input_shapes
+        raise AttributeError(f'The layer "{self.name}" has multiple inbound nodes, with '
+                             'different input shapes. Hence the notion of "input shape" is '
+                             "ill-defined for the layer. Use `get_input_shape_at(node_index)` "
+                             "instead.")
+
+    @property
+    def output_shape(self):
+        if not self._inbound_nodes:
+            raise AttributeError(f'The layer "{self.name}" has never been called and thus has '
+                                 "no defined output shape.")
+        shapes = {str(node.output_shapes) for node in self._inbound_nodes}
+        if len(shapes) == 1:
+            return self._inbound_nodes[0].output_shapes
+        raise AttributeError(f'The layer "{self.name}" has multiple inbound nodes, with '
+                             'different output shapes. Hence the notion of "output shape" is '
+                             "ill-defined for the layer. Use `get_output_shape_at(node_index)` "
+                             "instead.")
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+def _call_loss(fn):
+    loss = fn()
+    if loss is None:
+        return None
+    return loss if isinstance(loss, Tensor) else convert_to_tensor(
+        np.asarray(loss, dtype=backend.floatx()))
+
+
+def _dedup(weights: list) -> list:
+    out, seen = [], set()
+    for w in weights:
+        if id(w) not in seen:
+            seen.add(id(w))
+            out.append(w)
+    return out
+
+
+def _serializable(value) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_serializable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _serializable(v) for k, v in value.items())
+    return False
+
+
+def _has_keras_tensor(inputs, args, kwargs) -> bool:
+    if isinstance(inputs, KerasTensor):
+        return True
+    return any(isinstance(x, KerasTensor) for x in nest.flatten([inputs, list(args),
+                                                                  list(kwargs.values())]))
+
+
+def _convert_inputs(inputs):
+    """numpy arrays and Python numbers among the inputs become Tensors, as in Keras."""
+    if isinstance(inputs, Tensor):
+        return inputs
+    flat = nest.flatten(inputs)
+    if not any(isinstance(x, (np.ndarray, float, int, np.generic)) and not isinstance(x, bool)
+               for x in flat):
+        return inputs
+    return nest.pack_sequence_as(inputs, [
+        convert_to_tensor(x) if isinstance(x, (np.ndarray, float, int, np.generic))
+        and not isinstance(x, bool) else x for x in flat])
+
+
+def _as_shape_structure(shape):
+    """A shape, or a structure of shapes, with each shape as a TensorShape (a tuple or list
+    of ints/None is one shape)."""
+    if isinstance(shape, TensorShape) and not isinstance(shape, tuple):
+        return shape
+    if isinstance(shape, (list, tuple)) and all(d is None or isinstance(d, (int, np.integer))
+                                                for d in shape):
+        return TensorShape(list(shape))
+    if isinstance(shape, dict):
+        return {k: _as_shape_structure(v) for k, v in shape.items()}
+    if isinstance(shape, (list, tuple)):
+        return type(shape)(_as_shape_structure(s) for s in shape)
+    return as_shape(shape)
+
+
+class _MeanMetric:
+    """The running mean ``add_metric`` keeps when keras.metrics is not available."""
+
+    def __init__(self, name, dtype=None):
+        self.name = name
+        self.dtype = dtype
+        self.reset_state()
+
+    def reset_state(self):
+        self._total, self._count = 0.0, 0
+
+    def update_state(self, value):
+        value = np.asarray(value, dtype=np.float64)
+        self._total += float(value.sum())
+        self._count += int(value.size)
+
+    def result(self):
+        return convert_to_tensor(np.asarray(self._total / max(self._count, 1), np.float32))
+
+
+def _mean_metric(name, dtype):
+    try:
+        from ..metrics import Mean
+    except ImportError:
+        return _MeanMetric(name, dtype)
+    return Mean(name=name, dtype=dtype)

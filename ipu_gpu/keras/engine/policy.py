@@ -1,0 +1,90 @@
+"""Dtype policies (``keras.mixed_precision.Policy``): the dtype a layer's variables are
+created in and the dtype its computations run in.
+
+``float16``/``float32``/``float64`` set both. The mixed policies (``mixed_float16``,
+``mixed_bfloat16``) keep float32 variables and compute in 16 bits; Keras reads such
+variables through autocasting wrappers, which are not emulated yet: a layer given a mixed
+policy raises NotImplementedError at construction (the hook is ``Layer._set_dtype_policy``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+
+_MIXED = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
+_global_policy = None
+
+
+class Policy:
+    """A dtype policy: ``name`` is a dtype name or ``mixed_float16``/``mixed_bfloat16``."""
+
+    def __init__(self, name):
+        if isinstance(name, np.dtype):
+            name = name.name
+        if not isinstance(name, str):
+            raise TypeError(f"'name' must be a string, not a DType. Instead, pass DType.name. "
+                            f"Received: name={name} (of type {type(name)})")
+        self._name = name
+        if name in _MIXED:
+            self._compute_dtype, self._variable_dtype = _MIXED[name], "float32"
+        elif name == "_infer":
+            self._compute_dtype = self._variable_dtype = None
+        else:
+            try:
+                dtype = np.dtype(name).name
+            except TypeError:
+                raise ValueError(f"Cannot convert value {name} to a mixed precision Policy. "
+                                 "Valid policies include 'mixed_float16', 'mixed_bfloat16', "
+                                 "and the name of any dtype such as 'float32'.") from None
+            self._compute_dtype = self._variable_dtype = dtype
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def compute_dtype(self):
+        return self._compute_dtype
+
+    @property
+    def variable_dtype(self):
+        return self._variable_dtype
+
+    def get_config(self) -> dict:
+        return {"name": self._name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        return f'<Policy "{self._name}">'
+
+
+def global_policy() -> Policy:
+    """The policy layers get when given no dtype: ``set_global_policy``'s, else floatx()."""
+    if _global_policy is not None:
+        return _global_policy
+    return Policy(backend.floatx())
+
+
+def set_global_policy(policy) -> None:
+    """Set the policy of layers created from now on (None: back to floatx())."""
+    global _global_policy
+    _global_policy = None if policy is None else (
+        policy if isinstance(policy, Policy) else Policy(policy))
+
+
+def serialize(policy: Policy):
+    """A plain dtype policy serializes to its name, as in Keras 2."""
+    if policy.name == policy.compute_dtype == policy.variable_dtype:
+        return policy.name
+    return {"class_name": "Policy", "config": policy.get_config()}
+
+
+def deserialize(config) -> Policy:
+    if isinstance(config, dict):
+        return Policy.from_config(config.get("config", config))
+    return Policy(config)

@@ -1,0 +1,62 @@
+"""Keras object configs: ``{"module", "class_name", "config", "registered_name"}`` dicts
+(tf-keras 2.x's format; Keras 2.6's ``{"class_name", "config"}`` is read too), and the
+snake_case names Keras derives layer names from."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+
+def to_snake_case(name: str) -> str:
+    """``Conv2DTranspose`` -> ``conv2d_transpose``, as Keras's ``generic_utils.to_snake_case``."""
+    intermediate = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    insecure = re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
+    if insecure[0] != "_":
+        return insecure
+    return "private" + insecure
+
+
+def serialize_keras_object(obj, module: str):
+    """The config dict of an object with ``get_config``; None stays None."""
+    if obj is None:
+        return None
+    return {"module": module, "class_name": type(obj).__name__, "config": obj.get_config(),
+            "registered_name": None}
+
+
+def deserialize_keras_object(identifier, module_objects: dict, custom_objects=None,
+                             printable_module_name: str = "object"):
+    """An object from a config dict or a name: a class is built with ``from_config`` (or
+    called with no arguments for a bare name); a function is returned as is.
+
+    Raises:
+      ValueError: an unknown name or a malformed config.
+    """
+    objects = dict(module_objects)
+    objects.update(custom_objects or {})
+    if isinstance(identifier, dict):
+        if "class_name" not in identifier or "config" not in identifier:
+            raise ValueError(f"Improper config format for {printable_module_name}: "
+                             f"{identifier}. Expecting python dict contains `class_name` and "
+                             "`config` as keys")
+        name, config = identifier["class_name"], identifier["config"]
+        if isinstance(config, str) and name == "function":  # tf-keras's function format
+            name, config = config, None
+    elif isinstance(identifier, str):
+        name, config = identifier, None
+    else:
+        raise ValueError(f"Could not interpret {printable_module_name} identifier: "
+                         f"{identifier}")
+    obj = objects.get(name)
+    if obj is None:
+        raise ValueError(f"Unknown {printable_module_name}: '{name}'. Please ensure you are "
+                         "using a `keras.utils.custom_object_scope` and that this object is "
+                         "included in the scope.")
+    if inspect.isclass(obj):
+        if config is None:
+            return obj()
+        if hasattr(obj, "from_config"):
+            return obj.from_config(dict(config))
+        return obj(**config)
+    return obj

@@ -1,0 +1,170 @@
+"""Calling a layer on KerasTensors: infer the outputs' shapes and dtypes, record a Node.
+
+Built-in layers (``Layer._shape_inference``) give their outputs from
+``compute_output_signature``. Any other layer is probed: ``call`` runs on stand-in zeros
+(ones for bool) whose unknown dimensions are 2, then 3; an output dimension that changes
+between the two runs is unknown (None). During a probe, losses and metrics are not recorded
+and the layer's weights are restored afterwards, so a probe leaves no trace but built
+sub-layers. Randomness drawn inside a probed ``call`` does advance ipu_gpu's random streams.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import backend as array_backend
+from ...core import nest
+from ...core.tensor import wrap
+from . import call_context
+from .call_context import get_mask
+from .input_spec import assert_input_compatibility
+from .keras_tensor import KerasTensor
+from .node import Node
+
+_PROBE_SIZES = (2, 3)
+
+
+def functional_call(layer, inputs, args, kwargs):
+    """``layer(inputs, *args, **kwargs)`` with KerasTensors among the arguments: the output
+    KerasTensors, recorded as a new node of ``layer``."""
+    from .base_layer import _convert_inputs
+
+    if layer._convert_input_args:
+        inputs = _convert_inputs(inputs)
+    spec = layer._call_spec
+    input_masks, implicit = layer._get_input_masks(inputs, args, kwargs)
+    mask_by_framework = False
+    if spec.expects_mask_arg and implicit:
+        kwargs = dict(kwargs)
+        kwargs["mask"] = input_masks
+        mask_by_framework = True
+    ctx = call_context.context()
+    args, kwargs, training, training_by_framework = layer._resolve_training(
+        args, kwargs, ctx, symbolic=True)
+    with call_context.enter(layer, training):
+        outputs = _symbolic_outputs(layer, inputs, input_masks, args, kwargs)
+    if outputs is None:
+        raise ValueError("A layer's `call` method should return a Tensor or a list of Tensors, "
+                         f"not None (layer: {layer.name}).")
+    if training_by_framework:
+        args, kwargs = spec.set_arg_value("training", None, args, kwargs,
+                                          pop_kwarg_if_none=True)
+    if mask_by_framework:
+        kwargs.pop("mask")
+    Node(layer, call_args=(inputs, *args), call_kwargs=kwargs, outputs=outputs)
+    return outputs
+
+
+def _symbolic_outputs(layer, inputs, input_masks, args, kwargs):
+    assert_input_compatibility(layer.input_spec, inputs, layer.name)
+    with call_context.name_scope(layer.name):
+        layer._maybe_build(inputs)
+    if not layer._shape_inference:
+        outputs, masks = probe(layer, inputs, args, kwargs, input_masks)
+    else:
+        signature = nest.map_structure(lambda t: t.type_spec if isinstance(t, KerasTensor)
+                                       else t, _cast_specs(layer, inputs))
+        outputs = nest.map_structure(KerasTensor.from_spec,
+                                     layer.compute_output_signature(signature))
+        masks = _output_masks(layer, inputs, input_masks, outputs)
+    if masks is not None:
+        for tensor, mask in zip(nest.flatten(outputs), nest.flatten(masks)):
+            tensor._keras_mask = mask
+    return outputs
+
+
+def _cast_specs(layer, inputs):
+    """The inputs as ``call`` sees them: floating KerasTensors in the compute dtype."""
+    compute = layer.compute_dtype
+    if not layer._autocast or compute is None or np.dtype(compute).kind != "f":
+        return inputs
+
+    def cast(t):
+        if isinstance(t, KerasTensor) and t.dtype.kind == "f" and t.dtype != compute:
+            return KerasTensor(t.shape, compute, t.name)
+        return t
+
+    return nest.map_structure(cast, inputs)
+
+
+def _output_masks(layer, inputs, input_masks, outputs):
+    """The masks of a built-in layer's outputs: the input masks when ``compute_mask`` is
+    Keras's default, else ``compute_mask`` probed."""
+    from .base_layer import Layer
+
+    if not layer._supports_masking:
+        return None
+    if type(layer).compute_mask is Layer.compute_mask:
+        if input_masks is None:
+            return None
+        flat_out, flat_masks = nest.flatten(outputs), nest.flatten(input_masks)
+        return flat_masks[:len(flat_out)] if len(flat_masks) >= len(flat_out) else None
+    return _probe_fn(lambda x, m: layer.compute_mask(x, m), (inputs, input_masks))
+
+
+def probe(layer, inputs, args, kwargs, input_masks):
+    """(outputs, masks) of ``layer.call`` on stand-ins for the KerasTensors: KerasTensors
+    whose dimensions are None where the two probe sizes give different sizes."""
+    weights = [(w, w._value) for w in layer.weights]
+
+    def run(x, a, kw, m):
+        ctx = call_context.context()
+        with call_context.enter(layer, ctx.training, probing=True), \
+                call_context.name_scope(layer.name), np.errstate(all="ignore"):
+            x = layer._maybe_cast_inputs(x)
+            out = layer.call(x, *a, **kw)
+            out_masks = None
+            if layer._supports_masking:
+                flat = nest.flatten(out)
+                existing = [get_mask(t) for t in flat]
+                if all(e is not None for e in existing):
+                    out_masks = nest.pack_sequence_as(out, existing)
+                else:
+                    out_masks = layer.compute_mask(x, m)
+        return out, out_masks
+
+    try:
+        result = _probe_fn(run, (inputs, list(args), dict(kwargs), input_masks), layer.name)
+    finally:
+        for w, value in weights:  # a probe must not move the weights (BatchNorm statistics)
+            if w._value is not value:
+                w._value = value
+    return result
+
+
+def _probe_fn(fn, structure, name=None):
+    runs = []
+    for size in _PROBE_SIZES:
+        concrete = nest.map_structure(lambda v, size=size: _stand_in(v, size, name), structure)
+        runs.append(fn(*concrete))
+    first, second = runs
+    flat_a, flat_b = nest.flatten(first), nest.flatten(second)
+    if len(flat_a) != len(flat_b):
+        raise ValueError(f"Layer {name}: `call` returned differently structured outputs for "
+                         "different batch sizes")
+    merged = [_merge(a, b, name) for a, b in zip(flat_a, flat_b)]
+    return nest.pack_sequence_as(first, merged)
+
+
+def _stand_in(value, size, name):
+    if not isinstance(value, KerasTensor):
+        return value
+    if value.shape.rank is None:
+        raise NotImplementedError(f"Layer {name}: calling a layer on a KerasTensor of unknown "
+                                  "rank needs a compute_output_shape")
+    dims = [size if d is None else d for d in value.shape.as_list()]
+    xp = array_backend.default_xp()
+    make = xp.ones if value.dtype.kind == "b" else xp.zeros
+    return wrap(make(dims, value.dtype))
+
+
+def _merge(a, b, name):
+    if a is None and b is None:
+        return None
+    shape_a, shape_b = getattr(a, "shape", None), getattr(b, "shape", None)
+    if shape_a is None or shape_b is None or not hasattr(a, "dtype"):
+        raise TypeError(f"Layer {name}: `call` must return tensors when called on Keras "
+                        f"symbolic inputs, got {type(a).__name__}")
+    if len(shape_a) != len(shape_b):
+        return KerasTensor(None, a.dtype)
+    return KerasTensor([x if x == y else None for x, y in zip(shape_a, shape_b)], a.dtype)
