@@ -469,3 +469,17 @@ def test_adam_step_overhead_is_small():
             opt.apply_gradients(pairs)
         best = min(best, (time.perf_counter() - t0) / 20 / len(variables))
     assert best < 2e-3  # seconds per variable per step
+
+
+def test_apply_gradients_under_a_strategy():
+    from ipu_gpu import distribute
+
+    strategy = distribute.Strategy.__new__(distribute.Strategy)
+    distribute.Strategy.__init__(strategy, distribute.StrategyExtended(strategy))
+    v = ipu_gpu.Variable([1.0])
+    opt = optimizers.SGD(0.5)
+    with strategy.scope():
+        with pytest.raises(RuntimeError, match="cannot be called in cross-replica context"):
+            opt.apply_gradients([(ipu_gpu.constant([1.0]), v)])
+        strategy.run(lambda: opt.apply_gradients([(ipu_gpu.constant([1.0]), v)]))
+    np.testing.assert_allclose(v.numpy(), [0.5])  # one replica: the all-reduce is the identity
