@@ -191,16 +191,18 @@ _FUNCTIONS["silu"] = swish
 
 
 def serialize(activation) -> str:
-    """The name of a Keras activation function.
+    """The name of an activation function (a config dict for an object with get_config).
 
     Raises:
-      ValueError: a function that is not one of this module's.
+      ValueError: an object with neither a name nor a config.
     """
     name = getattr(activation, "__name__", None)
     if name in _FUNCTIONS and _FUNCTIONS[name] is activation:
         return name
-    if name is not None and hasattr(activation, "get_config"):
+    if hasattr(activation, "get_config"):
         return {"class_name": type(activation).__name__, "config": activation.get_config()}
+    if name is not None:  # a user's function: its name, as Keras 2's legacy format
+        return name
     raise ValueError(f"Unknown activation function '{activation}' cannot be serialized.")
 
 

@@ -1,0 +1,38 @@
+"""``keras.layers``: the Keras 2 layers, each a composition of ipu_gpu ops (gradients come
+from the tape), plus ``Layer``, ``InputSpec``, ``Input`` and ``InputLayer`` from the engine."""
+
+from ..engine.base_layer import Layer
+from ..engine.input_layer import Input, InputLayer
+from ..engine.input_spec import InputSpec
+from ..engine.op_lambda import TFOpLambda
+from .activation import ELU, LeakyReLU, ReLU, Softmax
+from .convolutional import (Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2D,
+                            Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D,
+                            SeparableConvolution2D)
+from .core import Activation, Dense, Lambda
+from .embedding import Embedding
+from .merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
+                      average, concatenate, dot, maximum, minimum, multiply, subtract)
+from .normalization import BatchNormalization, LayerNormalization
+from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, AvgPool2D,
+                      GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAvgPool1D,
+                      GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D,
+                      GlobalMaxPooling2D, MaxPool1D, MaxPool2D, MaxPooling1D, MaxPooling2D)
+from .regularization import Dropout, GaussianNoise, SpatialDropout2D
+from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, Reshape,
+                        UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
+
+__all__ = [
+    "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
+    "AvgPool2D", "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
+    "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Cropping1D", "Cropping2D",
+    "Dense", "DepthwiseConv2D", "Dot", "Dropout", "ELU", "Embedding", "Flatten",
+    "GaussianNoise", "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D",
+    "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
+    "GlobalMaxPooling2D", "Input", "InputLayer", "InputSpec", "Lambda", "Layer",
+    "LayerNormalization", "LeakyReLU", "MaxPool1D", "MaxPool2D", "MaxPooling1D", "MaxPooling2D",
+    "Maximum", "Minimum", "Multiply", "Permute", "ReLU", "RepeatVector", "Reshape",
+    "SeparableConv2D", "SeparableConvolution2D", "Softmax", "SpatialDropout2D", "Subtract",
+    "TFOpLambda", "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D", "add",
+    "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
+]

@@ -1,0 +1,313 @@
+"""Normalization layers: ``BatchNormalization`` and ``LayerNormalization``, composed of
+``moments`` and elementwise ops (TF's ``tf.nn.batch_normalization`` formula), so the tape
+differentiates through the batch statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.spec import as_shape
+from ...ops import array as _array
+from ...ops import math as _m
+from ...ops import reduction as _r
+from ...ops import shape as _shape
+from .. import backend, constraints, initializers, regularizers
+from ..engine.base_layer import Layer
+from ..engine.input_spec import InputSpec
+
+__all__ = ["BatchNormalization", "LayerNormalization"]
+
+
+def _validate_axis(axis, input_shape) -> list:
+    """``axis`` (an int or ints) as a list of non-negative axes of ``input_shape``."""
+    input_shape = as_shape(input_shape)
+    rank = input_shape.rank
+    if not rank:
+        raise ValueError(f"Input has undefined rank. Received: input_shape={input_shape}")
+    axis = [axis] if isinstance(axis, int) else list(axis)
+    axis = [a + rank if a < 0 else a for a in axis]
+    for a in axis:
+        if a < 0 or a >= rank:
+            raise ValueError("Invalid value for `axis` argument. Expected 0 <= axis < "
+                             f"inputs.rank (with inputs.rank={rank}). Received: "
+                             f"axis={tuple(axis)}")
+    if len(axis) != len(set(axis)):
+        raise ValueError(f"Duplicate axis: {tuple(axis)}")
+    return axis
+
+
+def _normalize(x, mean, variance, offset, scale, epsilon):
+    """``tf.nn.batch_normalization``: x * inv + (offset - mean * inv), inv the scaled
+    reciprocal standard deviation."""
+    inv = _m.rsqrt(variance + np.asarray(epsilon, variance.dtype))
+    if scale is not None:
+        inv = inv * scale
+    shift = -mean * inv if offset is None else offset - mean * inv
+    return x * inv + shift
+
+
+def _axis_config(axis):
+    if isinstance(axis, (list, tuple)):
+        return list(axis)
+    if isinstance(axis, int):
+        return axis
+    raise TypeError("Expected an int or a list/tuple of ints for the argument 'axis', but "
+                    f"received: {axis!r}")
+
+
+class BatchNormalization(Layer):
+    """Normalize with the batch's statistics in training (and move the moving averages by
+    ``momentum``), with the moving statistics in inference.
+
+    Keras 2's rules: a frozen layer (``trainable=False``) always runs in inference mode;
+    ``fused`` (the default for 4-D inputs normalised over axis 1 or 3) updates the moving
+    variance with the unbiased (Bessel-corrected) batch variance, as TF's fused kernel does,
+    and the other path with the biased one. ``renorm``, ``virtual_batch_size``,
+    ``adjustment`` and ``synchronized`` are not emulated (NotImplementedError).
+    """
+
+    _shape_inference = True
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones",
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, renorm=False, renorm_clipping=None,
+                 renorm_momentum=0.99, fused=None, trainable=True, virtual_batch_size=None,
+                 adjustment=None, name=None, synchronized=False, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.axis = _axis_config(axis)
+        if synchronized and fused:
+            raise ValueError("`fused=True` is not supported when `synchronized=True`.")
+        if renorm or virtual_batch_size is not None or adjustment is not None or synchronized:
+            raise NotImplementedError("BatchNormalization: renorm, virtual_batch_size, "
+                                      "adjustment and synchronized are not emulated")
+        self.synchronized = synchronized
+        self.momentum = momentum
+        self.epsilon = epsilon
+        self.center = center
+        self.scale = scale
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.moving_mean_initializer = initializers.get(moving_mean_initializer)
+        self.moving_variance_initializer = initializers.get(moving_variance_initializer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
+        self.renorm = renorm
+        self.virtual_batch_size = virtual_batch_size
+        self.adjustment = adjustment
+        self.supports_masking = True
+        self.fused = fused
+        self.trainable = trainable
+
+    @property
+    def _param_dtype(self):
+        # 16-bit layers keep their statistics and parameters in float32, as Keras
+        return "float32" if self.dtype in ("float16", "bfloat16") else (self.dtype or "float32")
+
+    def build(self, input_shape):
+        self.axis = _validate_axis(self.axis, input_shape)
+        input_shape = as_shape(input_shape)
+        rank = input_shape.rank
+        if self.fused is None:
+            self.fused = rank in (4, 5)
+        elif self.fused and rank not in (4, 5):
+            raise ValueError("Batch normalization layers with `fused=True` only support 4D or "
+                             f"5D input tensors. Received tensor with shape: "
+                             f"{tuple(input_shape.as_list())}")
+        if self.fused:
+            if rank == 5 and self.axis not in ([1], [4]):
+                self.fused = False
+            elif self.axis not in ([1], [rank - 1]):
+                raise ValueError("Unsupported axis. The use of `fused=True` is only possible "
+                                 f"with `axis=1` or `axis={rank - 1}` for {rank}D input "
+                                 f"tensors. Received: axis={tuple(self.axis)}")
+        axis_to_dim = {x: input_shape[x] for x in self.axis}
+        for dim in axis_to_dim.values():
+            if dim is None:
+                raise ValueError("Input has undefined `axis` dimension. Received input with "
+                                 f"shape {tuple(input_shape.as_list())} and "
+                                 f"axis={tuple(self.axis)}")
+        self.input_spec = InputSpec(ndim=rank, axes=axis_to_dim)
+        if len(axis_to_dim) == 1:
+            param_shape = (next(iter(axis_to_dim.values())),)
+        else:
+            param_shape = [axis_to_dim.get(i, 1) for i in range(rank)]
+        self._param_shape = param_shape
+        dtype = self._param_dtype
+        self.gamma = self.add_weight(name="gamma", shape=param_shape, dtype=dtype,
+                                     initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint,
+                                     trainable=True) if self.scale else None
+        self.beta = self.add_weight(name="beta", shape=param_shape, dtype=dtype,
+                                    initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint,
+                                    trainable=True) if self.center else None
+        self.moving_mean = self.add_weight(name="moving_mean", shape=param_shape, dtype=dtype,
+                                           initializer=self.moving_mean_initializer,
+                                           synchronization="ON_READ", trainable=False)
+        self.moving_variance = self.add_weight(name="moving_variance", shape=param_shape,
+                                               dtype=dtype,
+                                               initializer=self.moving_variance_initializer,
+                                               synchronization="ON_READ", trainable=False)
+        self.built = True
+
+    def _training_value(self, training):
+        if training is None:
+            training = backend.learning_phase()
+        if isinstance(training, int):
+            training = bool(training)
+        if not self.trainable:  # a frozen BatchNormalization runs in inference mode
+            training = False
+        return training
+
+    def call(self, inputs, training=None, mask=None):
+        training = self._training_value(training)
+        input_dtype = inputs.dtype
+        x = _m.cast(inputs, "float32") if input_dtype == np.float16 else inputs
+        ndims = x.ndim
+        reduction_axes = [i for i in range(ndims) if i not in self.axis]
+        broadcast_shape = [1] * ndims
+        broadcast_shape[self.axis[0]] = x.shape[self.axis[0]]
+
+        def broadcast(v):
+            if v is not None and v.ndim != ndims and reduction_axes != list(range(ndims - 1)):
+                return _shape.reshape(v, broadcast_shape)
+            return v
+
+        keep_dims = len(self.axis) > 1
+        if training:
+            if mask is not None and not self.fused:
+                weights = _shape.expand_dims(_m.cast(mask, x.dtype), -1)
+                mean, variance = _weighted_moments(x, reduction_axes, weights, keep_dims)
+            else:
+                mean, variance = _r.moments(x, reduction_axes, keepdims=keep_dims)
+            self._update_moving_averages(x, mean, variance, reduction_axes)
+        else:
+            mean, variance = self.moving_mean, self.moving_variance
+        outputs = _normalize(x, broadcast(_m.cast(mean, x.dtype)),
+                             broadcast(_m.cast(variance, x.dtype)), broadcast(self.beta),
+                             broadcast(self.gamma), self.epsilon)
+        return _m.cast(outputs, input_dtype) if input_dtype == np.float16 else outputs
+
+    def _update_moving_averages(self, x, mean, variance, reduction_axes):
+        if self.fused:  # TF's fused kernel moves the variance by the unbiased estimate
+            n = int(np.prod([x.shape[i] for i in reduction_axes]))
+            if n > 1:
+                variance = variance * np.asarray(n / (n - 1), variance.dtype)
+        decay = np.asarray(1.0 - self.momentum, self.moving_mean.dtype)
+        for variable, value in ((self.moving_mean, mean), (self.moving_variance, variance)):
+            value = _m.stop_gradient(_m.cast(value, variable.dtype))
+            variable.assign_sub((variable - value) * decay)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({
+            "axis": self.axis, "momentum": self.momentum, "epsilon": self.epsilon,
+            "center": self.center, "scale": self.scale,
+            "beta_initializer": initializers.serialize(self.beta_initializer),
+            "gamma_initializer": initializers.serialize(self.gamma_initializer),
+            "moving_mean_initializer": initializers.serialize(self.moving_mean_initializer),
+            "moving_variance_initializer": initializers.serialize(
+                self.moving_variance_initializer),
+            "beta_regularizer": regularizers.serialize(self.beta_regularizer),
+            "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
+            "beta_constraint": constraints.serialize(self.beta_constraint),
+            "gamma_constraint": constraints.serialize(self.gamma_constraint),
+        })
+        return config
+
+
+def _weighted_moments(x, axes, weights, keepdims):
+    """``tf.nn.weighted_moments``: the mean and variance of x weighted by ``weights``."""
+    weights = _array.broadcast_to(weights, list(x.shape))
+    total = _r.reduce_sum(weights, axis=axes, keepdims=True)
+    mean = _r.reduce_sum(weights * x, axis=axes, keepdims=True) / total
+    variance = _r.reduce_sum(weights * _m.square(x - mean), axis=axes, keepdims=True) / total
+    if not keepdims:
+        mean, variance = _shape.squeeze(mean, axes), _shape.squeeze(variance, axes)
+    return mean, variance
+
+
+class LayerNormalization(Layer):
+    """Normalize each example over ``axis`` (the last by default), then scale by ``gamma``
+    and shift by ``beta`` (shaped like the normalised axes)."""
+
+    _shape_inference = True
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.axis = _axis_config(axis)
+        self.epsilon = epsilon
+        self.center = center
+        self.scale = scale
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        self.axis = _validate_axis(self.axis, input_shape)
+        input_shape = as_shape(input_shape)
+        param_shape = [input_shape[dim] for dim in self.axis]
+        self.gamma = self.add_weight(name="gamma", shape=param_shape,
+                                     initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint,
+                                     trainable=True) if self.scale else None
+        self.beta = self.add_weight(name="beta", shape=param_shape,
+                                    initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint,
+                                    trainable=True) if self.center else None
+        self.built = True
+
+    def call(self, inputs):
+        ndims = inputs.ndim
+        broadcast_shape = [1] * ndims
+        for dim in self.axis:
+            broadcast_shape[dim] = inputs.shape[dim]
+
+        def broadcast(v):
+            if v is not None and v.ndim != ndims and self.axis != [ndims - 1]:
+                return _shape.reshape(v, broadcast_shape)
+            return v
+
+        input_dtype = inputs.dtype
+        x = inputs
+        if input_dtype == np.float16 and self.dtype == "float32":
+            x = _m.cast(x, "float32")
+        mean, variance = _r.moments(x, self.axis, keepdims=True)
+        outputs = _normalize(x, mean, variance, broadcast(self.beta), broadcast(self.gamma),
+                             self.epsilon)
+        return _m.cast(outputs, input_dtype) if outputs.dtype != input_dtype else outputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({
+            "axis": self.axis, "epsilon": self.epsilon, "center": self.center,
+            "scale": self.scale,
+            "beta_initializer": initializers.serialize(self.beta_initializer),
+            "gamma_initializer": initializers.serialize(self.gamma_initializer),
+            "beta_regularizer": regularizers.serialize(self.beta_regularizer),
+            "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
+            "beta_constraint": constraints.serialize(self.beta_constraint),
+            "gamma_constraint": constraints.serialize(self.gamma_constraint),
+        })
+        return config
