@@ -281,7 +281,6 @@ class Conv2DTranspose(Conv2D):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.pop("groups")
         config["output_padding"] = self.output_padding
         return config
 
@@ -350,8 +349,7 @@ class DepthwiseConv2D(Conv2D):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        for key in ("filters", "kernel_initializer", "kernel_regularizer", "kernel_constraint",
-                    "groups"):
+        for key in ("filters", "kernel_initializer", "kernel_regularizer", "kernel_constraint"):
             config.pop(key)
         config["depth_multiplier"] = self.depth_multiplier
         config["depthwise_initializer"] = initializers.serialize(self.depthwise_initializer)
@@ -417,8 +415,6 @@ class SeparableConv2D(Conv2D):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        for key in ("kernel_initializer", "kernel_regularizer", "kernel_constraint", "groups"):
-            config.pop(key)
         config.update({
             "depth_multiplier": self.depth_multiplier,
             "depthwise_initializer": initializers.serialize(self.depthwise_initializer),

@@ -81,6 +81,7 @@ class SpatialDropout2D(Dropout):
     """Dropout of whole feature maps: one draw per (sample, channel) of a 4-D input."""
 
     def __init__(self, rate, data_format=None, **kwargs):
+        kwargs.pop("noise_shape", None)  # set by the layer itself (get_config lists it)
         super().__init__(rate, **kwargs)
         self.data_format = conv_utils.normalize_data_format(data_format)
         self.input_spec = InputSpec(ndim=4)
@@ -93,7 +94,6 @@ class SpatialDropout2D(Dropout):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.pop("noise_shape")
         config["data_format"] = self.data_format
         return config
 

@@ -80,7 +80,8 @@ class Reshape(_ShapeLayer):
         return output_shape
 
     def call(self, inputs):
-        return _shape.reshape(inputs, (inputs.shape[0], *self.target_shape))
+        target = self._fix_unknown_dimension(list(inputs.shape[1:]), self.target_shape)
+        return _shape.reshape(inputs, (inputs.shape[0], *target))
 
     def compute_output_shape(self, input_shape):
         dims = as_shape(input_shape).as_list()
