@@ -445,3 +445,54 @@ def test_linear_space_and_exact_paths_agree_on_ordinary_entries():
         ctc_cpu._ctc_one(x, labels, ll, dl, 3, True, True, loss_e, grad_e, b)
     np.testing.assert_allclose(loss, loss_e, rtol=1e-5)
     np.testing.assert_allclose(grad, grad_e, rtol=1e-3, atol=2e-5)
+
+
+def test_a_row_with_a_tiny_probability_stays_on_the_linear_space_path():
+    # a softmax entry below 2**-100 at an extended label: that row's probabilities are rebuilt
+    # from the log-probabilities in float64 (scaled), and the entry stays on the fast path
+    labels, x, ll, dl = _batch(np.random.default_rng(33), 30, 3, 6, 3, 0)
+    ll[:], dl[:] = 3, 30
+    labels[:, :3] = [[1, 2, 3], [4, 4, 5], [2, 1, 2]]
+    x[0, :, 3] = -95.0                 # unreachable at t=0 but gathered there
+    x[7, 1, 0] = -80.0                 # the blank, reachable
+    x[12, 2, 2] = x[12, 2].max() + 90  # every other class far below
+    exact, loss, grad = _paths(labels, x, ll, dl)
+    assert not exact.any()
+    want_loss, want_grad = ref.ctc_loss(labels, x, ll, dl, 0)
+    np.testing.assert_allclose(loss, want_loss, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-4, atol=2e-5)
+
+
+def test_fast_exp_within_one_ulp_of_float64():
+    rng = np.random.default_rng(34)
+    x = np.concatenate([rng.uniform(-110, 90, 200_000), np.linspace(-104.5, 89.0, 20_001),
+                        [np.nan, -np.inf, np.inf, 0.0, -0.0, 88.72283, 88.72284, -87.33654,
+                         -103.97]]).astype(np.float32)
+    got = np.empty_like(x)
+    ctc_cpu._exp_row(x, np.float32(0.0), got)
+    with np.errstate(over="ignore", under="ignore"):
+        want = np.exp(x.astype(np.float64))
+        want32 = want.astype(np.float32)
+    normal = np.isfinite(want32) & (want32 >= np.finfo(np.float32).tiny)
+    ulp = np.abs(got[normal] - want[normal]) / np.spacing(want32[normal])
+    assert ulp.max() <= 1.0
+    tiny = ~normal & np.isfinite(want32)  # denormal or 0: within one denormal step
+    assert np.abs(got[tiny] - want[tiny]).max() <= np.finfo(np.float32).smallest_subnormal
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
+    np.testing.assert_array_equal(got[np.isinf(want32)], np.inf)
+
+
+@pytest.mark.parametrize("n", [1, 7, 40, 1000, 1003])
+def test_softmax_row_matches_float64(n):
+    row = (3 * np.random.default_rng(n).standard_normal(n)).astype(np.float32)
+    out = np.empty_like(row)
+    lse = ctc_cpu._softmax_row(row, out, True)
+    r64 = row.astype(np.float64)
+    want_lse = r64.max() + np.log(np.exp(r64 - r64.max()).sum())
+    # float32 throughout, like numpy's: row - max rounds to half an ulp of up to ~20
+    np.testing.assert_allclose(out, np.exp(r64 - want_lse), rtol=1.5e-6, atol=0)
+    np.testing.assert_allclose(lse, want_lse, rtol=2e-7, atol=1e-6)
+    for bad in (np.nan, np.inf):
+        row2 = row.copy()
+        row2[n // 2] = bad
+        assert not np.isfinite(ctc_cpu._softmax_row(row2, out, True))

@@ -72,6 +72,11 @@ def _forward(k, xp, labels, data, label_length, data_length, *, blank_index, out
 
 def _backward(k, xp, res, g, *, blank_index, out_dtype, logits):
     grad, dtype = res
+    if isinstance(g, np.ndarray) and isinstance(grad, np.ndarray) and (g == 1).all():
+        # the common cotangent (a reduce_sum of the losses): the gradient as computed, with
+        # no [T, B, C] multiply and allocation; Tensors are immutable, so the residual can
+        # be handed out (again, from a persistent tape)
+        return None, grad.astype(dtype, copy=False), None, None
     scaled = grad * g.astype(dtypes.float32, copy=False).reshape(1, -1, 1)
     return None, scaled.astype(dtype, copy=False), None, None
 
