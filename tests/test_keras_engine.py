@@ -1,0 +1,466 @@
+"""The Keras engine: Layer (build once, names, tracking, trainable, losses, configs, weights,
+training and masks propagation, dtypes) and the functional graph (KerasTensor, Node, shared
+layers, nested structures, operators), compared with tf-keras where it decides."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import ipu_gpu as ig
+from ipu_gpu.keras import backend as K
+from ipu_gpu.keras import layers as L
+from ipu_gpu.keras.engine import KerasTensor, Node
+
+
+@pytest.fixture(scope="module")
+def tfk(real_tf):
+    return pytest.importorskip("tf_keras")
+
+
+@pytest.fixture(autouse=True)
+def fresh_names():
+    K.clear_session()
+    yield
+    K.clear_session()
+
+
+class Linear(L.Layer):
+    def __init__(self, units=2, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.builds = 0
+
+    def build(self, input_shape):
+        self.builds += 1
+        self.shape_seen = input_shape
+        self.w = self.add_weight("w", (input_shape[-1], self.units), regularizer="l2")
+        self.b = self.add_weight("b", (self.units,), initializer="ones", trainable=False)
+
+    def call(self, x):
+        return ig.matmul(x, self.w) + self.b
+
+
+class Block(L.Layer):
+    """Sub-layers as an attribute, in a list and in a dict."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.first = L.Dense(3)
+        self.stack = [L.Dense(3), L.Dense(2)]
+        self.named = {"norm": L.BatchNormalization()}
+
+    def call(self, x, training=None):
+        x = self.first(x)
+        for layer in self.stack:
+            x = layer(x)
+        return self.named["norm"](x, training=training)
+
+
+# ---- Layer ------------------------------------------------------------------------------------
+def test_build_once_with_a_tensor_shape():
+    layer = Linear()
+    x = np.ones((4, 3), np.float32)
+    layer(x)
+    layer(x)
+    assert layer.builds == 1 and layer.built
+    assert isinstance(layer.shape_seen, ig.TensorShape) and layer.shape_seen == [4, 3]
+    sym = Linear()
+    sym(L.Input((5,)))
+    assert sym.shape_seen.as_list() == [None, 5]
+
+
+def test_names_are_unique_and_clear_session_resets_them(tfk):
+    names = [L.Dense(1).name, L.Dense(1).name, L.Conv2DTranspose(1, 1).name,
+             L.BatchNormalization().name, Linear().name, Linear(name="mine").name]
+    tfk.backend.clear_session()
+    want = [tfk.layers.Dense(1).name, tfk.layers.Dense(1).name,
+            tfk.layers.Conv2DTranspose(1, 1).name, tfk.layers.BatchNormalization().name]
+    assert names[:4] == want == ["dense", "dense_1", "conv2d_transpose", "batch_normalization"]
+    assert names[4:] == ["linear", "mine"]
+    assert L.Input((2,)).name == "input_1"
+    K.clear_session()
+    assert L.Dense(1).name == "dense" and L.Input((2,)).name == "input_1"
+    with pytest.raises(TypeError, match="Expected `name` argument to be a string"):
+        L.Dense(1, name=3)
+
+
+def test_weight_names_follow_name_scopes(tfk):
+    x = np.ones((2, 4), np.float32)
+    block = Block()
+    block(x)
+    tfk.backend.clear_session()
+
+    class TBlock(tfk.layers.Layer):
+        def __init__(self):
+            super().__init__(name="block")
+            self.first = tfk.layers.Dense(3)
+            self.stack = [tfk.layers.Dense(3), tfk.layers.Dense(2)]
+            self.named = {"norm": tfk.layers.BatchNormalization()}
+
+        def call(self, x, training=None):
+            x = self.first(x)
+            for layer in self.stack:
+                x = layer(x)
+            return self.named["norm"](x, training=training)
+
+    theirs = TBlock()
+    theirs(x)
+    assert [w.name for w in block.weights] == [w.name for w in theirs.weights]
+    assert block.weights[0].name == "block/dense/kernel:0"
+    direct = L.Dense(2)
+    direct.build((None, 3))  # built outside a call: no scope, as Keras
+    assert direct.kernel.name == "kernel:0"
+
+
+def test_sublayer_tracking_and_trainable_toggle():
+    block = Block()
+    block(np.ones((2, 4), np.float32))
+    sub = list(block._flatten_layers(include_self=False))
+    assert sub == [block.first, *block.stack, block.named["norm"]]
+    assert len(block.trainable_weights) == 2 + 2 + 2 + 2
+    assert len(block.non_trainable_weights) == 2  # moving mean and variance
+    block.trainable = False
+    assert all(not layer.trainable for layer in sub)
+    assert block.trainable_weights == [] and len(block.non_trainable_weights) == 10
+    block.stack[0].trainable = True  # only that one
+    assert block.stack[0].trainable_weights and not block.trainable_weights
+    block.trainable = True
+    assert len(block.trainable_weights) == 8
+    block.stack.append(L.Dense(1))  # appended later: still found
+    assert block.stack[-1] in list(block._flatten_layers())
+    assert block.count_params() == sum(int(np.prod(w.shape)) for w in block.weights)
+
+
+def test_variables_assigned_as_attributes_are_weights():
+    class Scale(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.scale = ig.Variable(2.0)
+            self.frozen = ig.Variable(1.0, trainable=False)
+
+        def call(self, x):
+            return x * self.scale + self.frozen
+
+    layer = Scale()
+    assert layer.trainable_weights == [layer.scale]
+    assert layer.non_trainable_weights == [layer.frozen]
+
+
+def test_add_weight_arguments():
+    layer = L.Layer()
+    v = layer.add_weight("v", (2, 3))
+    assert v.dtype == np.float32 and v.trainable and v.constraint is None
+    i = layer.add_weight("i", (2,), dtype="int32")
+    np.testing.assert_array_equal(i.numpy(), [0, 0])
+    c = layer.add_weight("c", (3,), constraint="non_neg", trainable=False)
+    assert c.constraint is not None and not c.trainable
+    m = layer.add_weight("m", (2,), synchronization="ON_READ")
+    assert not m.trainable
+    with pytest.raises(ValueError, match="ON_READ only for non-trainable"):
+        layer.add_weight("bad", (2,), synchronization="ON_READ", trainable=True)
+    with pytest.raises(TypeError, match="Unknown keyword argument"):
+        layer.add_weight("bad", (2,), foo=1)
+    assert layer.weights == [v, i, c, m]
+
+
+def test_losses_from_calls_callables_and_regularizers():
+    class WithLoss(L.Layer):
+        def call(self, x):
+            self.add_loss(ig.reduce_sum(x))
+            return x
+
+    inner = WithLoss()
+    outer = L.Dense(2, kernel_regularizer="l1", activity_regularizer="l2")
+    x = np.ones((2, 3), np.float32)
+    inner(x)
+    assert [float(v) for v in inner.losses] == [6.0]
+    inner(x)
+    assert len(inner.losses) == 1  # cleared at each outermost call
+    y = outer(x)
+    kernel = outer.kernel.numpy()
+    losses = [float(v) for v in outer.losses]
+    activity = 0.01 * float(np.sum(y.numpy() ** 2)) / 2
+    np.testing.assert_allclose(sorted(losses), sorted([activity, 0.01 * np.abs(kernel).sum()]),
+                               rtol=1e-5)
+    with ig.GradientTape() as tape:  # regularization losses are computed under the tape
+        total = outer.losses[-1]
+    assert tape.gradient(total, outer.kernel) is not None
+    outer.add_loss(lambda: ig.constant(1.5))
+    assert float(outer.losses[-1]) == 1.5
+    with pytest.raises(ValueError, match="Expected a symbolic Tensors or a callable"):
+        outer.add_loss(ig.constant(1.0))
+
+
+def test_add_metric_keeps_a_mean():
+    class WithMetric(L.Layer):
+        def call(self, x):
+            self.add_metric(ig.reduce_mean(x), name="mean_x")
+            return x
+
+    layer = WithMetric()
+    layer(np.ones((2, 2), np.float32))
+    layer(np.full((2, 2), 3.0, np.float32))
+    (metric,) = layer.metrics
+    assert metric.name == "mean_x"
+    np.testing.assert_allclose(float(metric.result()), 2.0)
+    with pytest.raises(ValueError, match="Please provide a name"):
+        layer.add_metric(ig.constant(1.0))
+
+
+def test_get_weights_set_weights_and_their_errors(tfk):
+    dense = L.Dense(2)
+    with pytest.raises(ValueError, match="isn't built"):
+        dense.count_params()
+    dense(np.ones((1, 3), np.float32))
+    weights = [np.arange(6, dtype=np.float32).reshape(3, 2), np.array([1, 2], np.float32)]
+    dense.set_weights(weights)
+    for a, b in zip(dense.get_weights(), weights):
+        np.testing.assert_array_equal(a, b)
+    theirs = tfk.layers.Dense(2)
+    theirs(np.ones((1, 3), np.float32))
+    for bad in ([weights[0]], [weights[0].T, weights[1]]):
+        with pytest.raises(ValueError) as want:
+            theirs.set_weights(bad)
+        with pytest.raises(ValueError) as got:
+            dense.set_weights(bad)
+        assert (re.sub(r"dense(_\d+)?", "X", str(got.value))
+                == re.sub(r"dense(_\d+)?", "X", str(want.value)))
+    assert dense.count_params() == theirs.count_params() == 8
+
+
+def test_config_round_trips():
+    dense = L.Dense(3, activation="relu", kernel_regularizer="l2", name="d", input_shape=(4,))
+    config = dense.get_config()
+    assert config["batch_input_shape"] == (None, 4)
+    clone = L.Dense.from_config(config)
+    assert clone.get_config() == config and clone.name == "d"
+    custom = Linear(units=5, name="lin")
+    config = custom.get_config()  # no get_config: the constructor's arguments
+    assert config["units"] == 5
+    assert Linear.from_config(config).units == 5
+
+    class Opaque(L.Layer):
+        def __init__(self, thing, **kwargs):
+            super().__init__(**kwargs)
+            self.thing = thing
+
+    with pytest.raises(NotImplementedError, match="must override `get_config"):
+        Opaque(object()).get_config()
+    with pytest.raises(TypeError, match="Error when deserializing class 'Dense'"):
+        L.Dense.from_config({"units": 2, "bogus": 1})
+
+
+def test_training_is_propagated_as_keras_does(tfk):
+    seen = []
+
+    class Probe(L.Layer):
+        def call(self, x, training=None):
+            seen.append(training)
+            return x
+
+    class Outer(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.inner = Probe()
+
+        def call(self, x):  # takes no training argument: it is still propagated
+            return self.inner(x)
+
+    x = np.ones((1, 2), np.float32)
+    outer = Outer()
+    outer(x, training=True)
+    outer(x)
+    outer.inner(x, training=False)
+    with K.learning_phase_scope(1):
+        outer(x)
+    assert seen == [True, None, False, True]
+
+
+def test_masks_travel_with_tensors():
+    seen = []
+
+    class TakesMask(L.Layer):
+        def call(self, x, mask=None):
+            seen.append(None if mask is None else mask.numpy())
+            return x
+
+    emb = L.Embedding(5, 2, mask_zero=True)
+    ids = np.array([[1, 0], [2, 3]], np.int32)
+    out = L.Dense(2)(emb(ids))  # Dense passes the mask through
+    TakesMask()(out)
+    np.testing.assert_array_equal(seen[-1], ids != 0)
+    sym = L.Dense(2)(emb(L.Input((None,), dtype="int32")))
+    assert sym._keras_mask is not None and sym._keras_mask.shape.as_list() == [None, None]
+
+
+def test_dtypes_autocast_and_policies():
+    dense = L.Dense(2)
+    out = dense(np.ones((1, 3), np.float16))  # cast to the layer's compute dtype
+    assert out.dtype == np.float32
+    d64 = L.Dense(2, dtype="float64")
+    assert d64(np.ones((1, 3), np.float32)).dtype == np.float64
+    assert d64.kernel.dtype == np.float64 and d64.get_config()["dtype"] == "float64"
+    assert L.Dense(1, dtype=ig.float16).dtype == "float16"
+    with pytest.raises(NotImplementedError, match="mixed precision"):
+        L.Dense(1, dtype="mixed_float16")
+
+
+def test_layer_errors():
+    class NoSuper(L.Layer):
+        def __init__(self):
+            pass
+
+    with pytest.raises(RuntimeError, match="super\\(\\).__init__\\(\\)"):
+        NoSuper()(np.ones((1, 1), np.float32))
+    with pytest.raises(TypeError, match="Expected `trainable` argument to be a boolean"):
+        L.Dense(1, trainable="yes")
+    with pytest.raises(TypeError, match="Layer input_spec must be an instance of InputSpec"):
+        L.Dense(1).input_spec = 3
+
+
+# ---- functional graph -----------------------------------------------------------------------
+def test_input_and_keras_tensor(tfk):
+    x = L.Input((3, None), batch_size=4, name="img")
+    assert isinstance(x, KerasTensor) and x.shape.as_list() == [4, 3, None]
+    assert x.name == "img" and x.dtype == np.float32
+    assert repr(x) == "<KerasTensor: shape=(4, 3, None) dtype=float32 (created by layer 'img')>"
+    (node,) = x._keras_history.layer._inbound_nodes
+    assert node.is_input and node.outputs is x
+    assert K.is_keras_tensor(x) and not K.is_keras_tensor(ig.constant(1.0))
+    assert K.int_shape(x) == (4, 3, None)
+    with pytest.raises(ValueError, match="Please provide to Input a `shape`"):
+        L.Input()
+    with pytest.raises(ValueError, match="Unrecognized keyword arguments"):
+        L.Input((2,), foo=1)
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(x)
+    with pytest.raises(TypeError, match="Lambda"):
+        np.asarray(x)
+    ints = L.Input(shape=(5,), dtype="int32")
+    assert ints.dtype == np.int32
+    assert L.Input(batch_shape=(2, 3)).shape.as_list() == [2, 3]
+
+
+def test_shared_layer_records_two_nodes():
+    a, b = L.Input((4,)), L.Input((4,))
+    dense = L.Dense(3)
+    ya, yb = dense(a), dense(b)
+    assert len(dense._inbound_nodes) == 2 and len(dense.weights) == 2
+    assert ya._keras_history.node_index == 0 and yb._keras_history.node_index == 1
+    node = dense._inbound_nodes[1]
+    assert node.keras_inputs[0] is b and node.outputs is yb
+    assert [layer for layer, *_ in node.iterate_inbound()] == [b._keras_history.layer]
+    assert node.parent_nodes == [b._keras_history.layer._inbound_nodes[0]]
+    assert b._keras_history.layer._outbound_nodes == [node]
+    assert dense.get_input_at(1) is b and dense.get_output_at(0) is ya
+    assert dense.input_shape == (None, 4) and dense.output_shape == (None, 3)
+    args, kwargs = node.map_arguments(lambda kt: "value")
+    assert args == ("value",) and kwargs == {}
+
+
+def test_functional_graph_walk_reaches_the_inputs():
+    x = L.Input((8,))
+    h = L.Dense(4, activation="relu")(x)
+    h = L.Dropout(0.5)(h)
+    y = L.Add()([h, L.Dense(4)(x)])
+    seen, stack = [], [y._keras_history.layer._inbound_nodes[y._keras_history.node_index]]
+    while stack:
+        node = stack.pop()
+        seen.append(node.layer.name)
+        stack.extend(node.parent_nodes)
+    assert seen[0] == "add" and seen.count("input_1") == 2
+    assert {"dense", "dense_1", "dropout"} <= set(seen)
+
+
+def test_nested_inputs_and_outputs_of_a_custom_layer():
+    class Split(L.Layer):
+        def call(self, inputs):
+            a, b = inputs["a"], inputs["b"]
+            return [a * 2.0, ig.concat([a, b], axis=-1)], {"sum": ig.reduce_sum(b, axis=-1)}
+
+    a, b = L.Input((3,)), L.Input((None, 2))
+    layer = Split()
+    (twice, joined), extra = layer({"a": a, "b": L.Reshape((2,))(L.Flatten()(b))})
+    assert twice.shape.as_list() == [None, 3]
+    assert joined.shape.as_list() == [None, 5]
+    assert extra["sum"].shape.as_list() == [None]
+    node = layer._inbound_nodes[0]
+    assert len(node.keras_inputs) == 2
+    assert [t._keras_history.tensor_index for t in (twice, joined, extra["sum"])] == [0, 1, 2]
+    assert layer.losses == []
+
+
+def test_probing_a_custom_layer_leaves_no_trace():
+    class Stateful(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.norm = L.BatchNormalization()
+
+        def call(self, x):
+            self.add_loss(ig.reduce_sum(x))
+            return self.norm(x, training=True)
+
+    layer = Stateful()
+    y = layer(L.Input((None, 3)))
+    assert y.shape.as_list() == [None, None, 3]
+    assert layer.losses == []
+    np.testing.assert_array_equal(layer.norm.moving_mean.numpy(), np.zeros(3))
+
+
+@pytest.mark.parametrize("op", ["add", "radd", "sub", "rsub", "mul", "rmul", "div", "pow",
+                                "neg", "abs", "getitem", "matmul", "gt"])
+def test_operators_on_keras_tensors_match_tf_keras(tfk, real_tf, op):
+    fns = {
+        "add": lambda x, y: x + y, "radd": lambda x, y: 2.0 + x, "sub": lambda x, y: x - y,
+        "rsub": lambda x, y: 1.0 - x, "mul": lambda x, y: x * y, "rmul": lambda x, y: 3 * x,
+        "div": lambda x, y: x / y, "pow": lambda x, y: x ** 2, "neg": lambda x, y: -x,
+        "abs": lambda x, y: abs(x), "getitem": lambda x, y: x[:, 1:3],
+        "matmul": lambda x, y: x @ np.ones((4, 2), np.float32), "gt": lambda x, y: x > y,
+    }
+    fn = fns[op]
+    tfk.backend.clear_session()
+    ours = fn(L.Input((4,)), L.Input((4,)))
+    theirs = fn(tfk.Input((4,)), tfk.Input((4,)))
+    assert ours.shape.as_list() == theirs.shape.as_list()
+    assert ours.dtype.name == theirs.dtype.name
+    assert ours._keras_history.layer.name == theirs._keras_history.layer.name
+    layer = ours._keras_history.layer
+    x, y = (np.random.default_rng(0).normal(size=(2, 4)).astype(np.float32) for _ in range(2))
+    args, kwargs = layer._inbound_nodes[0].map_arguments(
+        lambda kt: ig.constant(x if kt._keras_history.layer.name == "input_1" else y))
+    got = layer(*args, **kwargs)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(fn(ig.constant(x), ig.constant(y))))
+
+
+def test_activations_on_keras_tensors():
+    from ipu_gpu.keras import activations
+
+    y = activations.relu(L.Input((3,)))
+    assert isinstance(y, KerasTensor) and y._keras_history.layer.name.startswith("tf.keras")
+
+
+def test_node_records_call_arguments_without_framework_values():
+    class TakesTraining(L.Layer):
+        def call(self, x, scale=1.0, training=None):
+            return x * scale
+
+    x = L.Input((2,))
+    layer = TakesTraining()
+    layer(x, scale=2.0)
+    node = layer._inbound_nodes[0]
+    assert isinstance(node, Node)
+    assert node.call_kwargs == {"scale": 2.0}  # training not recorded: the model decides it
+    layer(x, training=True)
+    assert layer._inbound_nodes[1].call_kwargs == {"training": True}
+
+
+def test_compute_output_shape_of_custom_layers_by_probing():
+    class Outer(L.Layer):
+        def call(self, x):
+            return ig.reshape(x, (x.shape[0], -1))[:, :5]
+
+    assert Outer().compute_output_shape((None, 3, 4)).as_list() == [None, 5]
+    assert Linear(7).compute_output_shape(ig.TensorShape([None, 2])).as_list() == [None, 7]
