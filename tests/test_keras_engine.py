@@ -194,6 +194,36 @@ def test_losses_from_calls_callables_and_regularizers():
         outer.add_loss(ig.constant(1.0))
 
 
+def test_losses_of_earlier_calls_are_dropped_as_keras_clears_them():
+    class Maybe(L.Layer):
+        def call(self, x, add=True):
+            if add:
+                self.add_loss(ig.reduce_sum(x))
+            return x
+
+    class Outer(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.inner = Maybe()
+            self.skipped = Maybe()
+
+        def call(self, x, add=True, skip=True):
+            if not skip:
+                self.skipped(x)
+            return self.inner(x, add=add)
+
+    outer, x = Outer(), np.ones((1, 2), np.float32)
+    outer(x, skip=False)
+    assert len(outer.losses) == 2 and len(outer.inner.losses) == 1
+    outer(x)  # `skipped` not called this time: its loss is gone too
+    assert len(outer.losses) == 1
+    outer(x, add=False)
+    assert outer.losses == []
+    outer(x)
+    outer.inner(x, add=False)  # an outermost call of the sub-layer clears its losses
+    assert outer.losses == [] and outer.inner.losses == []
+
+
 def test_add_metric_keeps_a_mean():
     class WithMetric(L.Layer):
         def call(self, x):

@@ -52,6 +52,8 @@ def _const(value, like):
 def relu(x, alpha=0.0, max_value=None, threshold=0.0):
     """max(x, 0), or with the arguments: ``max_value`` clips from above, values below
     ``threshold`` become ``alpha * (x - threshold)`` (Keras 2's ``backend.relu``)."""
+    if alpha == 0.0 and max_value is None and threshold == 0:
+        return _nn.relu(x)
     x = _tensor(x)
     if alpha != 0.0:
         if max_value is None and threshold == 0:

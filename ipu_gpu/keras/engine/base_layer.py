@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import threading
 
 import numpy as np
@@ -29,7 +30,7 @@ from ...core.tensor import Tensor, Variable
 from ...ops import math as _m
 from .. import backend
 from . import call_context, policy
-from .call_context import get_mask, set_mask
+from .call_context import _CONTEXT, get_mask, set_mask
 from .input_spec import InputSpec, assert_input_compatibility
 from .keras_tensor import KerasTensor
 
@@ -41,8 +42,10 @@ _ADD_WEIGHT_KWARGS = ("autocast", "collections", "experimental_autocast", "cachi
 _UNTRACKED = frozenset({"_inbound_nodes_value", "_outbound_nodes_value", "_thread_local",
                         "_trainable_weights", "_non_trainable_weights", "_metrics",
                         "_callable_losses", "_losses", "_input_spec", "_call_spec",
-                        "_init_args", "_build_input_shape", "_dtype_policy"})
+                        "_init_args", "_build_input_shape", "_dtype_policy",
+                        "_layer_attrs"})
 _BUILD_LOCK = threading.RLock()  # replicas (threads) may call an unbuilt layer at once
+_GENERATIONS = itertools.count(1).__next__  # one per outermost layer call
 
 
 class KerasVariable(Variable):
@@ -271,36 +274,56 @@ class Layer:
           RuntimeError: ``super().__init__()`` was not called.
           ValueError, TypeError: inputs that break ``input_spec``.
         """
-        if "_call_spec" not in self.__dict__:
+        spec = self.__dict__.get("_call_spec")
+        if spec is None:
             raise RuntimeError("You must call `super().__init__()` in the layer constructor.")
-        spec = self._call_spec
-        inputs, args, kwargs = spec.split_out_first_arg(args, kwargs)
-        if _has_keras_tensor(inputs, args, kwargs):
-            from . import symbolic
+        if len(args) == 1 and not kwargs and type(args[0]) is Tensor:
+            inputs, args = args[0], ()  # the common case: one eager tensor
+        else:
+            inputs, args, kwargs = spec.split_out_first_arg(args, kwargs)
+            if _has_keras_tensor(inputs, args, kwargs):
+                from . import symbolic
 
-            return symbolic.functional_call(self, inputs, args, kwargs)
-        if self._convert_input_args:
-            inputs = _convert_inputs(inputs)
-        input_masks, implicit = self._get_input_masks(inputs, args, kwargs)
-        if spec.expects_mask_arg and implicit:
-            kwargs = dict(kwargs)
-            kwargs["mask"] = input_masks
-        ctx = call_context.context()
-        args, kwargs, training = self._resolve_training(args, kwargs, ctx)
-        if ctx.layer is None:
-            self._clear_losses()
-        with call_context.enter(self, training):
-            assert_input_compatibility(self.input_spec, inputs, self.name)
-            with call_context.name_scope(self._name):
-                if not self.built:
-                    self._maybe_build(inputs)
-                if self._autocast:
-                    inputs = self._maybe_cast_inputs(inputs)
-                outputs = self.call(inputs, *args, **kwargs)
-                if self._activity_regularizer:
-                    self._handle_activity_regularization(inputs, outputs)
-                if self._supports_masking:
-                    self._set_mask_metadata(inputs, outputs, input_masks)
+                return symbolic.functional_call(self, inputs, args, kwargs)
+            if self._convert_input_args:
+                inputs = _convert_inputs(inputs)
+        if self._supports_masking or spec.expects_mask_arg:
+            input_masks, implicit = self._get_input_masks(inputs, args, kwargs)
+            if spec.expects_mask_arg and implicit:
+                kwargs = dict(kwargs)
+                kwargs["mask"] = input_masks
+        else:
+            input_masks = None
+        ctx = _CONTEXT
+        if spec.expects_training_arg or "training" in kwargs:
+            args, kwargs, training = self._resolve_training(args, kwargs, ctx)
+        else:
+            training = ctx.training
+        saved = ctx.layer, ctx.training, ctx.generation
+        # losses added by this call (and nested ones) belong to its generation: older ones
+        # are dropped when read, as Keras clears them at each outermost call
+        generation = ctx.generation if saved[0] is not None else _GENERATIONS()
+        self._thread_local.generation = generation
+        ctx.layer, ctx.training, ctx.generation = self, training, generation
+        ctx.scopes.append(self._name)
+        try:
+            input_spec = self.input_spec
+            if input_spec is not None:
+                assert_input_compatibility(input_spec, inputs, self._name)
+            if not self.built:
+                self._maybe_build(inputs)
+            if self._autocast:
+                inputs = self._maybe_cast_inputs(inputs)
+            outputs = self.call(inputs, *args, **kwargs)
+            if self._activity_regularizer:
+                self._handle_activity_regularization(inputs, outputs)
+            if self._supports_masking and (
+                    input_masks is not None
+                    or type(self).compute_mask is not Layer.compute_mask):
+                self._set_mask_metadata(inputs, outputs, input_masks)
+        finally:
+            ctx.scopes.pop()
+            ctx.layer, ctx.training, ctx.generation = saved
         return outputs
 
     def _resolve_training(self, args, kwargs, ctx, symbolic=False):
@@ -343,6 +366,9 @@ class Layer:
             return None, False
         if spec.arg_was_passed("mask", args, kwargs):
             return spec.get_arg_value("mask", args, kwargs), False
+        if type(inputs) is Tensor:
+            mask = get_mask(inputs)
+            return mask, mask is not None
         flat = nest.flatten(inputs)
         masks = [get_mask(t) for t in flat]
         if all(m is None for m in masks):
@@ -378,9 +404,15 @@ class Layer:
 
     def _maybe_cast_inputs(self, inputs):
         compute = self.compute_dtype
-        if compute is None or np.dtype(compute).kind != "f":
+        if compute is None:
             return inputs
-        compute = np.dtype(compute)
+        compute = self._dtype_policy._compute_np
+        if compute.kind != "f":
+            return inputs
+        if type(inputs) is Tensor:  # the common case
+            d = inputs._value.dtype
+            if d is compute or d == compute or d.kind != "f":
+                return inputs
 
         def cast(x):
             if isinstance(x, Tensor) and x.dtype.kind == "f" and x.dtype != compute:
@@ -552,23 +584,31 @@ class Layer:
     # ---- losses, metrics, updates ------------------------------------------------------------
     @property
     def _eager_losses(self) -> list:
-        losses = getattr(self._thread_local, "eager_losses", None)
-        if losses is None:
-            losses = self._thread_local.eager_losses = []
-        return losses
+        """The losses ``add_loss`` recorded during this layer's last call (this thread)."""
+        local = self._thread_local
+        generation = getattr(local, "loss_generation", None)
+        if generation is None or generation < getattr(local, "generation", 0):
+            return []
+        return local.eager_losses
 
     def _clear_losses(self) -> None:
         for layer in self._flatten_layers():
-            layer._thread_local.eager_losses = []
+            layer._thread_local.loss_generation = None
 
     @property
     def losses(self) -> list:
         """Losses added with ``add_loss`` during the last call (this layer and its
         sub-layers), then the regularization losses, computed now (so a tape sees them)."""
         collected = []
+        reference = getattr(self._thread_local, "generation", 0)
         for layer in self._flatten_layers():
-            eager = layer._eager_losses
-            collected.extend(eager if eager else layer._losses)
+            local = layer._thread_local
+            generation = getattr(local, "loss_generation", None)
+            if (generation is not None and generation >= reference
+                    and generation >= getattr(local, "generation", 0) and local.eager_losses):
+                collected.extend(local.eager_losses)
+            else:
+                collected.extend(layer._losses)
             for fn in layer._callable_losses:
                 loss = fn()
                 if loss is not None:
@@ -602,10 +642,15 @@ class Layer:
                 if not isinstance(loss, Tensor):
                     loss = convert_to_tensor(np.asarray(loss, dtype=backend.floatx()))
                 eager.append(loss)
-        if eager and ctx.layer is None:
-            raise ValueError("Expected a symbolic Tensors or a callable for the loss value. "
-                             "Please wrap your loss computation in a zero argument `lambda`.")
-        self._eager_losses.extend(eager)
+        if eager:
+            if ctx.layer is None:
+                raise ValueError("Expected a symbolic Tensors or a callable for the loss "
+                                 "value. Please wrap your loss computation in a zero argument "
+                                 "`lambda`.")
+            local = self._thread_local
+            if getattr(local, "loss_generation", None) != ctx.generation:
+                local.eager_losses, local.loss_generation = [], ctx.generation
+            local.eager_losses.extend(eager)
         self._losses.extend(symbolic)
 
     @property
@@ -658,6 +703,14 @@ class Layer:
         if name.startswith("__") or hasattr(type(self), name) or name in _UNTRACKED:
             object.__setattr__(self, name, value)
             return
+        holders = self.__dict__.get("_layer_attrs")
+        if holders is None:
+            holders = set()
+            object.__setattr__(self, "_layer_attrs", holders)
+        if isinstance(value, (Layer, list, tuple, dict)):
+            holders.add(name)  # may hold sub-layers: searched by _direct_sublayers
+        else:
+            holders.discard(name)
         for leaf in _walk(value):
             if isinstance(leaf, Variable):
                 trainable = self.__dict__.get("_trainable_weights")
@@ -679,8 +732,9 @@ class Layer:
 
     def _direct_sublayers(self) -> list:
         found, seen = [], {id(self)}
+        holders = self.__dict__.get("_layer_attrs", ())
         for key, value in self.__dict__.items():
-            if key in _UNTRACKED:
+            if key not in holders:
                 continue
             for leaf in _walk(value):
                 if isinstance(leaf, Layer) and not _is_metric(leaf) and id(leaf) not in seen:

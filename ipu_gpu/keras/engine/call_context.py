@@ -103,6 +103,7 @@ class _Context(threading.local):
         self.layer = None  # the layer whose call is running (None: not in a call)
         self.training = None  # the training value propagated to nested calls
         self.probing = False  # running call on stand-in values to infer symbolic outputs
+        self.generation = 0  # the outermost call in progress (its losses are the current ones)
         self.scopes: list = []  # name scope: names of the layers being called
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import nest
+from ...core.tensor import Tensor
 from ...core.spec import TensorShape, as_shape
 
 
@@ -89,6 +90,9 @@ def assert_input_compatibility(input_spec, inputs, layer_name: str) -> None:
     """
     if not input_spec:
         return
+    if isinstance(input_spec, InputSpec) and isinstance(inputs, Tensor):
+        _check_tensor(input_spec, inputs, layer_name)  # the common case, without the packing
+        return
     specs = nest.flatten(input_spec)
     if isinstance(inputs, dict):
         names = [spec.name for spec in specs]
@@ -147,3 +151,19 @@ def assert_input_compatibility(input_spec, inputs, layer_name: str) -> None:
                     raise ValueError(f'Input {index} of layer "{layer_name}" is incompatible '
                                      f"with the layer: expected shape={spec.shape}, found "
                                      f"shape={_display(shape)}")
+
+
+def _check_tensor(spec: InputSpec, x: Tensor, layer_name: str) -> None:
+    """``assert_input_compatibility`` for one spec and one eager tensor: the common checks on
+    the shape tuple, the full check (and its messages) when one fails."""
+    dims = x._value.shape
+    ndim = len(dims)
+    if ((spec.ndim is None or spec.allow_last_axis_squeeze or ndim == spec.ndim)
+            and (spec.max_ndim is None or ndim <= spec.max_ndim)
+            and (spec.min_ndim is None or ndim >= spec.min_ndim)
+            and (spec.dtype is None or x.dtype.name == spec.dtype)
+            and spec.shape is None
+            and all(value is None or dims[int(axis)] == getattr(value, "value", value)
+                    for axis, value in spec.axes.items())):
+        return
+    assert_input_compatibility([spec], [x], layer_name)

@@ -41,6 +41,14 @@ class Policy:
             self._compute_dtype = self._variable_dtype = dtype
 
     @property
+    def _compute_np(self) -> np.dtype:
+        """The compute dtype as a numpy dtype (cached: the layer call reads it)."""
+        cached = self.__dict__.get("_compute_np_value")
+        if cached is None:
+            cached = self._compute_np_value = np.dtype(self._compute_dtype or "float32")
+        return cached
+
+    @property
     def name(self) -> str:
         return self._name
 
