@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 
 from .. import ops as _ops  # noqa: F401  # registers every op
 from ..core.convert import convert_to_tensor
@@ -14,6 +13,7 @@ from ..ops import indexing as _idx
 from ..ops import math as _m
 from ..ops import nn as _nn
 from ..ops import reduction as _r
+from . import backend
 from .engine.keras_tensor import KerasTensor
 from .engine.serialization import deserialize_keras_object
 
@@ -45,7 +45,7 @@ def _tensor(x):
 
 
 def _const(value, like):
-    return np.asarray(value, dtype=like.dtype)
+    return backend._constant_like(value, like)
 
 
 @_symbolic("tf.keras.activations.relu")

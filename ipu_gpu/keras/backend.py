@@ -17,7 +17,8 @@ import numpy as np
 from .. import ops as _ops  # noqa: F401  # registers every op
 from ..core import dtypes as _dtypes
 from ..core.convert import convert_to_tensor as _convert
-from ..core.tensor import Tensor, Variable
+from ..core import backend as _array_backend
+from ..core.tensor import Tensor, Variable, wrap
 from ..ops import math as _m
 from ..ops import nn as _nn
 from ..ops import reduction as _r
@@ -211,6 +212,20 @@ def learning_phase_scope(value):
 
 
 # ---- tensors -----------------------------------------------------------------------------------
+def _constant_like(value, x, dtype=None) -> Tensor:
+    """``value`` (a number or a numpy array) as a Tensor of x's dtype (or ``dtype``) on the
+    device x lives on, so it can meet x in an op on either backend."""
+    a = x._value if isinstance(x, Tensor) else x
+    xp = _array_backend.xp_of(a)
+    return wrap(xp.asarray(value, dtype=a.dtype if dtype is None else dtype))
+
+
+def _device_array(value, like):
+    """``value`` as an array on the device of the array or Tensor ``like``."""
+    a = like._value if isinstance(like, Tensor) else like
+    return _array_backend.xp_of(a).asarray(value)
+
+
 def is_keras_tensor(x) -> bool:
     """Whether ``x`` is a symbolic Keras tensor (made by ``keras.Input`` or by a layer
     called on one).
@@ -272,7 +287,7 @@ def batch_get_value(tensors) -> list:
 
 def set_value(x: Variable, value) -> None:
     """Assign the numpy ``value`` to the variable ``x`` (cast to its dtype)."""
-    x.assign(np.asarray(value, dtype=x.dtype))
+    x.assign(_device_array(np.asarray(value, dtype=x.dtype), x))
 
 
 def batch_set_value(tuples) -> None:
@@ -315,7 +330,7 @@ def square(x):
 def sqrt(x):
     """sqrt(max(x, 0)), as Keras 2's backend."""
     x = _convert(x)
-    return _m.sqrt(_m.maximum(x, np.zeros((), x.dtype)))
+    return _m.sqrt(_m.maximum(x, _constant_like(0, x)))
 
 
 def abs(x):  # noqa: A001

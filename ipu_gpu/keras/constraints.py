@@ -4,7 +4,6 @@ constraint on the variable (``variable.constraint``); optimizers apply it."""
 
 from __future__ import annotations
 
-import numpy as np
 
 from .. import ops as _ops  # noqa: F401  # registers every op
 from ..core.convert import convert_to_tensor
@@ -22,7 +21,7 @@ def _norms(w, axis):
 
 
 def _c(value, w):
-    return np.asarray(value, dtype=w.dtype)
+    return backend._constant_like(value, w)
 
 
 class Constraint:

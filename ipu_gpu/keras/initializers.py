@@ -351,7 +351,8 @@ class Identity(Initializer):
         if len(dims) != 2:
             raise ValueError("Identity matrix initializer can only be used for 2D matrices. "
                              f"Received: shape={tuple(dims)} of rank {len(dims)}.")
-        return _array.eye(dims[0], dims[1], dtype=d) * np.asarray(self.gain, d)
+        eye = _array.eye(dims[0], dims[1], dtype=d)
+        return eye * backend._constant_like(self.gain, eye)
 
     def get_config(self) -> dict:
         return {"gain": self.gain}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from .. import ops as _ops  # noqa: F401  # registers every op
 from ..core.convert import convert_to_tensor
@@ -30,7 +29,7 @@ def _check_penalty_number(x) -> None:
 
 
 def _factor(value, x):
-    return np.asarray(value, dtype=x.dtype)
+    return backend._constant_like(value, x)
 
 
 class Regularizer:
@@ -61,7 +60,7 @@ class L1L2(Regularizer):
 
     def __call__(self, x):
         x = convert_to_tensor(x)
-        regularization = _m.cast(np.zeros((), x.dtype), x.dtype)
+        regularization = backend._constant_like(0, x)
         if self.l1:
             regularization = regularization + _factor(self.l1, x) * _r.reduce_sum(_m.abs(x))
         if self.l2:

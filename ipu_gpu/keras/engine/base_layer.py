@@ -428,7 +428,7 @@ class Layer:
             loss = convert_to_tensor(self._activity_regularizer(output))
             batch = output.shape[0] if output.ndim else 0
             # divide_no_nan by the batch size, as Keras
-            self.add_loss(loss / np.asarray(batch, loss.dtype) if batch else loss * 0)
+            self.add_loss(loss / backend._constant_like(batch, loss) if batch else loss * 0)
 
     # ---- weights -----------------------------------------------------------------------------
     def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None,
@@ -562,7 +562,8 @@ class Layer:
                                  f"with provided weight shape {weight_shape}.")
             pairs.append((param, weight))
         for param, weight in pairs:
-            param.assign(np.asarray(weight, dtype=param.dtype).reshape(param.shape))
+            value = np.asarray(weight, dtype=param.dtype).reshape(param.shape)
+            param.assign(backend._device_array(value, param))
         for layer in self._flatten_layers():
             layer.finalize_state()
 

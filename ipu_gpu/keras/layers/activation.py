@@ -7,7 +7,7 @@ import numpy as np
 from ...ops import indexing as _idx
 from ...ops import math as _m
 from ...ops import reduction as _r
-from .. import activations
+from .. import activations, backend
 from ..engine.base_layer import Layer
 
 __all__ = ["ELU", "LeakyReLU", "ReLU", "Softmax"]
@@ -111,13 +111,13 @@ class Softmax(_Elementwise):
 
     def call(self, inputs, mask=None):
         if mask is not None:
-            negative = np.asarray(_large_negative(inputs.dtype), inputs.dtype)
+            negative = backend._constant_like(_large_negative(inputs.dtype), inputs)
             if self.robust_masking:
                 if mask.dtype != np.bool_:
-                    mask = _m.greater(mask, np.asarray(0.5, mask.dtype))
+                    mask = _m.greater(mask, backend._constant_like(0.5, mask))
                 inputs = _idx.where(mask, inputs, negative)
             else:
-                one = np.asarray(1.0, inputs.dtype)
+                one = backend._constant_like(1.0, inputs)
                 inputs = inputs + (one - _m.cast(mask, inputs.dtype)) * negative
         if isinstance(self.axis, (tuple, list)):
             if len(self.axis) > 1:

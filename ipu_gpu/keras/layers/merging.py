@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from ...core.spec import TensorShape, as_shape
 from ...ops import creation as _creation
 from ...ops import math as _m
@@ -14,6 +12,7 @@ from ...ops import matmul as _matmul
 from ...ops import nn as _nn
 from ...ops import reduction as _r
 from ...ops import shape as _shape
+from .. import backend
 from ..engine.base_layer import Layer
 
 __all__ = ["Add", "Average", "Concatenate", "Dot", "Maximum", "Minimum", "Multiply",
@@ -158,7 +157,7 @@ class Average(_Merge):
 
     def _merge_function(self, inputs):
         total = functools.reduce(_m.add, inputs)
-        return total / np.asarray(len(inputs), total.dtype)
+        return total / backend._constant_like(len(inputs), total)
 
 
 class Maximum(_Merge):

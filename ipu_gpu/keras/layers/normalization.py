@@ -39,7 +39,7 @@ def _validate_axis(axis, input_shape) -> list:
 def _normalize(x, mean, variance, offset, scale, epsilon):
     """``tf.nn.batch_normalization``: x * inv + (offset - mean * inv), inv the scaled
     reciprocal standard deviation."""
-    inv = _m.rsqrt(variance + np.asarray(epsilon, variance.dtype))
+    inv = _m.rsqrt(variance + backend._constant_like(epsilon, variance))
     if scale is not None:
         inv = inv * scale
     shift = -mean * inv if offset is None else offset - mean * inv
@@ -198,8 +198,8 @@ class BatchNormalization(Layer):
         if self.fused:  # TF's fused kernel moves the variance by the unbiased estimate
             n = int(np.prod([x.shape[i] for i in reduction_axes]))
             if n > 1:
-                variance = variance * np.asarray(n / (n - 1), variance.dtype)
-        decay = np.asarray(1.0 - self.momentum, self.moving_mean.dtype)
+                variance = variance * backend._constant_like(n / (n - 1), variance)
+        decay = backend._constant_like(1.0 - self.momentum, self.moving_mean)
         for variable, value in ((self.moving_mean, mean), (self.moving_variance, variance)):
             value = _m.stop_gradient(_m.cast(value, variable.dtype))
             variable.assign_sub((variable - value) * decay)

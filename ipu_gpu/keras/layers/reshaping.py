@@ -11,6 +11,7 @@ from ...core.spec import TensorShape, as_shape
 from ...ops import array as _array
 from ...ops import math_extra as _mx
 from ...ops import shape as _shape
+from .. import backend
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from . import conv_utils
@@ -322,7 +323,7 @@ def _repeat(x, axis, times):
     return _shape.reshape(tiled, shape[:axis] + [shape[axis] * times] + shape[axis + 1:])
 
 
-def _bilinear_matrix(in_size: int, out_size: int, dtype) -> np.ndarray:
+def _bilinear_matrix(in_size: int, out_size: int) -> np.ndarray:
     """The (out, in) matrix of TF2's bilinear resize along one axis (half-pixel centres)."""
     scale = in_size / out_size
     src = (np.arange(out_size) + 0.5) * scale - 0.5
@@ -333,7 +334,7 @@ def _bilinear_matrix(in_size: int, out_size: int, dtype) -> np.ndarray:
     m = np.zeros((out_size, in_size), np.float64)
     np.add.at(m, (np.arange(out_size), top), 1 - lerp)
     np.add.at(m, (np.arange(out_size), bottom), lerp)
-    return m.astype(dtype)
+    return m
 
 
 class UpSampling1D(_ShapeLayer):
@@ -386,8 +387,10 @@ class UpSampling2D(_ShapeLayer):
         h, w = (2, 3) if self.data_format == "channels_first" else (1, 2)
         if self.interpolation == "nearest":
             return _repeat(_repeat(inputs, h, self.size[0]), w, self.size[1])
-        rows = _bilinear_matrix(inputs.shape[h], inputs.shape[h] * self.size[0], inputs.dtype)
-        cols = _bilinear_matrix(inputs.shape[w], inputs.shape[w] * self.size[1], inputs.dtype)
+        rows = backend._constant_like(
+            _bilinear_matrix(inputs.shape[h], inputs.shape[h] * self.size[0]), inputs)
+        cols = backend._constant_like(
+            _bilinear_matrix(inputs.shape[w], inputs.shape[w] * self.size[1]), inputs)
         spec = "bchw" if self.data_format == "channels_first" else "bhwc"
         out = spec.replace("h", "y")
         x = _mx.einsum(f"yh,{spec}->{out}", rows, inputs)
