@@ -1,0 +1,396 @@
+"""Keras ``fit``/``evaluate``/``predict`` as programs on the emulated IPU device: Graphcore's
+Keras extensions (``keras/ipu/extensions/extensions_base.py``) for a model that runs under an
+``IPUStrategy`` created with ``enable_keras_extensions=True`` (the default).
+
+One execution of ``steps_per_execution`` steps is one program (``IPUStrategy``'s
+``_call_for_each_replica``: ``emulation/engine.run`` on the strategy's device). The host sees
+the metrics and calls the batch callbacks only between programs. The replication factor is
+the device's IPU count (an unpipelined model is one shard). Each replica runs
+``steps // R`` steps of the epoch; at step k replica r takes data element ``k * R + r``
+(consecutive elements to consecutive replicas, as an ``IPUInfeedQueue`` feeds them).
+
+A training step per replica: forward with ``training=True``, compiled loss plus
+``model.losses``, gradients, then every replica all-reduces (SUMS, as Keras's optimizer does
+under IPUStrategy: ``cross_replica_sum``; the loss is not divided by R) and replica 0 applies
+the update while the others wait for it: the replicas' weights are one set of host Variables,
+which a real IPU keeps as identical per-replica copies. With
+``set_gradient_accumulation_options(gradient_accumulation_steps_per_replica=N)`` each replica
+accumulates N steps of gradients (SUM, MEAN or RUNNING_MEAN, Graphcore's
+``GradientAccumulationOptimizerV2``) and the update, with its all-reduce, happens once per N
+steps; ``steps_per_execution`` must be a multiple of N (Graphcore's RuntimeError).
+
+Metrics: Graphcore's default ``ReplicatedMetricReductionMethod.NONE`` shows the host the
+metrics of the last replica (the outfeed's ``[-1]``); here only the last replica updates the
+compiled loss and metrics, so the model's metric objects hold exactly that.
+
+Not emulated: pipelined models (``set_pipeline_stage_assignment``), the SUM/MEAN/LIST metric
+reductions, asynchronous callbacks (accepted; callbacks run between programs anyway). A layer
+that assigns its own variables in ``call`` (BatchNormalization's moving statistics) or adds
+metrics in ``call`` updates one shared copy from every replica: with R > 1 the value left is
+one replica's, in an order the threads decide.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+
+from ...core import nest
+from ...core.tape import GradientTape
+from . import call_context, data_adapter
+
+__all__ = ["GradientAccumulationReductionMethod", "IPUOptions", "runner_for"]
+
+_log = logging.getLogger("ipu_gpu.keras")
+
+
+class GradientAccumulationReductionMethod(enum.Enum):
+    """How gradients are accumulated over the steps of one weight update: SUM,
+    MEAN (each gradient scaled by 1/N) or RUNNING_MEAN (``acc*n/(n+1) + grad/(n+1)`` at the
+    n-th step)."""
+
+    SUM = 0
+    MEAN = 1
+    RUNNING_MEAN = 2
+
+    @classmethod
+    def parse(cls, reduction_method):
+        """The member for a member (of this or Graphcore's enum) or a name in any case.
+
+        Raises:
+          ValueError: anything else (Graphcore's message).
+        """
+        if isinstance(reduction_method, cls):
+            return reduction_method
+        key = getattr(reduction_method, "name", reduction_method)
+        if isinstance(key, str) and key.upper() in cls.__members__:
+            return cls[key.upper()]
+        raise ValueError(f"Cannot parse {reduction_method} as one of "
+                         "GradientAccumulationReductionMethod. Valid values are: "
+                         f"{', '.join(cls._member_names_)}.")
+
+
+_METRIC_REDUCTIONS = ("NONE", "LIST", "SUM", "MEAN")
+
+
+class IPUOptions:
+    """The IPU options a model keeps (``set_gradient_accumulation_options`` and friends)."""
+
+    def __init__(self):
+        self.gradient_accumulation_steps_per_replica = None
+        self.gradient_accumulation_reduction_method = GradientAccumulationReductionMethod.SUM
+        self.gradient_accumulation_optimizer_kwargs = {}
+        self.pipelining_gradient_accumulation_steps_per_replica = None
+        self.pipelining_device_mapping = None
+        self.pipelining_kwargs = {}
+        self.pipeline_stage_assignment = None
+        self.infeed_kwargs = {}
+        self.outfeed_kwargs = {}
+        self.asynchronous_callbacks = False
+        self.replicated_metric_reduction_method = "NONE"
+
+    def reset(self):
+        """Compiled state is rebuilt at the next run (nothing is cached here)."""
+
+    def set_gradient_accumulation(self, steps, reduction_method, use_v2, optimizer_kwargs):
+        method = GradientAccumulationReductionMethod.parse(reduction_method)
+        if steps is not None:
+            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+                raise ValueError("Expected `gradient_accumulation_steps_per_replica` to be a "
+                                 f"positive integer, but got {steps} instead.")
+            self.gradient_accumulation_steps_per_replica = steps
+        if "opt" in optimizer_kwargs:
+            raise ValueError("Found `opt` key in `gradient_accumulation_optimizer_kwargs`. This "
+                             "is not supported as the optimizer which the model has been "
+                             "compiled with is automatically wrapped.")
+        if "num_mini_batches" in optimizer_kwargs:
+            raise ValueError("Found `num_mini_batches` key in "
+                             "`gradient_accumulation_optimizer_kwargs`. Set the "
+                             "`gradient_accumulation_steps_per_replica` argument to "
+                             "`set_gradient_accumulation_options` instead.")
+        if "experimental_normalize_gradients" in optimizer_kwargs:
+            raise ValueError("Found `experimental_normalize_gradients` argument to "
+                             "`set_gradient_accumulation_options`. This argument has now been "
+                             "removed, use `gradient_accumulation_reduction_method` instead.")
+        self.gradient_accumulation_reduction_method = method
+        self.gradient_accumulation_optimizer_kwargs = dict(optimizer_kwargs)
+
+    def set_pipelining(self, steps, device_mapping, accumulate_outfeed, reduction_method,
+                       kwargs):
+        method = GradientAccumulationReductionMethod.parse(reduction_method)
+        if steps is not None:
+            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+                raise ValueError("Expected `gradient_accumulation_steps_per_replica` to be a "
+                                 f"positive integer, but got {steps} instead.")
+            self.pipelining_gradient_accumulation_steps_per_replica = steps
+        if device_mapping is not None:
+            if not isinstance(device_mapping, list) or not all(
+                    isinstance(x, int) for x in device_mapping):
+                raise ValueError("Expected `device_mapping` to be a list of integers.")
+            self.pipelining_device_mapping = device_mapping
+        self.pipelining_kwargs = dict(kwargs)
+        self.gradient_accumulation_reduction_method = method
+
+    def set_feed(self, which, kwargs, forbidden):
+        for key in forbidden:
+            if key in kwargs:
+                raise ValueError(f"Found `{key}` key in `kwargs`. This argument is not "
+                                 "compatible with Keras.")
+        setattr(self, f"{which}_kwargs", dict(kwargs))
+
+    def set_replication(self, method):
+        name = getattr(method, "name", method)
+        if not isinstance(name, str) or name.upper() not in _METRIC_REDUCTIONS:
+            raise ValueError(f"Cannot parse {method} as a ReplicatedMetricReductionMethod. Valid "
+                             f"values are: {', '.join(_METRIC_REDUCTIONS)}.")
+        self.replicated_metric_reduction_method = name.upper()
+
+
+def _ipu_strategy(model):
+    from ...ipu.ipu_strategy import IPUStrategyV1
+
+    strategy = model.distribute_strategy
+    if isinstance(strategy, IPUStrategyV1) and strategy._enable_keras_extensions:
+        return strategy
+    return None
+
+
+def _overridden(model, name) -> bool:
+    from .training import Model
+
+    return getattr(type(model), name) is not getattr(Model, name)
+
+
+def _raise_overridden(model, fn_name):
+    raise RuntimeError(f"The function `{fn_name}` for the model {model.name} has been "
+                       "overridden. This is not supported when using Keras within an "
+                       "IPUStrategy. Either remove the override from your model definition or "
+                       "set `enable_keras_extensions=False` when creating the IPUStrategy.")
+
+
+def runner_for(model, mode):
+    """A ``Runner`` when ``model`` runs under an IPUStrategy with Keras extensions, else
+    None.
+
+    Raises:
+      RuntimeError: ``run_eagerly``, or an overridden ``train_step``/``make_*_function``
+        (Graphcore's messages).
+      NotImplementedError: a pipelined model or a replicated metric reduction other than
+        NONE.
+    """
+    strategy = _ipu_strategy(model)
+    if strategy is None:
+        return None
+    if model.run_eagerly:
+        raise RuntimeError("Keras models cannot run eagerly when using `IPUStrategy`. Set "
+                           "`run_eagerly=False` when calling `compile`.")
+    options = model._ipu_options
+    make = {"fit": "make_train_function", "evaluate": "make_test_function",
+            "predict": "make_predict_function"}[mode]
+    if _overridden(model, make):
+        _raise_overridden(model, make)
+    if mode == "fit" and _overridden(model, "train_step"):
+        _raise_overridden(model, "train_step")
+    if options.pipeline_stage_assignment is not None:
+        raise NotImplementedError("Pipelined Keras models are not emulated")
+    if options.replicated_metric_reduction_method != "NONE":
+        raise NotImplementedError(f"set_replication_options: the "
+                                  f"{options.replicated_metric_reduction_method} reduction of "
+                                  "replicated metrics is not emulated (NONE is)")
+    return Runner(model, strategy, mode)
+
+
+class Runner:
+    """Runs the executions of one ``fit``/``evaluate``/``predict`` call on the device."""
+
+    def __init__(self, model, strategy, mode):
+        self.model = model
+        self.strategy = strategy
+        self.mode = mode
+        self.replication_factor = strategy.extended._device().num_ipus
+        self.gradient_accumulation = 1
+        self.counter = {"fit": model._train_counter, "evaluate": model._test_counter,
+                        "predict": model._predict_counter}[mode]
+
+    def prepare(self, handler):
+        """Check the execution length against the gradient accumulation (fit)."""
+        if self.mode != "fit":
+            return
+        spe = handler.steps_per_execution
+        steps = self.model._ipu_options.gradient_accumulation_steps_per_replica
+        if steps is None:
+            self.gradient_accumulation = 1
+        elif spe % steps != 0:
+            raise RuntimeError(
+                "The model has been configured to use gradient accumulation for training, "
+                f"however the current `steps_per_execution` value (set to {spe}) is not "
+                "divisible by `gradient_accumulation_steps_per_replica` "
+                f"({steps}). You need to adjust either `steps_per_execution` or"
+                "`gradient_accumulation_steps_per_replica` to make sure that "
+                "`steps_per_execution` is divisible by "
+                "`gradient_accumulation_steps_per_replica`.")
+        else:
+            self.gradient_accumulation = steps
+        r, ga = self.replication_factor, self.gradient_accumulation
+        if r > 1 or ga > 1:
+            batch = handler.batch_size
+            _log.info("Training is%s%s%s, your effective batch size is %s.",
+                      " distributed" if r > 1 else " not distributed",
+                      f" and accumulating {ga} batches per optimizer step" if ga > 1 else "",
+                      f" across {r} replicas" if r > 1 else "",
+                      None if batch is None else batch * ga * r)
+
+    # ---- the function the training loop calls ------------------------------------------
+    def function(self, iterator, steps, done):
+        """One execution: ``steps`` steps on every replica; returns the logs (metrics) or,
+        for predict, the outputs of every step and replica in data order."""
+        r = self.replication_factor
+        elements = [next(iterator) for _ in range(steps * r)]  # the execution's infeed
+        return self._execute(elements, steps, done)
+
+    def run_single(self, data):
+        """``*_on_batch``: one step, every replica on the same batch."""
+        return self._execute([data] * self.replication_factor, 1, [0])
+
+    def _execute(self, elements, steps, done):
+        model = self.model
+        self._build_on_host(elements[0])
+        mode = self.mode
+        slots = [None] * (steps * self.replication_factor)
+        if mode == "fit":
+            program = self._train_program(elements, steps)
+        elif mode == "evaluate":
+            program = self._test_program(elements, steps)
+        else:
+            program = self._predict_program(elements, steps, slots)
+        self.strategy.extended._call_for_each_replica(program, (), {})
+        self.counter.assign_add(steps)
+        done[0] += steps
+        if mode == "predict":
+            from .training import concat_outputs
+
+            return concat_outputs(slots)
+        return model.get_metrics_result()
+
+    def _build_on_host(self, data):
+        """Create the weights (and the optimizer's) on the host before the first program,
+        as Graphcore builds the model before compiling it."""
+        model = self.model
+        if not model.built:
+            x, _, _ = data_adapter.unpack_x_y_sample_weight(data_adapter.expand_1d(data))
+            with call_context.enter(model, False, probing=True):
+                model(x, training=False)
+        if self.mode == "fit":
+            optimizer = model.optimizer
+            create = getattr(optimizer, "_create_all_weights", None)
+            if create is not None:
+                create(model.trainable_variables)
+
+    # ---- the programs ------------------------------------------------------------------
+    def _replica(self):
+        from ...emulation import context
+
+        ctx = context.current()
+        return ctx.replica_index, ctx.program
+
+    def _train_program(self, elements, steps):
+        model, r_count, ga = self.model, self.replication_factor, self.gradient_accumulation
+        method = model._ipu_options.gradient_accumulation_reduction_method
+
+        def program():
+            r, prog = self._replica()
+            accumulated = None
+            for k in range(steps):
+                accumulated = _train_step(model, elements[k * r_count + r], r, r_count, prog,
+                                          accumulated, k % ga, ga, method)
+
+        return program
+
+    def _test_program(self, elements, steps):
+        model, r_count = self.model, self.replication_factor
+        custom = _overridden(model, "test_step")
+
+        def program():
+            r, _ = self._replica()
+            for k in range(steps):
+                data = elements[k * r_count + r]
+                if custom:
+                    model.test_step(data)
+                else:
+                    _test_step(model, data, r == r_count - 1)
+
+        return program
+
+    def _predict_program(self, elements, steps, slots):
+        model, r_count = self.model, self.replication_factor
+
+        def program():
+            r, _ = self._replica()
+            for k in range(steps):
+                out = model.predict_step(elements[k * r_count + r])
+                slots[k * r_count + r] = nest.map_structure(
+                    lambda t: t.numpy() if hasattr(t, "numpy") else t, out)  # syncs device
+
+        return program
+
+
+def _accumulate(acc, grads, micro, ga, method):
+    if acc is None:
+        acc = [None] * len(grads)
+    out = []
+    for a, g in zip(acc, grads):
+        if g is None:
+            out.append(a)
+            continue
+        if method is GradientAccumulationReductionMethod.MEAN:
+            g = g * (1.0 / ga)
+        if a is None:  # the first step (RUNNING_MEAN too: acc*0/1 + g/1)
+            a = g
+        elif method is GradientAccumulationReductionMethod.RUNNING_MEAN:
+            a = a * (micro / (micro + 1.0)) + g * (1.0 / (micro + 1.0))
+        else:
+            a = a + g
+        out.append(a)
+    return out
+
+
+def _train_step(model, data, r, r_count, program, accumulated, micro, ga, method):
+    """One step of one replica (see the module docstring); returns the gradient
+    accumulators (None after an update)."""
+    data = data_adapter.expand_1d(data)
+    x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+    last = r == r_count - 1
+    with GradientTape() as tape:
+        y_pred = model(x, training=True)
+        loss = model.compiled_loss(y, y_pred, sample_weight,
+                                   regularization_losses=model.losses, update_metrics=last)
+    model._validate_target_and_loss(y, loss)
+    optimizer = model.optimizer
+    variables = model.trainable_variables
+    grads_and_vars = optimizer._compute_gradients(loss, variables, tape=tape)
+    if last:
+        model.compiled_metrics.update_state(y, y_pred, sample_weight)
+    if ga > 1:
+        accumulated = _accumulate(accumulated, [g for g, _ in grads_and_vars], micro, ga,
+                                  method)
+        if micro < ga - 1:
+            return accumulated
+        grads_and_vars = list(zip(accumulated, variables))
+    grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+    grads_and_vars = optimizer._transform_unaggregated_gradients(grads_and_vars)
+    grads_and_vars = optimizer._aggregate_gradients(grads_and_vars)  # cross_replica_sum
+    if r == 0:
+        optimizer.apply_gradients(grads_and_vars, experimental_aggregate_gradients=False)
+    if r_count > 1:
+        program.exchange(r, "keras weight update", None)  # wait for replica 0's update
+    return None
+
+
+def _test_step(model, data, update_metrics):
+    data = data_adapter.expand_1d(data)
+    x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+    y_pred = model(x, training=False)
+    model.compiled_loss(y, y_pred, sample_weight, regularization_losses=model.losses,
+                        update_metrics=update_metrics)
+    if update_metrics:
+        model.compiled_metrics.update_state(y, y_pred, sample_weight)
