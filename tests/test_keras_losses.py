@@ -441,3 +441,26 @@ def test_get_serialize_deserialize(tf_keras):
     assert losses.is_categorical_crossentropy(losses.CategoricalCrossentropy())
     assert losses.is_categorical_crossentropy("categorical_crossentropy")
     assert not losses.is_categorical_crossentropy(losses.mse)
+
+
+def test_losses_on_each_backend(backend):
+    """numpy labels and weights beside predictions on the backend under test (GPU: copied to
+    the device, as TF places them) give the CPU's values."""
+    y_true, y_pred, _ = _inputs("sparse_categorical_crossentropy", (6, 4), seed=11)
+    w = np.linspace(0.5, 1.5, 6)
+    pred = ipu_gpu.constant(y_pred)
+    assert pred.device == ipu_gpu.constant(0.0).device
+    got = [losses.SparseCategoricalCrossentropy()(y_true, pred, sample_weight=w),
+           losses.MeanSquaredError(reduction="none")(np.eye(4)[y_true.astype(int)], pred),
+           losses.Huber()(np.ones((6, 4)), pred), losses.cosine_similarity(np.ones((6, 4)), pred),
+           losses.categorical_crossentropy(np.eye(4)[y_true.astype(int)], pred,
+                                           label_smoothing=0.1)]
+    expected = [REFERENCE["sparse_categorical_crossentropy"](y_true, y_pred) @ w / 6,
+                REFERENCE["mean_squared_error"](np.eye(4)[y_true.astype(int)], y_pred),
+                np.mean(REFERENCE["huber"](np.ones((6, 4)), y_pred)),
+                REFERENCE["cosine_similarity"](np.ones((6, 4)), y_pred),
+                REFERENCE["categorical_crossentropy"](
+                    np.eye(4)[y_true.astype(int)] * 0.9 + 0.025, y_pred)]
+    for a, b in zip(got, expected):
+        assert a.device == pred.device
+        np.testing.assert_allclose(a.numpy(), b, rtol=1e-6)

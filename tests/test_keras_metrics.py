@@ -359,3 +359,24 @@ def test_update_is_cheap_enough_to_run_every_step():
         warnings.simplefilter("error")
         second = m([0, 1], [[0.1, 0.9], [0.2, 0.8]])
     assert float(first) == 1.0 and float(second) == 0.75
+
+
+def test_metrics_on_each_backend(backend):
+    """State Variables on the backend under test; numpy batches are copied to them."""
+    y_true, y_pred, w = _batches("binary", seed=3)[1]
+    device = ipu_gpu.constant(0.0).device
+    auc, acc, mean = metrics.AUC(num_thresholds=9), metrics.BinaryAccuracy(), metrics.Mean()
+    auc.update_state(y_true, y_pred, sample_weight=w)
+    acc.update_state(y_true, ipu_gpu.constant(y_pred))
+    mean.update_state(y_pred, sample_weight=w[:, None])
+    top = metrics.sparse_top_k_categorical_accuracy(np.array([0, 2]),
+                                                    ipu_gpu.constant([[0.1, 0.5, 0.4],
+                                                                      [0.2, 0.3, 0.5]]), k=1)
+    assert all(v.device == device for v in auc.variables + acc.variables + mean.variables)
+    assert top.device == device
+    np.testing.assert_array_equal(top.numpy(), [0.0, 1.0])
+    np.testing.assert_allclose(float(acc.result()), np.mean((y_pred > 0.5) == y_true),
+                               rtol=1e-6)
+    np.testing.assert_allclose(float(mean.result()),
+                               np.sum(y_pred * w[:, None]) / (3 * np.sum(w)), rtol=1e-5)
+    assert 0.0 <= float(auc.result()) <= 1.0

@@ -397,6 +397,22 @@ def test_none_gradients(caplog):
         opt.apply_gradients([(ipu_gpu.constant([1.0]), ipu_gpu.constant([1.0]))])
 
 
+def test_gradients_of_another_shape_or_dtype(tf_keras, real_tf):
+    v = ipu_gpu.Variable(np.ones((2, 3), np.float32), name="kernel")
+    opt = optimizers.Adam()
+    with pytest.raises(ipu_gpu.errors.InvalidArgumentError,
+                       match=r"gradient of kernel:0 must have the variable's shape \[2, 3\], "
+                             r"got \[3\]"):
+        opt.apply_gradients([(ipu_gpu.ones([3]), v)])
+    with pytest.raises(TypeError, match="gradient of kernel:0 must have the variable's dtype "
+                                        "float32, got float64"):
+        opt.apply_gradients([(np.ones((2, 3)), v)])
+    opt.apply_gradients([(np.ones((2, 3), np.float32), v)])  # arrays are gradients too
+    tv = real_tf.Variable(np.ones((2, 3), np.float32))
+    with pytest.raises(real_tf.errors.InvalidArgumentError):  # TF refuses the shape too
+        tf_keras.optimizers.legacy.Adam().apply_gradients([(real_tf.ones([3]), tv)])
+
+
 def test_lr_keyword_is_deprecated():
     with pytest.warns(UserWarning, match="The `lr` argument is deprecated"):
         opt = optimizers.SGD(lr=0.5)
@@ -483,3 +499,33 @@ def test_apply_gradients_under_a_strategy():
             opt.apply_gradients([(ipu_gpu.constant([1.0]), v)])
         strategy.run(lambda: opt.apply_gradients([(ipu_gpu.constant([1.0]), v)]))
     np.testing.assert_allclose(v.numpy(), [0.5])  # one replica: the all-reduce is the identity
+
+
+def _on_cpu(fn):
+    previous = ipu_gpu.backend_name()
+    ipu_gpu.set_backend("cpu")
+    try:
+        return fn()
+    finally:
+        ipu_gpu.set_backend(previous)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("Adam", {"learning_rate": schedules.CosineDecay(0.1, 3)}),
+    ("Nadam", {}), ("SGD", {"momentum": 0.9, "global_clipnorm": 0.5})], ids=str)
+def test_steps_on_each_backend(backend, name, kwargs):
+    """The same steps with the variables, slots and hyperparameters on the backend under test
+    (GPU: Variables on the device, schedules and coefficients read back) as on the CPU."""
+    init, grads = _problem(7)
+
+    def run():
+        opt = getattr(optimizers, name)(**kwargs)
+        variables = [ipu_gpu.Variable(ipu_gpu.constant(v)) for v in init]
+        for step in grads:
+            opt.apply_gradients(zip([ipu_gpu.constant(g) for g in step], variables))
+        return [v.numpy() for v in variables], opt.get_weights()
+
+    ours = run()
+    assert all(v.device == ipu_gpu.constant(0.0).device for v in
+               getattr(optimizers, name)(**kwargs).weights + [ipu_gpu.Variable(1.0)])
+    _assert_same(ours, _on_cpu(run), rtol=1e-5, atol=1e-6)

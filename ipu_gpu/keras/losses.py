@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 from .. import distribute
-from ..core.convert import convert_to_tensor
+from ..core.convert import constant, convert_to_tensor
 from ..core.tensor import Tensor
 from ..errors import InvalidArgumentError
 from ..ops.indexing import where
@@ -50,6 +50,16 @@ def floatx() -> str:
     except ImportError:
         return "float32"
     return backend_floatx()
+
+
+def _follow(x, like):
+    """``x`` as a Tensor on ``like``'s device: a host value beside a GPU tensor is copied to
+    the GPU (as TF places constants on the device of the op using them), and back."""
+    x = convert_to_tensor(x)
+    if like is None or x.device == like.device:
+        return x
+    host = x.numpy()  # syncs device
+    return constant(host) if "GPU" in like.device else convert_to_tensor(host)
 
 
 class Reduction:
@@ -138,7 +148,8 @@ def compute_weighted_loss(losses, sample_weight=None, reduction=Reduction.SUM_OV
         losses = cast(losses, "float32")
     if sample_weight is None:
         sample_weight = 1.0
-    sample_weight = _numeric(sample_weight, "sample_weight", "compute_weighted_loss")
+    sample_weight = _follow(_numeric(sample_weight, "sample_weight", "compute_weighted_loss"),
+                            losses)
     sample_weight = cast(sample_weight, losses.dtype)
     losses, _, sample_weight = squeeze_or_expand_dimensions(losses, None, sample_weight)
     try:
@@ -234,7 +245,7 @@ def _apply_valid_mask(losses, sample_weight, mask, reduction):
         mask = mask * (float(_num_elements(mask)) / valid)
     if sample_weight is None:
         return mask
-    sample_weight = cast(convert_to_tensor(sample_weight), mask.dtype)
+    sample_weight = cast(_follow(sample_weight, mask), mask.dtype)
     mask, _, sample_weight = squeeze_or_expand_dimensions(mask, sample_weight=sample_weight)
     return sample_weight * mask
 
@@ -441,7 +452,7 @@ def _predictions(y_pred, fn):
 
 def _labels_like(y_true, y_pred, fn):
     """y_true cast to y_pred's dtype (Keras's ``tf.cast(y_true, y_pred.dtype)``)."""
-    return cast(_numeric(y_true, "y_true", fn), y_pred.dtype)
+    return cast(_follow(_numeric(y_true, "y_true", fn), y_pred), y_pred.dtype)
 
 
 def _prepare(y_true, y_pred, fn):
@@ -527,8 +538,9 @@ def huber(y_true, y_pred, delta=1.0):
     y_true = cast(_labels_like(y_true, y_pred, "huber"), dtype)
     error = y_pred - y_true
     abs_error = abs(error)
-    delta = float(np.dtype(dtype).type(delta))
-    half_delta_sq = 0.5 * square(convert_to_tensor(delta, dtype=dtype))
+    t = np.dtype(dtype).type
+    half_delta_sq = float(t(0.5) * (t(delta) * t(delta)))
+    delta = float(t(delta))
     return _mean_last(where(abs_error <= delta, 0.5 * square(error),
                             delta * abs_error - half_delta_sq))
 
@@ -592,7 +604,7 @@ def _sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1,
     output = _predictions(y_pred, fn)
     if output.dtype.kind != "f":
         raise TypeError(f"{fn}: y_pred must be a floating-point tensor, got {output.dtype}")
-    target = cast(_numeric(y_true, "y_true", fn), "int64")
+    target = cast(_follow(_numeric(y_true, "y_true", fn), output), "int64")
     if not from_logits:
         lo, hi = _eps(output.dtype)
         output = log(clip_by_value(output, lo, hi))
@@ -676,7 +688,8 @@ def poisson(y_true, y_pred):
 def cosine_similarity(y_true, y_pred, axis=-1):
     """``-sum(l2_normalize(y_true) * l2_normalize(y_pred), axis)``: -1 for parallel vectors,
     0 for orthogonal ones and where either is zero."""
-    y_true = l2_normalize(y_true, axis=axis)
+    y_pred = convert_to_tensor(y_pred)
+    y_true = l2_normalize(_follow(y_true, y_pred), axis=axis)
     y_pred = l2_normalize(y_pred, axis=axis)
     return -reduce_sum(y_true * y_pred, axis=axis)
 

@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from . import losses as _losses
-from .losses import floatx, squeeze_or_expand_dimensions
+from .losses import _follow, floatx, squeeze_or_expand_dimensions
 from ..core.convert import constant, convert_to_tensor
 from ..core.dtypes import as_dtype
 from ..core.tensor import Tensor, Variable
@@ -252,7 +252,7 @@ class Reduce(Metric):
           RuntimeError: values that are not a single Tensor (Keras's message).
         """
         try:
-            values = cast(convert_to_tensor(values), self._dtype)
+            values = cast(_follow(values, self.total), self._dtype)
         except (ValueError, TypeError):
             msg = ("The output of a metric function can only be a single Tensor. "
                    f"Received: {values}. ")
@@ -260,7 +260,7 @@ class Reduce(Metric):
                 msg += "To return a dict of values, implement a custom Metric subclass."
             raise RuntimeError(msg) from None
         if sample_weight is not None:
-            sample_weight = cast(convert_to_tensor(sample_weight), self._dtype)
+            sample_weight = cast(_follow(sample_weight, values), self._dtype)
             values, _, sample_weight = squeeze_or_expand_dimensions(
                 values, sample_weight=sample_weight)
             try:
@@ -315,8 +315,8 @@ class MeanMetricWrapper(Mean):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         """Accumulate ``fn(y_true, y_pred)`` of a batch (both cast to the metric's dtype)."""
-        y_true = cast(convert_to_tensor(y_true), self._dtype)
-        y_pred = cast(convert_to_tensor(y_pred), self._dtype)
+        y_pred = cast(_follow(y_pred, self.total), self._dtype)
+        y_true = cast(_follow(y_true, y_pred), self._dtype)
         y_pred, y_true = squeeze_or_expand_dimensions(y_pred, y_true)
         matches = self._fn(y_true, y_pred, **self._fn_kwargs)
         return super().update_state(matches, sample_weight=sample_weight)
@@ -343,7 +343,7 @@ def binary_matches(y_true, y_pred, threshold=0.5):
     """1.0 where ``y_pred > threshold`` agrees with y_true, else 0.0 (floatx)."""
     y_pred = convert_to_tensor(y_pred)
     y_pred = cast(greater(y_pred, float(y_pred.dtype.type(threshold))), y_pred.dtype)
-    y_true = convert_to_tensor(y_true)
+    y_true = _follow(y_true, y_pred)
     if y_true.dtype != y_pred.dtype:
         y_true = cast(y_true, y_pred.dtype)
     return cast(equal(y_true, y_pred), floatx())
@@ -353,7 +353,7 @@ def sparse_categorical_matches(y_true, y_pred):
     """1.0 where ``argmax(y_pred, -1)`` equals the integer label y_true (a trailing axis of
     size 1 on y_true, at y_pred's rank, is squeezed and restored)."""
     y_pred = convert_to_tensor(y_pred)
-    y_true = convert_to_tensor(y_true)
+    y_true = _follow(y_true, y_pred)
     original_shape = list(y_true.shape)
     reshape_matches = y_true.ndim == y_pred.ndim
     if reshape_matches:
@@ -371,10 +371,10 @@ def in_top_k(predictions, targets, k):
     non-finite prediction (TF's kernel). Composed from core ops: the core has no such op
     yet."""
     predictions = convert_to_tensor(predictions)
-    targets = convert_to_tensor(targets)
+    targets = _follow(targets, predictions)
     classes = predictions.shape[-1]
     valid = logical_and(greater(targets, -1), less(targets, classes))
-    picked = equal(constant(np.arange(classes, dtype=targets.dtype)),
+    picked = equal(_follow(np.arange(classes, dtype=targets.dtype), predictions),
                    reshape(where(valid, targets, 0), [-1, 1]))
     target_value = reduce_sum(where(picked, predictions, 0.0), axis=-1)
     above = reduce_sum(cast(greater(predictions, reshape(target_value, [-1, 1])), "int32"),
@@ -385,8 +385,8 @@ def in_top_k(predictions, targets, k):
 
 def sparse_top_k_categorical_matches(y_true, y_pred, k=5):
     """1.0 where the integer label y_true is among the top ``k`` of y_pred."""
-    y_true = convert_to_tensor(y_true)
     y_pred = convert_to_tensor(y_pred)
+    y_true = _follow(y_true, y_pred)
     original_shape = list(y_true.shape)
     if y_pred.ndim > 2:
         y_pred = reshape(y_pred, [-1, y_pred.shape[-1]])
@@ -406,7 +406,7 @@ def accuracy(y_true, y_pred):
       ValueError: incompatible shapes.
     """
     y_true = convert_to_tensor(y_true)
-    y_pred = convert_to_tensor(y_pred)
+    y_pred = _follow(y_pred, y_true)
     if tuple(y_true.shape) != tuple(y_pred.shape):
         raise ValueError(f"Shapes {tuple(y_true.shape)} and {tuple(y_pred.shape)} are "
                          "incompatible")
@@ -592,8 +592,8 @@ class RootMeanSquaredError(Mean):
         super().__init__(name, dtype=dtype)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        y_true = cast(convert_to_tensor(y_true), self._dtype)
-        y_pred = cast(convert_to_tensor(y_pred), self._dtype)
+        y_pred = cast(_follow(y_pred, self.total), self._dtype)
+        y_true = cast(_follow(y_true, y_pred), self._dtype)
         y_pred, y_true = squeeze_or_expand_dimensions(y_pred, y_true)
         error = y_pred - y_true
         return super().update_state(error * error, sample_weight=sample_weight)
@@ -652,16 +652,17 @@ def update_confusion_matrix_variables(variables_to_update, y_true, y_pred, thres
         raise ValueError(f"Please provide at least one valid confusion matrix variable to "
                          f"update. Valid variable key options are: {list(keys)}. Received: "
                          f"{list(variables_to_update or [])}")
-    dtype = next(iter(variables_to_update.values())).dtype
-    y_true = cast(convert_to_tensor(y_true), dtype)
-    y_pred = cast(convert_to_tensor(y_pred), dtype)
+    state = next(iter(variables_to_update.values()))
+    dtype = state.dtype
+    y_true = cast(_follow(y_true, state), dtype)
+    y_pred = cast(_follow(y_pred, state), dtype)
     with_epsilon = thresholds_distributed_evenly and (thresholds[0] < 0.0
                                                       or thresholds[-1] > 1.0)
-    thresholds = constant(np.asarray(thresholds), dtype=dtype)
+    thresholds = _follow(np.asarray(thresholds, dtype=dtype), state)
     if sample_weight is None:
         y_pred, y_true = squeeze_or_expand_dimensions(y_pred, y_true)
     else:
-        sample_weight = cast(convert_to_tensor(sample_weight), dtype)
+        sample_weight = cast(_follow(sample_weight, state), dtype)
         y_pred, y_true, sample_weight = squeeze_or_expand_dimensions(y_pred, y_true,
                                                                      sample_weight)
     if tuple(y_pred.shape) != tuple(y_true.shape):
@@ -691,8 +692,8 @@ def update_confusion_matrix_variables(variables_to_update, y_true, y_pred, thres
     if sample_weight is not None:
         weights = reshape(_broadcast_weights(sample_weight, y_pred), shape)
     if label_weights is not None and not multi_label:
-        lw = _broadcast_weights(reshape(convert_to_tensor(label_weights, dtype=dtype),
-                                        [1, -1]), y_pred)
+        lw = _broadcast_weights(reshape(cast(_follow(label_weights, y_pred), dtype), [1, -1]),
+                                y_pred)
         lw = reshape(lw, shape)
         weights = lw if weights is None else weights * lw
 
@@ -725,8 +726,8 @@ def _update_evenly(variables_to_update, y_true, y_pred, num_thresholds, multi_la
         if not multi_label:
             weights = reshape(weights, [-1])
     if label_weights is not None:
-        lw = _broadcast_weights(reshape(convert_to_tensor(label_weights, dtype=dtype),
-                                        [1, -1]), y_pred)
+        lw = _broadcast_weights(reshape(cast(_follow(label_weights, y_pred), dtype), [1, -1]),
+                                y_pred)
         weights = weights * (lw if multi_label else reshape(lw, [-1]))
     y_pred = clip_by_value(y_pred, 0.0, 1.0)
     y_true = cast(cast(y_true, "bool"), dtype)
@@ -742,8 +743,8 @@ def _update_evenly(variables_to_update, y_true, y_pred, num_thresholds, multi_la
     if multi_label:  # one segment range per label: [L, T] sums, then [T, L] counts
         true_labels, false_labels = transpose(true_labels), transpose(false_labels)
         num_labels = buckets.shape[1]
-        offsets = reshape(constant(np.arange(num_labels, dtype=np.int32) * num_thresholds),
-                          [-1, 1])
+        offsets = reshape(_follow(np.arange(num_labels, dtype=np.int32) * num_thresholds,
+                                  buckets), [-1, 1])
         ids = where(less(transpose(buckets), 0), -1, transpose(buckets) + offsets)
 
         def bucket_sums(data):

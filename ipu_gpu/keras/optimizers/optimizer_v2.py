@@ -34,11 +34,12 @@ import warnings
 import numpy as np
 
 from ... import distribute
+from ...errors import InvalidArgumentError
 from ...core import nest
 from ...core.dtypes import as_dtype
 from ...core.tape import GradientTape
 from ...core.tensor import Tensor, Variable
-from ...core.convert import constant
+from ...core.convert import constant, convert_to_tensor
 from ...ops.creation import ones_like, zeros_like
 from ...ops.math import cast
 from . import schedules, utils
@@ -246,6 +247,8 @@ class OptimizerV2:
           ValueError: every gradient is None.
           RuntimeError: called in a cross-replica context.
           NotImplementedError: a variable is not a Variable.
+          InvalidArgumentError: a gradient of another shape than its variable.
+          TypeError: a gradient of another dtype than its variable.
         """
         grads_and_vars = utils.filter_empty_gradients(grads_and_vars)
         var_list = [v for _, v in grads_and_vars]
@@ -272,6 +275,15 @@ class OptimizerV2:
             if not isinstance(var, Variable):
                 raise NotImplementedError(f"Updating a `Tensor` is not implemented. Received: "
                                           f"var={var}.")
+            if not isinstance(grad, Tensor):
+                grad = convert_to_tensor(grad)
+            if grad.shape != var.shape:  # ops would broadcast it silently
+                raise InvalidArgumentError(
+                    f"apply_gradients: the gradient of {var.name} must have the variable's "
+                    f"shape {list(var.shape)}, got {list(grad.shape)}")
+            if grad.dtype != var.dtype:
+                raise TypeError(f"apply_gradients: the gradient of {var.name} must have the "
+                                f"variable's dtype {var.dtype.name}, got {grad.dtype.name}")
             if pass_state:
                 apply_dense(grad, var, apply_state=apply_state)
             else:
