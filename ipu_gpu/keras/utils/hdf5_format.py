@@ -108,7 +108,12 @@ def save_weights(model, filepath, overwrite=True):
 
 def _assign(pairs):
     for variable, value in pairs:
-        variable.assign(np.asarray(value, dtype=variable.dtype).reshape(tuple(variable.shape)))
+        if tuple(variable.shape) != tuple(np.shape(value)):
+            raise ValueError(f"Cannot assign value to variable ' {variable.name}': Shape "
+                             f"mismatch.The variable shape {tuple(variable.shape)}, and the "
+                             f"assigned value shape {tuple(np.shape(value))} are incompatible.")
+    for variable, value in pairs:
+        variable.assign(np.asarray(value, dtype=variable.dtype))
 
 
 def load_weights(model, filepath, by_name=False, skip_mismatch=False):
@@ -146,11 +151,6 @@ def _pairs_in_order(f, model) -> list:
                              f"current model, {name} in the save file). Layer expects "
                              f"{len(symbolic)} weight(s). Received {len(values)} saved "
                              "weight(s)")
-        for w, v in zip(symbolic, values):
-            if tuple(w.shape) != tuple(v.shape) and int(np.prod(w.shape)) != v.size:
-                raise ValueError(f"Shape mismatch in layer #{k} (named {layer.name}) for weight "
-                                 f"{w.name}. Weight expects shape {tuple(w.shape)}. Received "
-                                 f"saved weight with shape {v.shape}")
         pairs += zip(symbolic, values)
     if "top_level_model_weights" in f:
         symbolic = _top_level_weights(model)
