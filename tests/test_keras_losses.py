@@ -464,3 +464,17 @@ def test_losses_on_each_backend(backend):
     for a, b in zip(got, expected):
         assert a.device == pred.device
         np.testing.assert_allclose(a.numpy(), b, rtol=1e-6)
+
+
+def test_backend_epsilon_is_the_clipping_bound():
+    from ipu_gpu.keras import backend
+
+    y_true, y_pred = np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])
+    before = float(losses.binary_crossentropy(y_true, y_pred)[0])
+    backend.set_epsilon(1e-3)
+    try:
+        after = float(losses.binary_crossentropy(y_true, y_pred)[0])
+    finally:
+        backend.set_epsilon(1e-7)
+    assert np.isclose(before, -np.log(2e-7), rtol=1e-4)
+    assert np.isclose(after, -np.log(2e-3), rtol=1e-4)

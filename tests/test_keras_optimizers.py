@@ -344,6 +344,8 @@ def test_get_serialize_deserialize():
     assert type(again) is optimizers.RMSprop and again.get_config() == opt.get_config()
     assert optimizers.legacy.Adam is optimizers.Adam and optimizers.Optimizer is \
         optimizers.legacy.Optimizer
+    unnamed = optimizers.SGD(name=None).get_config()["name"]
+    assert unnamed.startswith("sgd") and unnamed != optimizers.SGD(name=None)._name
     with pytest.raises(ValueError, match="Unknown optimizer: 'nope'"):
         optimizers.get("nope")
     with pytest.raises(ValueError, match="Could not interpret optimizer identifier: 42"):

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from .. import distribute
+from . import backend as _backend
 from ..core.convert import constant, convert_to_tensor
 from ..core.tensor import Tensor
 from ..errors import InvalidArgumentError
@@ -36,20 +37,12 @@ from ..ops.sort import boolean_mask, scatter_nd
 
 def epsilon() -> float:
     """``keras.backend.epsilon()`` (1e-7 unless set)."""
-    try:
-        from .backend import epsilon as backend_epsilon
-    except ImportError:  # keras.backend not built yet: Keras's default
-        return 1e-7
-    return backend_epsilon()
+    return _backend.epsilon()
 
 
 def floatx() -> str:
     """``keras.backend.floatx()`` ("float32" unless set)."""
-    try:
-        from .backend import floatx as backend_floatx
-    except ImportError:
-        return "float32"
-    return backend_floatx()
+    return _backend.floatx()
 
 
 def _follow(x, like):

@@ -32,12 +32,12 @@ For the trainer, resolving ``metrics=[...]`` entries as ``Model.compile`` does:
 
 from __future__ import annotations
 
-import itertools
 import re
 import warnings
 
 import numpy as np
 
+from . import backend as _backend
 from . import losses as _losses
 from .losses import _follow, floatx, squeeze_or_expand_dimensions
 from ..core.convert import constant, convert_to_tensor
@@ -55,17 +55,11 @@ from ..ops.shape import reshape, squeeze, transpose
 from ..ops.sort import top_k
 
 NEG_INF = -1e10
-_names = {}
 
 
 def _unique_name(base: str) -> str:
-    """``base``, ``base_1``, ... as Keras names layers (``keras.backend`` counters)."""
-    try:
-        from .backend import unique_object_name
-    except ImportError:  # keras.backend not built yet
-        n = next(_names.setdefault(base, itertools.count()))
-        return base if n == 0 else f"{base}_{n}"
-    return unique_object_name(base, zero_based=True)
+    """``base``, ``base_1``, ... as Keras names layers (``keras.backend``'s counters)."""
+    return _backend.unique_object_name(base, zero_based=True)
 
 
 def _snake(name: str) -> str:

@@ -27,7 +27,6 @@ scalar Tensors. Sparse (IndexedSlices) gradients do not exist in the core and ar
 from __future__ import annotations
 
 import inspect
-import itertools
 import re
 import warnings
 
@@ -46,7 +45,6 @@ from . import schedules, utils
 
 _ALLOWED_KWARGS = {"clipnorm", "clipvalue", "lr", "decay", "global_clipnorm"}
 _VALID_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
-_names = {}  # snake-case class name -> counter, for optimizers made without a name
 
 
 def _to_snake_case(name: str) -> str:
@@ -114,10 +112,11 @@ class OptimizerV2:
         self.clipvalue = kwargs.pop("clipvalue", None)
 
     def _init_set_name(self, name):
-        if not name:
-            base = _to_snake_case(type(self).__name__)
-            n = _names.setdefault(base, itertools.count()).__next__()
-            name = base if n == 0 else f"{base}_{n}"
+        if not name:  # Keras's unique names (keras.backend's counters, clear_session resets)
+            from .. import backend
+
+            name = backend.unique_object_name(_to_snake_case(type(self).__name__),
+                                              zero_based=True)
         self._name = name
 
     # ---- clipping ----
