@@ -19,10 +19,14 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, AvgPool2D,
                       GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D,
                       GlobalMaxPooling2D, MaxPool1D, MaxPool2D, MaxPooling1D, MaxPooling2D)
 from .regularization import Dropout, GaussianNoise, SpatialDropout2D
+from .rnn import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell,
+                  TimeDistributed)
 from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, Reshape,
                         UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
 
 __all__ = [
+    "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "Bidirectional",
+    "TimeDistributed", "deserialize", "serialize",
     "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
     "AvgPool2D", "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
     "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Cropping1D", "Cropping2D",
@@ -36,3 +40,23 @@ __all__ = [
     "TFOpLambda", "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D", "add",
     "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
 ]
+
+
+def serialize(layer) -> dict:
+    """A layer's config dict with its class name (``tf.keras.layers.serialize``)."""
+    return {"module": "keras.layers", "class_name": type(layer).__name__,
+            "config": layer.get_config(), "registered_name": None}
+
+
+def deserialize(config, custom_objects=None):
+    """The layer a ``serialize`` dict describes (classes of this module, or
+    ``custom_objects``).
+
+    Raises:
+      ValueError: an unknown class name.
+    """
+    from ..engine.serialization import deserialize_keras_object
+
+    objects = {name: obj for name, obj in globals().items()
+               if isinstance(obj, type) and issubclass(obj, Layer)}
+    return deserialize_keras_object(config, objects, custom_objects, "layer")
