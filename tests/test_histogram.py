@@ -81,7 +81,10 @@ ADVERSARIAL = ["uniform", "random sorted", "clustered", "log spaced", "duplicate
 @pytest.mark.parametrize("dtype", [F32, F16], ids=["float32", "float16"])
 @pytest.mark.parametrize("name", ADVERSARIAL)
 @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
-def test_kernel_matches_reference_on_adversarial_levels(name, dtype, parallel, monkeypatch):
+@pytest.mark.parametrize("grid", ["auto", "linear", "keyed"])
+def test_kernel_matches_reference_on_adversarial_levels(name, dtype, parallel, grid,
+                                                        monkeypatch):
+    monkeypatch.setattr(histogram_cpu, "GRID", grid)
     if parallel:
         monkeypatch.setattr(histogram_cpu, "PARALLEL_MIN_ELEMENTS", 0)
     with np.errstate(over="ignore", under="ignore"):  # float16 casts of the wide ranges
@@ -96,9 +99,12 @@ def test_kernel_matches_reference_on_adversarial_levels(name, dtype, parallel, m
 
 @pytest.mark.parametrize("max_cells", [4, 16, 1 << 16])
 @pytest.mark.parametrize("cells_per_level", [1, 16], ids=["coarse", "fine"])
-def test_grid_size_does_not_change_the_answer(max_cells, cells_per_level, monkeypatch):
+@pytest.mark.parametrize("grid", ["linear", "keyed"])
+def test_grid_size_does_not_change_the_answer(max_cells, cells_per_level, grid, monkeypatch):
     # coarse grids crowd several levels into a cell (bisected); fine ones part them
+    monkeypatch.setattr(histogram_cpu, "GRID", grid)
     monkeypatch.setattr(histogram_cpu, "MAX_CELLS", max_cells)
+    monkeypatch.setattr(histogram_cpu, "CLUSTERED_MAX_CELLS", max_cells)
     monkeypatch.setattr(histogram_cpu, "MIN_CELLS", min(16, max_cells))
     monkeypatch.setattr(histogram_cpu, "CELLS_PER_LEVEL", cells_per_level)
     rng = np.random.default_rng(3)
@@ -108,6 +114,35 @@ def test_grid_size_does_not_change_the_answer(max_cells, cells_per_level, monkey
         x[:4] = [np.nan, np.inf, -np.inf, -0.0]
         np.testing.assert_array_equal(_kernel(x, levels), ref.histogram(x, levels),
                                       err_msg=name)
+
+
+@pytest.mark.parametrize(("levels", "keyed", "crowded"), [
+    (np.linspace(-4, 4, 256), False, 0),
+    (np.sort(np.random.default_rng(8).standard_normal(256)), False, 4),
+    (np.logspace(-12, 20, 300), True, 0),
+    (np.concatenate([-np.logspace(-6, 1, 128)[::-1], np.logspace(-6, 1, 128)]), True, 0),
+    (np.sort(np.concatenate([np.random.default_rng(5).uniform(0, 1e-3, 200),
+                             np.random.default_rng(6).standard_normal(56)])), True, 16),
+], ids=["uniform", "random", "log spaced", "symmetric log spaced", "clustered"])
+def test_grid_parts_the_levels(levels, keyed, crowded):
+    # the speed of the kernel: a grid (linear, or keyed on the float bits for levels over
+    # orders of magnitude) on which different levels seldom share a cell, so that few inputs
+    # are bisected (a close pair of random levels may stay: few inputs fall between them)
+    _, _, _, grid, table, flag = histogram_cpu._prepared(levels.astype(F32), 1 << 22)
+    assert grid[0] == keyed
+    assert np.count_nonzero(table & flag) <= crowded
+
+
+def test_prepared_levels_follow_the_levels_values():
+    # levels are prepared once and cached by their bytes: changing them in place is seen
+    rng = np.random.default_rng(9)
+    levels = np.linspace(-1, 1, 17).astype(F32)
+    x = _on_levels(rng, levels, 4000, F32)
+    for _ in range(2):
+        np.testing.assert_array_equal(_kernel(x, levels), ref.histogram(x, levels))
+        levels[3] = 5.0
+    np.testing.assert_array_equal(_kernel(x.astype(F16), levels.astype(F16)),
+                                  ref.histogram(x.astype(F16), levels.astype(F16)))
 
 
 def test_sorted_levels_give_searchsorted_right_bins():
