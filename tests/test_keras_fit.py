@@ -346,3 +346,64 @@ def test_lr_scheduler_early_stopping_and_checkpoint_in_fit(tmp_path):
     assert h.epoch == [0, 1]  # no improvement of 10: stops at the second epoch
     np.testing.assert_allclose(h.history["lr"], [0.05, 0.025], rtol=1e-6)
     assert (tmp_path / "w1.h5").exists() and (tmp_path / "w2.h5").exists()
+
+
+def _scalar_events(real_tf, logdir):
+    """{(subdir, tag, step): value} of the scalar summaries TensorBoard would show."""
+    import glob
+    import os
+
+    found = {}
+    for path in glob.glob(os.path.join(str(logdir), "*", "events.out.tfevents.*")):
+        sub = os.path.basename(os.path.dirname(path))
+        for event in real_tf.compat.v1.train.summary_iterator(path):
+            for v in event.summary.value:
+                if v.metadata.plugin_data.plugin_name == "scalars":
+                    found[(sub, v.tag, event.step)] = float(real_tf.make_ndarray(v.tensor))
+    return found
+
+
+def test_tensorboard_writes_keras_scalars(real_tf, tmp_path):
+    """The tags, steps and values tf_keras's TensorBoard writes (its own run needs the
+    tensorboard package, which the oracle environment lacks): epoch metrics per epoch in
+    train/ and validation/, and the evaluation metrics at the optimizer's iteration."""
+    x, y = _data(n=24)
+    model = _mlp(_Ours)
+    model.compile(_our_optimizer("sgd"), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0,
+                        validation_split=0.25,
+                        callbacks=[cbks.TensorBoard(tmp_path, histogram_freq=1)])
+    found = _scalar_events(real_tf, tmp_path)
+    expected = {}
+    for epoch in range(2):
+        for name in ("loss", "accuracy"):
+            expected[("train", "epoch_" + name, epoch)] = history.history[name][epoch]
+            expected[("validation", "epoch_" + name, epoch)] = history.history["val_" + name][
+                epoch]
+            expected[("validation", f"evaluation_{name}_vs_iterations", 3 * (epoch + 1))] = (
+                history.history["val_" + name][epoch])
+    assert sorted(found) == sorted(expected)
+    _close([found[k] for k in sorted(found)], [expected[k] for k in sorted(expected)])
+
+
+def test_initial_epoch_steps_per_epoch_and_generators_match_tf_keras(K):
+    x, y = _data(n=40)
+    sw = np.linspace(1.0, 2.0, 40).astype("float32")
+    ours, theirs = _mlp(_Ours), _mlp(K)
+    theirs.set_weights(ours.get_weights())
+    ours.compile(_our_optimizer("sgd"), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    theirs.compile(_keras_optimizer(K, "sgd"), "sparse_categorical_crossentropy",
+                   metrics=["accuracy"])
+    kwargs = dict(batch_size=8, epochs=4, initial_epoch=1, steps_per_epoch=3, shuffle=False,
+                  verbose=0)
+    _assert_same_history(ours.fit(x, y, sample_weight=sw, **kwargs),
+                         theirs.fit(x, y, sample_weight=sw, **kwargs))
+
+    def batches():
+        for i in range(5):
+            yield x[8 * i:8 * i + 8], y[8 * i:8 * i + 8], sw[8 * i:8 * i + 8]
+
+    _assert_same_history(ours.fit(batches(), epochs=1, verbose=0),
+                         theirs.fit(batches(), epochs=1, verbose=0))
+    for a, b in zip(ours.get_weights(), theirs.get_weights()):
+        _close(a, b)
