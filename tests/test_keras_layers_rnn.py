@@ -196,3 +196,84 @@ def test_custom_cell_in_rnn(tfk):
         h = x[:, t] @ k + h @ r
         want.append(h)
     np.testing.assert_allclose(out.numpy(), np.stack(want, 1), rtol=1e-5, atol=1e-6)
+
+
+# ---- attention ----------------------------------------------------------------------------------
+ATTENTION = [
+    dict(num_heads=2, key_dim=3),
+    dict(num_heads=3, key_dim=2, value_dim=4, output_shape=5, use_bias=False),
+]
+
+
+def _qkv(batch=2):
+    rng = np.random.default_rng(4)
+    return (rng.normal(size=(batch, 4, 6)).astype(np.float32),
+            rng.normal(size=(batch, 5, 6)).astype(np.float32))
+
+
+@pytest.mark.parametrize("kwargs", ATTENTION, ids=["mha", "mha-value_dim-output_shape"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_multi_head_attention_matches_tf_keras(tfk, real_tf, kwargs, causal):
+    tf = real_tf
+    q, v = _qkv()
+    mask = np.random.default_rng(5).random((2, 4, 5)) > 0.3
+    ours = L.MultiHeadAttention(**kwargs)
+    theirs = tfk.layers.MultiHeadAttention(**kwargs)
+    theirs(q, v)
+    ours(q, v)
+    weights = [w + 0.1 for w in theirs.get_weights()]
+    theirs.set_weights(weights)
+    ours.set_weights(weights)
+    assert [w.name for w in ours.weights] == [w.name for w in theirs.weights]
+    qt, vt = ig.constant(q), ig.constant(v)
+    with ig.GradientTape() as tape:
+        tape.watch([qt, vt])
+        out, scores = ours(qt, vt, attention_mask=mask, use_causal_mask=causal,
+                           return_attention_scores=True)
+        loss = ig.reduce_sum(out * out) + ig.reduce_sum(scores)
+    got = tape.gradient(loss, [qt, vt] + ours.trainable_weights)
+    qtf, vtf = tf.constant(q), tf.constant(v)
+    with tf.GradientTape() as tape:
+        tape.watch([qtf, vtf])
+        want_out, want_scores = theirs(qtf, vtf, attention_mask=mask, use_causal_mask=causal,
+                                       return_attention_scores=True)
+        loss = tf.reduce_sum(want_out * want_out) + tf.reduce_sum(want_scores)
+    want = tape.gradient(loss, [qtf, vtf] + theirs.trainable_weights)
+    np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(scores.numpy(), want_scores.numpy(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_multi_head_attention_functional_and_config(tfk):
+    q, v = L.Input((None, 6)), L.Input((5, 6))
+    layer = L.MultiHeadAttention(num_heads=2, key_dim=3)
+    out, scores = layer(q, v, return_attention_scores=True)
+    theirs = tfk.layers.MultiHeadAttention(num_heads=2, key_dim=3)
+    want_out, want_scores = theirs(tfk.Input((None, 6)), tfk.Input((5, 6)),
+                                   return_attention_scores=True)
+    assert out.shape.as_list() == want_out.shape.as_list()
+    assert scores.shape.as_list() == want_scores.shape.as_list()
+    config = layer.get_config()
+    assert set(config) == set(theirs.get_config())
+    assert config["query_shape"] == (None, None, 6)
+    clone = L.MultiHeadAttention.from_config(config)
+    want_clone = tfk.layers.MultiHeadAttention.from_config(theirs.get_config())
+    assert clone._built_from_signature and want_clone._built_from_signature
+    assert len(clone.weights) == len(want_clone.weights) == 0  # made, built on first call
+
+
+def test_einsum_dense_matches_tf_keras(tfk):
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
+    for eq, out_shape, bias in [("abc,cd->abd", (3, 5), "d"), ("...b,bc->...c", 5, "c"),
+                                ("abc,cde->abde", (3, 2, 5), "de")]:
+        ours = L.EinsumDense(eq, output_shape=out_shape, bias_axes=bias, activation="relu")
+        theirs = tfk.layers.EinsumDense(eq, output_shape=out_shape, bias_axes=bias,
+                                        activation="relu")
+        theirs(x)
+        ours(x)
+        ours.set_weights([w + 0.1 for w in theirs.get_weights()])
+        theirs.set_weights([w + 0.1 for w in theirs.get_weights()])
+        np.testing.assert_allclose(ours(x).numpy(), theirs(x).numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="Invalid einsum equation"):
+        L.EinsumDense("ab,bc", output_shape=3)(x)

@@ -104,6 +104,7 @@ class _Context(threading.local):
         self.training = None  # the training value propagated to nested calls
         self.probing = False  # running call on stand-in values to infer symbolic outputs
         self.generation = 0  # the outermost call in progress (its losses are the current ones)
+        self.stand_ins = None  # during a probe: id(stand-in) -> (stand-in, KerasTensor)
         self.scopes: list = []  # name scope: names of the layers being called
 
 

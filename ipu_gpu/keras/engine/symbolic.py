@@ -132,11 +132,36 @@ def probe(layer, inputs, args, kwargs, input_masks):
     return result
 
 
+def symbolic_shape(x):
+    """The shape ``x`` stands for: during a probe, the KerasTensor's shape (None where the
+    model leaves a dimension open) when ``x`` is one of the stand-ins; else ``x.shape``."""
+    stand_ins = getattr(call_context.context(), "stand_ins", None)
+    if stand_ins:
+        entry = stand_ins.get(id(x))
+        if entry is not None and entry[0] is x:
+            return entry[1].shape
+    return x.shape
+
+
 def _probe_fn(fn, structure, name=None):
     runs = []
+    ctx = call_context.context()
+    saved = getattr(ctx, "stand_ins", None)
     for size in _PROBE_SIZES:
-        concrete = nest.map_structure(lambda v, size=size: _stand_in(v, size, name), structure)
-        runs.append(fn(*concrete))
+        made = {}
+
+        def stand_in(v, size=size, made=made):
+            out = _stand_in(v, size, name)
+            if out is not v:
+                made[id(out)] = (out, v)
+            return out
+
+        concrete = nest.map_structure(stand_in, structure)
+        ctx.stand_ins = {**(saved or {}), **made}
+        try:
+            runs.append(fn(*concrete))
+        finally:
+            ctx.stand_ins = saved
     first, second = runs
     flat_a, flat_b = nest.flatten(first), nest.flatten(second)
     if len(flat_a) != len(flat_b):

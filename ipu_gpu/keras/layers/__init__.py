@@ -6,6 +6,7 @@ from ..engine.input_layer import Input, InputLayer
 from ..engine.input_spec import InputSpec
 from ..engine.op_lambda import TFOpLambda
 from .activation import ELU, LeakyReLU, ReLU, Softmax
+from .attention import EinsumDense, MultiHeadAttention
 from .convolutional import (Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2D,
                             Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D,
                             SeparableConvolution2D)
@@ -26,7 +27,7 @@ from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, 
 
 __all__ = [
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "Bidirectional",
-    "TimeDistributed", "deserialize", "serialize",
+    "TimeDistributed", "deserialize", "serialize", "EinsumDense", "MultiHeadAttention",
     "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
     "AvgPool2D", "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
     "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Cropping1D", "Cropping2D",
