@@ -87,6 +87,15 @@ CASES = [
     _case("UpSampling2D", dict(size=2, interpolation="bilinear"), [(1, 3, 4, 2)],
           id="UpSampling2D-bilinear"),
     _case("Cropping2D", dict(cropping=((1, 0), (1, 2))), [(2, 4, 5, 3)]),
+    _case("PReLU", dict(shared_axes=[1]), [(2, 3, 4)]),
+    _case("Masking", dict(mask_value=0.5), [(2, 3, 4)]),
+    _case("Identity", dict(), [(2, 3)]),
+    _case("Rescaling", dict(scale=1 / 255, offset=-1.0), [(2, 3, 3)]),
+    _case("ActivityRegularization", dict(l1=0.1, l2=0.2), [(2, 3)]),
+    _case("Dense", dict(units=2, activity_regularizer="l2"), [(3, 4)], id="Dense-activity"),
+    _case("GaussianDropout", dict(rate=0.2), [(3, 4)]),
+    _case("EinsumDense", dict(equation="abc,cd->abd", output_shape=(3, 5), bias_axes="d"),
+          [(2, 3, 4)]),
     _case("Conv2D", dict(filters=3, kernel_size=2), [(2, 4, 4, 2)], dtype="float16", tol=2e-2,
           id="Conv2D-float16"),
     _case("Dense", dict(units=3, dtype="float16"), [(2, 4)], dtype="float16", tol=2e-2,
@@ -166,6 +175,8 @@ def test_layer_matches_tf_keras(tfk, real_tf, name, kwargs, shapes, ints, dtype,
                 scale = max(1.0, float(np.abs(w).max()))
                 np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
                                            rtol=tol * 10, atol=tol * 10 * scale)
+    np.testing.assert_allclose(sorted(float(v) for v in ours.losses),  # activity losses
+                               sorted(float(v) for v in theirs.losses), rtol=1e-5)
     # moving statistics, updated in training
     for a, b in zip(ours.get_weights(), theirs.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -280,6 +291,18 @@ def test_random_layers_statistics_and_shapes():
     n = L.GaussianNoise(0.5)(np.zeros((400, 50), np.float32), training=True).numpy()
     assert abs(n.std() - 0.5) < 0.01 and abs(n.mean()) < 0.01
     np.testing.assert_array_equal(L.GaussianNoise(0.5)(x).numpy(), x)
+
+
+def test_masking_feeds_a_mask_downstream(tfk):
+    x = np.array([[[1, 2], [0, 0], [3, 0]]], np.float32)
+    out = L.Masking()(x)
+    pooled = L.GlobalAveragePooling1D()(out)
+    want = tfk.layers.GlobalAveragePooling1D()(tfk.layers.Masking()(x))
+    np.testing.assert_allclose(pooled.numpy(), want.numpy(), rtol=1e-6)
+    sym = L.Masking()(L.Input((None, 2)))
+    assert sym._keras_mask.shape.as_list() == [None, None]
+    ints = L.Rescaling(0.5)(np.array([[2, 4]], np.uint8))
+    assert ints.dtype == np.float32 and ints.numpy().tolist() == [[1.0, 2.0]]
 
 
 def test_embedding_mask_zero_and_masked_pooling(tfk):

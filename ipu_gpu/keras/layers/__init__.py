@@ -5,12 +5,12 @@ from ..engine.base_layer import Layer
 from ..engine.input_layer import Input, InputLayer
 from ..engine.input_spec import InputSpec
 from ..engine.op_lambda import TFOpLambda
-from .activation import ELU, LeakyReLU, ReLU, Softmax
+from .activation import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from .attention import EinsumDense, MultiHeadAttention
 from .convolutional import (Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2D,
                             Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D,
                             SeparableConvolution2D)
-from .core import Activation, Dense, Lambda
+from .core import Activation, Dense, Identity, Lambda, Masking, Rescaling
 from .embedding import Embedding
 from .merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
                       average, concatenate, dot, maximum, minimum, multiply, subtract)
@@ -19,7 +19,8 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, AvgPool2D,
                       GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAvgPool1D,
                       GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D,
                       GlobalMaxPooling2D, MaxPool1D, MaxPool2D, MaxPooling1D, MaxPooling2D)
-from .regularization import Dropout, GaussianNoise, SpatialDropout2D
+from .regularization import (ActivityRegularization, Dropout, GaussianDropout, GaussianNoise,
+                             SpatialDropout2D)
 from .rnn import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell,
                   TimeDistributed)
 from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, Reshape,
@@ -28,6 +29,7 @@ from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, 
 __all__ = [
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "Bidirectional",
     "TimeDistributed", "deserialize", "serialize", "EinsumDense", "MultiHeadAttention",
+    "ActivityRegularization", "GaussianDropout", "Identity", "Masking", "PReLU", "Rescaling",
     "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",
     "AvgPool2D", "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
     "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Cropping1D", "Cropping2D",

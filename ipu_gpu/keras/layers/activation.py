@@ -1,4 +1,4 @@
-"""Activation layers: ``ReLU``, ``LeakyReLU``, ``ELU``, ``Softmax``."""
+"""Activation layers: ``ReLU``, ``LeakyReLU``, ``PReLU``, ``ELU``, ``Softmax``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import numpy as np
 from ...ops import indexing as _idx
 from ...ops import math as _m
 from ...ops import reduction as _r
-from .. import activations, backend
+from ...core.spec import as_shape
+from ...ops import nn as _nn
+from .. import activations, backend, constraints, initializers, regularizers
 from ..engine.base_layer import Layer
+from ..engine.input_spec import InputSpec
 
-__all__ = ["ELU", "LeakyReLU", "ReLU", "Softmax"]
+__all__ = ["ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax"]
 
 
 class _Elementwise(Layer):
@@ -131,4 +134,50 @@ class Softmax(_Elementwise):
         config["axis"] = self.axis
         if self.robust_masking:
             config["robust_masking"] = True
+        return config
+
+
+class PReLU(_Elementwise):
+    """``x`` where positive, ``alpha * x`` elsewhere, with a learned ``alpha`` per input
+    element (shared along ``shared_axes``)."""
+
+    def __init__(self, alpha_initializer="zeros", alpha_regularizer=None,
+                 alpha_constraint=None, shared_axes=None, **kwargs):
+        super().__init__(**kwargs)
+        self.alpha_initializer = initializers.get(alpha_initializer)
+        self.alpha_regularizer = regularizers.get(alpha_regularizer)
+        self.alpha_constraint = constraints.get(alpha_constraint)
+        if shared_axes is None:
+            self.shared_axes = None
+        elif not isinstance(shared_axes, (list, tuple)):
+            self.shared_axes = [shared_axes]
+        else:
+            self.shared_axes = list(shared_axes)
+
+    def build(self, input_shape):
+        dims = as_shape(input_shape).as_list()
+        param_shape = dims[1:]
+        for i in self.shared_axes or ():
+            param_shape[i - 1] = 1
+        self.alpha = self.add_weight(shape=param_shape, name="alpha",
+                                     initializer=self.alpha_initializer,
+                                     regularizer=self.alpha_regularizer,
+                                     constraint=self.alpha_constraint)
+        axes = {}
+        if self.shared_axes:
+            axes = {i: dims[i] for i in range(1, len(dims)) if i not in self.shared_axes}
+        self.input_spec = InputSpec(ndim=len(dims), axes=axes)
+        self.built = True
+
+    def call(self, inputs):
+        return _nn.relu(inputs) - self.alpha * _nn.relu(-inputs)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({
+            "alpha_initializer": initializers.serialize(self.alpha_initializer),
+            "alpha_regularizer": regularizers.serialize(self.alpha_regularizer),
+            "alpha_constraint": constraints.serialize(self.alpha_constraint),
+            "shared_axes": self.shared_axes,
+        })
         return config

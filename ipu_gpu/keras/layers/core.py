@@ -1,4 +1,5 @@
-"""Core layers: ``Dense``, ``Activation``, ``Lambda``."""
+"""Core layers: ``Dense``, ``Activation``, ``Lambda``, ``Masking``, ``Identity``,
+``Rescaling``."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import inspect
 import numpy as np
 
 from ...core.spec import TensorShape, as_shape
+from ...ops import math as _m
 from ...ops import matmul as _matmul
+from ...ops import reduction as _r
 from ...ops import nn as _nn
 from ...ops import shape as _shape
-from .. import activations, constraints, initializers, regularizers
+from .. import activations, backend, constraints, initializers, regularizers
+from ..engine.call_context import set_mask
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 
@@ -185,4 +189,78 @@ class Lambda(Layer):
         config.update({"function": name, "function_type": "function",
                        "module": getattr(self.function, "__module__", None),
                        "output_shape": self._output_shape, "arguments": self.arguments})
+        return config
+
+
+class Masking(Layer):
+    """Masks timesteps whose features all equal ``mask_value``: they are zeroed and the
+    output's mask (``any(inputs != mask_value, axis=-1)``) skips them downstream."""
+
+    _shape_inference = True
+
+    def __init__(self, mask_value=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+        self.mask_value = mask_value
+        self._compute_output_and_mask_jointly = True
+
+    def compute_mask(self, inputs, mask=None):
+        return _r.reduce_any(_m.not_equal(inputs, backend._constant_like(self.mask_value,
+                                                                         inputs)), axis=-1)
+
+    def call(self, inputs):
+        keep = _r.reduce_any(_m.not_equal(inputs, backend._constant_like(self.mask_value,
+                                                                          inputs)),
+                             axis=-1, keepdims=True)
+        outputs = inputs * _m.cast(keep, inputs.dtype)
+        set_mask(outputs, _shape.squeeze(keep, [-1]))
+        return outputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["mask_value"] = self.mask_value
+        return config
+
+
+class Identity(Layer):
+    """Returns its input unchanged."""
+
+    _shape_inference = True
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs):
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+class Rescaling(Layer):
+    """``inputs * scale + offset`` in the compute dtype (integer images become floats)."""
+
+    _shape_inference = True
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        self.scale = scale
+        self.offset = offset
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        dtype = self.compute_dtype
+        x = inputs if inputs.dtype == np.dtype(dtype) else _m.cast(inputs, dtype)
+        return x * backend._constant_like(self.scale, x) + backend._constant_like(self.offset,
+                                                                                 x)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(scale=self.scale, offset=self.offset)
         return config

@@ -1,4 +1,5 @@
-"""Regularization layers: ``Dropout``, ``SpatialDropout2D``, ``GaussianNoise``.
+"""Regularization layers: ``Dropout``, ``SpatialDropout2D``, ``GaussianNoise``,
+``GaussianDropout``, ``ActivityRegularization``.
 
 They draw from ipu_gpu's stateful random ops as tf-keras's legacy random generator does:
 ``seed`` (when given) is the op seed of the first call and grows by one per call; unseeded
@@ -12,12 +13,13 @@ import numbers
 
 from ...ops import math as _m
 from ...ops import random as _random
-from .. import backend
+from .. import backend, regularizers
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from . import conv_utils
 
-__all__ = ["Dropout", "GaussianNoise", "SpatialDropout2D"]
+__all__ = ["ActivityRegularization", "Dropout", "GaussianDropout", "GaussianNoise",
+           "SpatialDropout2D"]
 
 
 class _RandomLayer(Layer):
@@ -117,4 +119,56 @@ class GaussianNoise(_RandomLayer):
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(stddev=self.stddev, seed=self.seed)
+        return config
+
+
+class GaussianDropout(_RandomLayer):
+    """Multiply by normal noise of mean 1 and stddev ``sqrt(rate / (1 - rate))`` in
+    training.
+
+    Raises:
+      ValueError: ``rate`` outside [0, 1].
+    """
+
+    def __init__(self, rate, seed=None, **kwargs):
+        super().__init__(seed=seed, **kwargs)
+        if isinstance(rate, (int, float)) and not 0 <= rate <= 1:
+            raise ValueError(f"Invalid value received for argument `rate`. Expected a float "
+                             f"value between 0 and 1. Received: rate={rate}")
+        self.rate = rate
+
+    def call(self, inputs, training=None):
+        if training is None:
+            training = backend.learning_phase()
+        if not training or not 0 < self.rate < 1:
+            return inputs
+        stddev = (self.rate / (1.0 - self.rate)) ** 0.5
+        noise = _random.normal(list(inputs.shape), mean=1.0, stddev=stddev,
+                               dtype=inputs.dtype, seed=self._legacy_seed())
+        return inputs * noise
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(rate=self.rate, seed=self.seed)
+        return config
+
+
+class ActivityRegularization(Layer):
+    """The identity, adding ``l1 * sum(|x|) + l2 * sum(x**2)`` of its input (divided by the
+    batch size) to the losses."""
+
+    _shape_inference = True
+
+    def __init__(self, l1=0.0, l2=0.0, **kwargs):
+        super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
+        self.supports_masking = True
+        self.l1 = l1
+        self.l2 = l2
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(l1=self.l1, l2=self.l2)
         return config
