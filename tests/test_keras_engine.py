@@ -15,6 +15,13 @@ from ipu_gpu.keras import layers as L
 from ipu_gpu.keras.engine import KerasTensor, Node
 
 
+@pytest.fixture(autouse=True)
+def no_global_seed_left():
+    """Tests that set ipu_gpu's global seed leave none behind for later tests."""
+    yield
+    ig.random.set_seed(None)
+
+
 @pytest.fixture(scope="module")
 def tfk(real_tf):
     return pytest.importorskip("tf_keras")

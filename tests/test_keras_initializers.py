@@ -14,6 +14,13 @@ import ipu_gpu as ig
 from ipu_gpu.keras import activations, backend, constraints, initializers, regularizers
 
 
+@pytest.fixture(autouse=True)
+def no_global_seed_left():
+    """Tests that set ipu_gpu's global seed leave none behind for later tests."""
+    yield
+    ig.random.set_seed(None)
+
+
 @pytest.fixture(scope="module")
 def tfk(real_tf):
     return pytest.importorskip("tf_keras")

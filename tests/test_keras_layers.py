@@ -12,6 +12,13 @@ from ipu_gpu.keras import backend as K
 from ipu_gpu.keras import layers as L
 
 
+@pytest.fixture(autouse=True)
+def no_global_seed_left():
+    """Tests that set ipu_gpu's global seed leave none behind for later tests."""
+    yield
+    ig.random.set_seed(None)
+
+
 @pytest.fixture(scope="module")
 def tfk(real_tf):
     """tf-keras (Keras 2), imported after real_tf set TF's environment."""
@@ -270,9 +277,12 @@ def test_dropout_training_matches_tf_keras_bits(tfk, real_tf):
     real_tf.random.set_seed(7)
     ig.random.set_seed(7)
     ours, theirs = L.Dropout(0.4, seed=3), tfk.layers.Dropout(0.4, seed=3)
-    for _ in range(2):
-        np.testing.assert_array_equal(ours(x, training=True).numpy(),
-                                      theirs(x, training=True).numpy())
+    try:
+        for _ in range(2):
+            np.testing.assert_array_equal(ours(x, training=True).numpy(),
+                                          theirs(x, training=True).numpy())
+    finally:
+        real_tf.random.set_seed(None)
     np.testing.assert_array_equal(ours(x).numpy(), x)  # inference: the identity
     with K.learning_phase_scope(1):
         assert (ours(x).numpy() == 0).any()
