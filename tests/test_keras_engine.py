@@ -501,3 +501,19 @@ def test_compute_output_shape_of_custom_layers_by_probing():
 
     assert Outer().compute_output_shape((None, 3, 4)).as_list() == [None, 5]
     assert Linear(7).compute_output_shape(ig.TensorShape([None, 2])).as_list() == [None, 7]
+
+
+def test_built_in_layers_infer_shapes_and_dtypes_exactly():
+    """Layers that skip the trial run of ``call`` define compute_output_shape themselves, and
+    integer inputs keep their dtype through shape layers (Embedding makes floats)."""
+    for name in L.__all__:
+        cls = getattr(L, name)
+        if isinstance(cls, type) and issubclass(cls, L.Layer) and cls._shape_inference:
+            assert cls.compute_output_shape is not L.Layer.compute_output_shape, name
+    ids = L.Input((4, 2), dtype="int32")
+    assert L.Flatten()(ids).dtype == np.int32
+    assert L.Reshape((8,))(ids).dtype == np.int32
+    assert L.Concatenate()([ids, ids]).dtype == np.int32
+    assert L.Embedding(5, 3)(ids).dtype == np.float32
+    assert L.Rescaling(0.5)(ids).dtype == np.float32
+    assert L.Dense(2)(L.Input((3,), dtype="float16")).dtype == np.float32  # autocast

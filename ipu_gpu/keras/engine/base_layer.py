@@ -120,6 +120,9 @@ class Layer:
     # numpy arrays and Python numbers passed as inputs become Tensors (op layers keep them,
     # so a Python scalar takes the other operand's dtype).
     _convert_input_args = True
+    # The output is in the compute dtype even for integer inputs (Embedding, Rescaling);
+    # otherwise integer inputs keep their dtype through the layer.
+    _float_output = False
 
     def __new__(cls, *args, **kwargs):
         instance = super().__new__(cls)
@@ -219,14 +222,15 @@ class Layer:
 
     def compute_output_signature(self, input_signature):
         """The output TensorSpec(s) for input TensorSpec(s): ``compute_output_shape`` with the
-        compute dtype (the input's when the layer has none)."""
+        compute dtype (the input's when the layer has none or the input is not floating)."""
         from ...core.spec import TensorSpec
 
         input_shape = nest.map_structure(lambda s: s.shape, input_signature)
         output_shape = self.compute_output_shape(input_shape)
         dtype = self.compute_dtype
-        if dtype is None:
-            dtype = nest.flatten(input_signature)[0].dtype
+        first = nest.flatten(input_signature)[0].dtype
+        if dtype is None or (np.dtype(first).kind != "f" and not self._float_output):
+            dtype = first  # integer inputs are not cast: most layers keep their dtype
         return nest.map_structure(lambda s: TensorSpec(s, dtype), _as_shape_structure(
             output_shape))
 

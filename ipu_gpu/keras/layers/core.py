@@ -245,6 +245,7 @@ class Rescaling(Layer):
     """``inputs * scale + offset`` in the compute dtype (integer images become floats)."""
 
     _shape_inference = True
+    _float_output = True
 
     def __init__(self, scale, offset=0.0, **kwargs):
         self.scale = scale

@@ -28,6 +28,7 @@ class Embedding(Layer):
     """
 
     _shape_inference = True
+    _float_output = True
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
                  embeddings_regularizer=None, activity_regularizer=None,
