@@ -249,3 +249,50 @@ def test_model_weights_order_and_trainable():
     assert model.trainable_weights == [] and len(model.non_trainable_weights) == 8
     x = tf.constant(np.ones((2, 6), "float32"))
     assert tuple(model(x).shape) == (2, 2)
+
+
+def test_whole_model_hdf5_files_both_ways(K, tmp_path):
+    from ipu_gpu.keras.models import load_model, model_from_json
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(20, 4)).astype("float32")
+    y = (x.sum(axis=1) > 0).astype("int32")
+    theirs = K.Sequential([K.layers.Dense(8, activation="relu", input_shape=(4,)),
+                           K.layers.Dense(2)])
+    theirs.compile(K.optimizers.legacy.Adam(0.01), "sparse_categorical_crossentropy",
+                   metrics=["accuracy"])
+    theirs.fit(x, y, epochs=1, verbose=0)
+    with pytest.warns(UserWarning, match="This file format is considered legacy"):
+        theirs.save(str(tmp_path / "k.h5"))
+    ours = load_model(str(tmp_path / "k.h5"))
+    assert isinstance(ours, Sequential) and ours._is_compiled
+    assert int(ours.optimizer.iterations.numpy()) == 1
+    _close(ours.predict(x, verbose=0), theirs.predict(x, verbose=0))
+    for a, b in zip(ours.optimizer.get_weights(), theirs.optimizer.get_weights()):
+        _close(a, b)
+    ours.save(str(tmp_path / "o.h5"))
+    back = K.models.load_model(str(tmp_path / "o.h5"))
+    _close(back.predict(x, verbose=0), ours.predict(x, verbose=0))
+
+    towers = _two_tower(_Ours)
+    towers.compile(optimizers.SGD(0.1), loss=["mse", "sparse_categorical_crossentropy"])
+    towers.save(str(tmp_path / "t.h5"))
+    loaded = load_model(str(tmp_path / "t.h5"))
+    assert [layer.name for layer in loaded.layers] == [layer.name for layer in towers.layers]
+    xs = [x, x[::-1].copy()]
+    for a, b in zip(loaded.predict(xs, verbose=0), towers.predict(xs, verbose=0)):
+        np.testing.assert_array_equal(a, b)
+    k_towers = K.models.load_model(str(tmp_path / "t.h5"))
+    for a, b in zip(k_towers.predict(xs, verbose=0), towers.predict(xs, verbose=0)):
+        _close(a, b)
+    assert [layer.name for layer in model_from_json(towers.to_json()).layers] == \
+        [layer.name for layer in towers.layers]
+
+    class Sub(Model):
+        def call(self, x):
+            return x
+
+    with pytest.raises(NotImplementedError, match="Saving the model to HDF5 format requires the "
+                                                  "model to be a Functional model or a "
+                                                  "Sequential model"):
+        Sub().save(str(tmp_path / "s.h5"))

@@ -17,11 +17,11 @@ device only between executions, on an IPU as in Keras). Batch hooks run only whe
 callback overrides them, as Keras decides (``_implements_train_batch_hooks``). Values in
 ``logs`` are Python floats (Keras's ``sync_to_numpy_or_python_type``).
 
-Differences from Keras: ``ModelCheckpoint`` and ``TensorBoard(embeddings_freq=...)`` write
-weights as HDF5 (``Model.save_weights``) whatever the file name: TensorFlow's checkpoint
-format is not written. ``TensorBoard`` writes scalars (epoch and batch metrics, learning rate,
-steps per second) and weight histograms; ``write_graph``, ``write_images`` and the profiler
-(``profile_batch``) are accepted and write nothing.
+Differences from Keras: ``ModelCheckpoint`` writes HDF5 files (``Model.save_weights``, or
+``Model.save`` for whole models) whatever the file name: TensorFlow's checkpoint and
+SavedModel formats are not written. ``TensorBoard`` writes scalars (epoch and batch metrics,
+learning rate, steps per second) and weight histograms; ``write_graph``, ``write_images``
+and the profiler (``profile_batch``) are accepted and write nothing.
 """
 
 from __future__ import annotations

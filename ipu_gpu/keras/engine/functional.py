@@ -229,6 +229,14 @@ class Functional(Model):
         input and output layers."""
         return get_network_config(self)
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A new functional model (new weights) from ``get_config``'s dict."""
+        from ..models.saving import reconstruct_from_config
+
+        inputs, outputs = reconstruct_from_config(config, custom_objects)
+        return cls(inputs=inputs, outputs=outputs, name=config.get("name"))
+
 
 def _map_graph_network(inputs, outputs):
     """(node set, {depth: [nodes]}, layers in Keras's order) of the graph from ``inputs`` to
@@ -319,9 +327,10 @@ def get_network_config(network) -> dict:
                 node_key[(layer.name, i)] = kept
                 kept += 1
 
-    def history_entry(kt):
+    def history_entry(kt, kwargs=None):
         layer, node_index, tensor_index = kt._keras_history
-        return [layer.name, node_key.get((layer.name, node_index), 0), tensor_index, {}]
+        return [layer.name, node_key.get((layer.name, node_index), 0), tensor_index,
+                kwargs or {}]
 
     layer_configs = []
     for layer in network.layers:
@@ -329,7 +338,9 @@ def get_network_config(network) -> dict:
         for i, node in enumerate(layer._inbound_nodes):
             if node.is_input or f"{layer.name}_ib-{i}" not in network._network_nodes:
                 continue
-            inbound.append([history_entry(t) for t in node.keras_inputs])
+            kwargs = {k: v for k, v in node.call_kwargs.items()
+                      if not any(isinstance(t, KerasTensor) for t in nest.flatten(v))}
+            inbound.append([history_entry(t, kwargs) for t in node.keras_inputs])
         layer_configs.append({"class_name": type(layer).__name__, "config": layer.get_config(),
                               "name": layer.name, "inbound_nodes": inbound})
 

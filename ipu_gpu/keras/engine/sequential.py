@@ -247,9 +247,21 @@ class Sequential(Functional):
         object.__setattr__(self, "_manual_input_spec", value)
 
     def get_config(self) -> dict:
+        """``{"name", "layers"}`` (the InputLayer first when the input shape is known), plus
+        ``build_input_shape`` for a model built without one."""
         layers = [{"class_name": type(layer).__name__, "config": layer.get_config()}
                   for layer in self._self_tracked_trackables]
-        return {"name": self.name, "layers": layers}
+        config = {"name": self.name, "layers": layers}
+        if not self._graph_initialized and self._build_input_shape is not None:
+            config["build_input_shape"] = self._build_input_shape
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A new model (new weights) from ``get_config``'s dict."""
+        from ..models.saving import _sequential_from_config
+
+        return _sequential_from_config(cls, config, custom_objects)
 
 
 def _source_inputs(tensor):

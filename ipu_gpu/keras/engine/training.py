@@ -142,9 +142,9 @@ class Model(Layer):
                 _inject_functional(type(self))
             Functional.__init__(self, *args, **kwargs)
             return
-        unknown = set(kwargs) - _MODEL_KWARGS
-        if unknown:
-            raise TypeError(f"Invalid keyword argument(s) in `Model.__init__`: {unknown}")
+        for kwarg in kwargs:
+            if kwarg not in _MODEL_KWARGS:
+                raise TypeError("Keyword argument not understood:", kwarg)
         if args:
             raise TypeError(f"Model.__init__: unexpected positional arguments {args}; a "
                             "functional model takes `inputs` and `outputs`")
@@ -351,10 +351,12 @@ class Model(Layer):
 
         unknown = set(kwargs) - _COMPILE_KWARGS
         if unknown:
-            raise TypeError(f"Invalid keyword argument(s) in `compile()`: {tuple(unknown)}. "
-                            'Valid keyword arguments include "cloning", '
+            raise TypeError(f"Invalid keyword argument(s) in `compile()`: {(unknown,)}. Valid "
+                            'keyword arguments include "cloning", '
                             '"experimental_run_tf_function", "distribute", "target_tensors", '
                             'or "sample_weight_mode".')
+        if kwargs.get("target_tensors") is not None:
+            raise ValueError("target_tensors argument is not supported when executing eagerly.")
         if "experimental_steps_per_execution" in kwargs:
             _log.warning("The argument `steps_per_execution` is no longer experimental. Pass "
                          "`steps_per_execution` instead of `experimental_steps_per_execution`.")
@@ -944,14 +946,29 @@ class Model(Layer):
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None,
              signatures=None, options=None, save_traces=True):
-        """Saving whole models is not emulated; use ``save_weights``.
+        """Saves a Sequential or functional model (architecture, weights, compile arguments
+        and optimizer state) in Keras 2's HDF5 format (``models.saving``), whatever the file
+        name: the SavedModel format is not written.
 
         Raises:
-          NotImplementedError: always.
+          NotImplementedError: a subclassed model (Keras's HDF5 message).
         """
-        raise NotImplementedError("Model.save: saving whole models (SavedModel or HDF5 with "
-                                  "the model config) is not emulated; use "
-                                  "`model.save_weights(path)` and rebuild the model in code")
+        from ..models import saving
+
+        saving.save_model(self, filepath, overwrite=overwrite,
+                          include_optimizer=include_optimizer)
+
+    def to_json(self, **kwargs) -> str:
+        """The model's architecture as Keras 2's JSON (``models.model_from_json`` reads it)."""
+        import json
+
+        from ..models import saving
+
+        return json.dumps({"class_name": type(self).__name__ if type(self).__name__ in (
+            "Sequential", "Functional") else "Functional" if self._is_graph_network
+            else type(self).__name__, "config": self.get_config(),
+            "keras_version": "2.6.0", "backend": "tensorflow"},
+            default=saving._json_default, **kwargs)
 
     def reset_states(self):
         for layer in self.layers:

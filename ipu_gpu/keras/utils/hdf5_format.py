@@ -16,7 +16,8 @@ import os
 
 import numpy as np
 
-__all__ = ["load_weights", "save_weights"]
+__all__ = ["load_subset", "load_weights", "load_weights_from_group", "save_subset",
+           "save_weights", "save_weights_to_group"]
 
 _log = logging.getLogger("ipu_gpu.keras")
 
@@ -68,7 +69,8 @@ def _layer_weights(layer) -> list:
     return list(layer.trainable_weights) + list(layer.non_trainable_weights)
 
 
-def _save_subset(group, weights):
+def save_subset(group, weights):
+    """Write ``weights`` into ``group``: the ``weight_names`` attribute and one dataset each."""
     names = [w.name.encode("utf8") for w in weights]
     _save_attributes(group, "weight_names", names)
     for name, w in zip(names, weights):
@@ -80,7 +82,8 @@ def _save_subset(group, weights):
             dataset[()] = value
 
 
-def _load_subset(group) -> list:
+def load_subset(group) -> list:
+    """The arrays a ``save_subset`` group holds, in ``weight_names`` order."""
     return [np.asarray(group[name]) for name in _load_attributes(group, "weight_names")]
 
 
@@ -98,12 +101,17 @@ def save_weights(model, filepath, overwrite=True):
     if dirname and not os.path.exists(dirname):
         os.makedirs(dirname, exist_ok=True)
     with h5py.File(filepath, "w") as f:
-        _save_attributes(f, "layer_names", [layer.name.encode("utf8") for layer in model.layers])
-        f.attrs["backend"] = b"tensorflow"
-        f.attrs["keras_version"] = _KERAS_VERSION.encode("utf8")
-        for layer in sorted(model.layers, key=lambda x: x.name):
-            _save_subset(f.create_group(layer.name), _layer_weights(layer))
-        _save_subset(f.create_group("top_level_model_weights"), _top_level_weights(model))
+        save_weights_to_group(f, model)
+
+
+def save_weights_to_group(f, model):
+    """Write ``model``'s weights into the HDF5 file or group ``f``."""
+    _save_attributes(f, "layer_names", [layer.name.encode("utf8") for layer in model.layers])
+    f.attrs["backend"] = b"tensorflow"
+    f.attrs["keras_version"] = _KERAS_VERSION.encode("utf8")
+    for layer in sorted(model.layers, key=lambda x: x.name):
+        save_subset(f.create_group(layer.name), _layer_weights(layer))
+    save_subset(f.create_group("top_level_model_weights"), _top_level_weights(model))
 
 
 def _assign(pairs):
@@ -126,11 +134,13 @@ def load_weights(model, filepath, by_name=False, skip_mismatch=False):
     with h5py.File(os.fspath(filepath), "r") as f:
         if "layer_names" not in f.attrs and "model_weights" in f:
             f = f["model_weights"]  # a whole-model file: its weights group
-        if by_name:
-            pairs = _pairs_by_name(f, model, skip_mismatch)
-        else:
-            pairs = _pairs_in_order(f, model)
-        _assign(pairs)
+        load_weights_from_group(f, model, by_name, skip_mismatch)
+
+
+def load_weights_from_group(f, model, by_name=False, skip_mismatch=False):
+    """Load ``model``'s weights from the HDF5 file or group ``f``."""
+    pairs = _pairs_by_name(f, model, skip_mismatch) if by_name else _pairs_in_order(f, model)
+    _assign(pairs)
     for layer in model._flatten_layers():
         layer.finalize_state()
 
@@ -145,7 +155,7 @@ def _pairs_in_order(f, model) -> list:
     pairs = []
     for k, (name, layer) in enumerate(zip(names, layers)):
         symbolic = _layer_weights(layer)
-        values = _load_subset(f[name])
+        values = load_subset(f[name])
         if len(values) != len(symbolic):
             raise ValueError(f"Weight count mismatch for layer #{k} (named {layer.name} in the "
                              f"current model, {name} in the save file). Layer expects "
@@ -154,7 +164,7 @@ def _pairs_in_order(f, model) -> list:
         pairs += zip(symbolic, values)
     if "top_level_model_weights" in f:
         symbolic = _top_level_weights(model)
-        values = _load_subset(f["top_level_model_weights"])
+        values = load_subset(f["top_level_model_weights"])
         if len(values) != len(symbolic):
             raise ValueError(f"Weight count mismatch for top-level weights when loading weights "
                              f"from file. Model expects {len(symbolic)} top-level weight(s). "
@@ -169,7 +179,7 @@ def _pairs_by_name(f, model, skip_mismatch) -> list:
         index.setdefault(layer.name, []).append(layer)
     pairs = []
     for k, name in enumerate(_load_attributes(f, "layer_names")):
-        values = _load_subset(f[name])
+        values = load_subset(f[name])
         for layer in index.get(name, []):
             symbolic = _layer_weights(layer)
             if len(values) != len(symbolic):
@@ -193,7 +203,7 @@ def _pairs_by_name(f, model, skip_mismatch) -> list:
                 pairs.append((w, v))
     if "top_level_model_weights" in f:
         symbolic = _top_level_weights(model)
-        values = _load_subset(f["top_level_model_weights"])
+        values = load_subset(f["top_level_model_weights"])
         if len(values) == len(symbolic):
             pairs += [(w, v) for w, v in zip(symbolic, values) if tuple(w.shape) == v.shape]
         elif not skip_mismatch:
