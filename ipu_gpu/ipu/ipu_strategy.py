@@ -45,7 +45,9 @@ class IPUExtendedV1(distribute.StrategyExtended):
 
         return system.current_system().device(self._ipu_device)
 
-    def _call_for_each_replica(self, fn, args, kwargs):
+    def _call_for_each_replica(self, fn, args, kwargs, num_shards=1):
+        """Run ``fn`` as one program on every replica of the device (a replica takes
+        ``num_shards`` IPUs: a sharded or pipelined model's); replica 0's result."""
         from ..emulation import engine
 
         strategy = self._container_strategy()
@@ -54,7 +56,7 @@ class IPUExtendedV1(distribute.StrategyExtended):
             with distribute.ReplicaContext(strategy, replica_id_in_sync_group=0):
                 return fn(*a, **kw)
 
-        return engine.run(self._device(), replica_fn, args, kwargs)
+        return engine.run(self._device(), replica_fn, args, kwargs, num_shards=num_shards)
 
     def non_slot_devices(self, var_list):
         """The device of non-slot variables: the IPU device (TF1 only)."""

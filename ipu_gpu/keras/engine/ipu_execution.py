@@ -23,11 +23,12 @@ Metrics: Graphcore's default ``ReplicatedMetricReductionMethod.NONE`` shows the 
 metrics of the last replica (the outfeed's ``[-1]``); here only the last replica updates the
 compiled loss and metrics, so the model's metric objects hold exactly that.
 
-Not emulated: pipelined models (``set_pipeline_stage_assignment``), the SUM/MEAN/LIST metric
-reductions, asynchronous callbacks (accepted; callbacks run between programs anyway). A layer
-that assigns its own variables in ``call`` (BatchNormalization's moving statistics) or adds
-metrics in ``call`` updates one shared copy from every replica: with R > 1 the value left is
-one replica's, in an order the threads decide.
+Pipelined models train as their unpipelined twins with the pipeline's gradient accumulation
+(``pipelining.py``); their stages only set the IPUs a replica takes. Not emulated: the
+SUM/MEAN/LIST metric reductions, asynchronous callbacks (accepted; callbacks run between
+programs anyway). A layer that assigns its own variables in ``call`` (BatchNormalization's
+moving statistics) or adds metrics in ``call`` updates one shared copy from every replica:
+with R > 1 the value left is one replica's, in an order the threads decide.
 """
 
 from __future__ import annotations
@@ -191,8 +192,6 @@ def runner_for(model, mode):
         _raise_overridden(model, make)
     if mode == "fit" and _overridden(model, "train_step"):
         _raise_overridden(model, "train_step")
-    if options.pipeline_stage_assignment is not None:
-        raise NotImplementedError("Pipelined Keras models are not emulated")
     if options.replicated_metric_reduction_method != "NONE":
         raise NotImplementedError(f"set_replication_options: the "
                                   f"{options.replicated_metric_reduction_method} reduction of "
@@ -204,10 +203,23 @@ class Runner:
     """Runs the executions of one ``fit``/``evaluate``/``predict`` call on the device."""
 
     def __init__(self, model, strategy, mode):
+        from . import pipelining
+
         self.model = model
         self.strategy = strategy
         self.mode = mode
-        self.replication_factor = strategy.extended._device().num_ipus
+        num_ipus = strategy.extended._device().num_ipus
+        options = model._ipu_options
+        self.pipeline = options.pipeline_stage_assignment or pipelining.from_nodes(model)
+        per_replica = 1
+        if self.pipeline:
+            shards = pipelining.shard_count(self.pipeline, options.pipelining_device_mapping)
+            per_replica = pipelining.ipus_per_replica(shards)
+            if shards > num_ipus:
+                raise ValueError(f"Current device has {num_ipus} IPUs attached, however the "
+                                 f"current model requires a multiple of {per_replica} IPUs.")
+        self.replication_factor = max(1, num_ipus // per_replica)
+        self.ipus_per_replica = per_replica
         self.gradient_accumulation = 1
         self.counter = {"fit": model._train_counter, "evaluate": model._test_counter,
                         "predict": model._predict_counter}[mode]
@@ -217,12 +229,25 @@ class Runner:
         if self.mode != "fit":
             return
         spe = handler.steps_per_execution
-        steps = self.model._ipu_options.gradient_accumulation_steps_per_replica
+        options = self.model._ipu_options
+        mode_message = ""
+        if self.pipeline:
+            mode_message = "pipelined "
+            steps = options.pipelining_gradient_accumulation_steps_per_replica
+            if steps is None:
+                raise ValueError(
+                    "The model which you are attempting to train is pipelined, however "
+                    "`gradient_accumulation_steps_per_replica` has not been set through "
+                    "`set_pipelining_options()`. You need to set this value as pipelined "
+                    "models will perform gradient accumulation when training.")
+        else:
+            steps = options.gradient_accumulation_steps_per_replica
         if steps is None:
             self.gradient_accumulation = 1
         elif spe % steps != 0:
             raise RuntimeError(
-                "The model has been configured to use gradient accumulation for training, "
+                f"The {mode_message}model has been configured to use gradient accumulation for "
+                "training, "
                 f"however the current `steps_per_execution` value (set to {spe}) is not "
                 "divisible by `gradient_accumulation_steps_per_replica` "
                 f"({steps}). You need to adjust either `steps_per_execution` or"
@@ -263,7 +288,8 @@ class Runner:
             program = self._test_program(elements, steps)
         else:
             program = self._predict_program(elements, steps, slots)
-        self.strategy.extended._call_for_each_replica(program, (), {})
+        self.strategy.extended._call_for_each_replica(program, (), {},
+                                                      num_shards=self.ipus_per_replica)
         self.counter.assign_add(steps)
         done[0] += steps
         if mode == "predict":

@@ -875,6 +875,53 @@ class Model(Layer):
                                          gradient_accumulation_reduction_method,
                                          pipelining_kwargs)
 
+    def set_pipeline_stage_assignment(self, pipeline_stage_assignment):
+        """Sets the pipeline stage of every layer (Sequential: a list of ints or
+        ``SequentialLayerPipelineStageAssignment``, one per layer) or of every layer call
+        (functional: ``FunctionalLayerPipelineStageAssignment`` objects, in execution order,
+        as ``get_pipeline_stage_assignment`` returns them). See ``pipelining`` for how a
+        pipelined model trains here.
+
+        Raises:
+          ValueError: an invalid assignment (Graphcore's messages).
+          NotImplementedError: a subclassed model.
+        """
+        from . import pipelining
+
+        if self.__class__.__name__ == "Sequential" or _is_sequential(self):
+            assignment = pipelining.validate_sequential(self, list(pipeline_stage_assignment)
+                                                        if isinstance(pipeline_stage_assignment,
+                                                                      list)
+                                                        else pipeline_stage_assignment)
+        elif self._is_graph_network:
+            assignment = pipelining.validate_functional(self, pipeline_stage_assignment)
+        else:
+            raise NotImplementedError("Pipelining subclassed models is not emulated")
+        self._ipu_options.pipeline_stage_assignment = assignment
+
+    def get_pipeline_stage_assignment(self) -> list:
+        """The pipeline stage assignment: the one set, else the stages ``PipelineStage``
+        scopes recorded, else one unassigned entry per layer (call), in execution order."""
+        from . import pipelining
+
+        current = self._ipu_options.pipeline_stage_assignment
+        if current:
+            return list(current)
+        found = pipelining.from_nodes(self)
+        return found if found is not None else pipelining.default_assignment(self)
+
+    def reset_pipeline_stage_assignment(self):
+        """Resets the pipeline stage assignment so that the model is no longer pipelined."""
+        self._ipu_options.pipeline_stage_assignment = None
+
+    def print_pipeline_stage_assignment_summary(self, line_length=None, print_fn=None):
+        """Prints a summary of the pipeline stage assignment of the model (Graphcore's
+        table)."""
+        from . import pipelining
+
+        pipelining.print_summary(self, self.get_pipeline_stage_assignment(), line_length,
+                                 print_fn)
+
     def set_infeed_queue_options(self, **kwargs):
         """Stores the infeed options (``prefetch_depth``: accepted, no effect here).
 
@@ -983,6 +1030,12 @@ class Model(Layer):
                          "Please implement a `get_config()` method in the subclassed Model "
                          "for proper saving and loading. Defaulting to empty config.")
             return {}
+
+
+def _is_sequential(model) -> bool:
+    from .sequential import Sequential
+
+    return isinstance(model, Sequential)
 
 
 def _numpy(t):
