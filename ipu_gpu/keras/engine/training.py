@@ -1,5 +1,6 @@
 """``keras.Model``: compile, the training loop (``fit``/``evaluate``/``predict`` and the
-``*_on_batch`` methods), weights, ``summary`` and HDF5 weight files.
+``*_on_batch`` methods), weights, ``summary``, HDF5 weight and model files, and Graphcore's
+IPU methods (gradient accumulation, pipelining options, pipeline stage assignments).
 
 The loop is Keras 2's (tf_keras ``engine/training.py``): per epoch the metrics are reset,
 ``steps_per_execution`` steps run between two visits of the host (one
@@ -12,7 +13,8 @@ forward under ``GradientTape`` with ``training=True``, compiled loss plus ``mode
 
 Where the model belongs to an ``IPUStrategy`` (built in its ``scope()``, or trained inside it)
 each execution is one program on the emulated IPU device instead (``ipu_execution.py``), with
-Graphcore's data rules, replication and gradient accumulation. ``Model(inputs, outputs)`` is
+Graphcore's data rules, replication, gradient accumulation and pipelining
+(``pipelining.py``). ``Model(inputs, outputs)`` is
 a functional model (``functional.py``); ``Sequential`` is in ``sequential.py``.
 """
 
