@@ -133,8 +133,10 @@ def test_grid_parts_the_levels(levels, keyed, crowded):
     assert np.count_nonzero(table & flag) <= crowded
 
 
-def test_prepared_levels_follow_the_levels_values():
-    # levels are prepared once and cached by their bytes: changing them in place is seen
+def test_prepared_levels_follow_the_levels_values(monkeypatch):
+    # levels are prepared once and cached by their bytes: changing them in place is seen;
+    # the cache keeps the last CACHED_LEVELS of them
+    monkeypatch.setattr(histogram_cpu, "CACHED_LEVELS", 2)
     rng = np.random.default_rng(9)
     levels = np.linspace(-1, 1, 17).astype(F32)
     x = _on_levels(rng, levels, 4000, F32)
@@ -143,6 +145,7 @@ def test_prepared_levels_follow_the_levels_values():
         levels[3] = 5.0
     np.testing.assert_array_equal(_kernel(x.astype(F16), levels.astype(F16)),
                                   ref.histogram(x.astype(F16), levels.astype(F16)))
+    assert len(histogram_cpu._PREPARED) <= 2
 
 
 def test_sorted_levels_give_searchsorted_right_bins():

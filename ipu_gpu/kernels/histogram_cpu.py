@@ -58,6 +58,8 @@ float32 is exact, so comparing in float32 is comparing in float16.
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 from numba import njit, prange, types
@@ -93,6 +95,7 @@ GRID = "auto"
 # Prepared levels (sorted, with their grid and table) kept for reuse, oldest dropped first.
 CACHED_LEVELS = 16
 _PREPARED: dict = {}
+_PREPARED_LOCK = threading.Lock()  # replicas call from several Python threads
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -163,9 +166,10 @@ def _prepared(levels, n):
         grid = (keyed, np.float32(lo), np.float32(scale), np.float32(top), np.uint32(klo),
                 np.uint32(shift))
         prepared = (lv, order, nan_sorted, grid, table, flag)
-        if len(_PREPARED) >= CACHED_LEVELS:
-            _PREPARED.pop(next(iter(_PREPARED), None), None)
-        _PREPARED[key] = prepared
+        with _PREPARED_LOCK:
+            while len(_PREPARED) >= max(1, CACHED_LEVELS):
+                del _PREPARED[next(iter(_PREPARED))]
+            _PREPARED[key] = prepared
     return prepared
 
 
