@@ -157,3 +157,22 @@ def test_updates_inside_an_emulated_program_swap_whole_buffers():
     np.testing.assert_array_equal(np.asarray(out[0] if isinstance(out, list) else out),
                                   [-1, -1, -1])
     assert seen[0] != seen[1]  # a fresh buffer, not an in-place update
+
+
+@pytest.mark.usefixtures("fresh_ipu_system")
+def test_scalar_variable_stays_an_array_when_updated_inside_a_program():
+    from ipu_gpu.ipu import config, ipu_compiler, scopes
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    v = tf.Variable(np.float32(3.0))
+
+    def program():
+        v.assign_add(tf.constant(np.float32(1.0)))
+        v.assign_sub(tf.constant(np.float32(0.5)))
+
+    with scopes.ipu_scope("/device:IPU:0"):
+        ipu_compiler.compile(program)
+    assert type(v._value) is np.ndarray and v._value.shape == ()
+    assert float(v.numpy()) == 3.5

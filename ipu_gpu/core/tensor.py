@@ -400,7 +400,9 @@ class Variable(Tensor):
                 and delta is not value and getattr(value.flags, "writeable", True)):
             getattr(xp, ufunc)(value, delta, out=value)
         else:
-            self._value = getattr(xp, ufunc)(value, delta)
+            new = getattr(xp, ufunc)(value, delta)
+            # numpy gives a 0-d result as a scalar: keep the variable's value an array
+            self._value = np.asarray(new) if xp is np else new
 
     def read_value(self) -> Tensor:
         """The current value as a Tensor that gradients flow through to the variable."""
