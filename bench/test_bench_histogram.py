@@ -18,8 +18,10 @@ fixed_width_bins (10M float32, 256 levels): ipu_gpu's composition of reduce_min,
 and TF's linspace arithmetic against ``np.linspace(x.min(), x.max(), 256)``,
 ``torch.linspace`` and ``tf.linspace`` of the same: two reading passes everywhere.
 
-Levels: 256 of them, either uniform over [-4, 4] (what fixed_width_bins makes) or random
-normal (a harder grid for our cell table). Data: standard normal float32.
+Levels: 256 of them, uniform over [-4, 4] (what fixed_width_bins makes), random normal (our
+cell table needs 16x more cells to part them), or log-spaced, +-[1e-6, 100] (TensorBoard-
+style exponential buckets, which crowd into a few cells of any linear grid: our kernel
+switches to a grid on the float bits). Data: standard normal float32.
 
 Cache policy: no flushing. This machine's L3 is 32 MiB (AMD EPYC, `lscpu`; not the 300 MiB
 of the box perf_anchors.md measured), so the 40 MB input of the 10M rows does not fit and
@@ -47,6 +49,9 @@ def _inputs(size, levels_kind):
     x = g.standard_normal(SIZES[size], dtype=np.float32)
     if levels_kind == "uniform":
         levels = np.linspace(-4, 4, N_LEVELS, dtype=np.float32)
+    elif levels_kind == "log":
+        half = np.logspace(-6, 2, N_LEVELS // 2)
+        levels = np.concatenate([-half[::-1], half]).astype(np.float32)
     else:
         levels = np.sort(g.standard_normal(N_LEVELS).astype(np.float32) * np.float32(1.5))
     return x, levels
@@ -82,7 +87,7 @@ def _hist_fn(impl, p, x, levels):
 
 CASES = [pytest.param(size, kind, id=f"{size}-{kind}", marks=pytest.mark.benchmark(
     group=f"histogram-{size}-{N_LEVELS}levels-{kind}"))
-    for size in SIZES for kind in ("uniform", "random")]
+    for size in SIZES for kind in ("uniform", "random", "log")]
 
 
 def _cache_note(size):
