@@ -76,7 +76,9 @@ class Op:
                 a = x._value
                 ids[j] = x._id
             elif tx is Variable or isinstance(x, Tensor):
-                if tape._local.tapes and isinstance(x, Variable):
+                if getattr(tx, "_reads_cast", False):  # Keras's AutoCastVariable
+                    x = x.read_value()
+                elif tape._local.tapes and isinstance(x, Variable):
                     tape.variable_accessed(x)
                 a = x._value
                 ids[j] = x._id

@@ -15,8 +15,8 @@ from __future__ import annotations
 import importlib
 
 _SUBMODULES = ("activations", "backend", "callbacks", "constraints", "datasets",
-               "initializers", "layers", "losses", "metrics", "models", "optimizers",
-               "regularizers", "utils")
+               "initializers", "layers", "losses", "metrics", "mixed_precision", "models",
+               "optimizers", "regularizers", "utils")
 # top-level names and the submodule that defines them
 _NAMES = {"Input": "layers", "Model": "models", "Sequential": "models"}
 

@@ -321,7 +321,8 @@ def _cast_backward(k, xp, res, g, *, dtype):
     (src_dtype,) = res
     if src_dtype.kind != "f" or dtype.kind != "f":
         return (None,)
-    return (astype(xp, g, src_dtype),)
+    with quiet(xp):  # a float32 gradient beyond float16's range becomes inf, as in TF
+        return (astype(xp, g, src_dtype),)
 
 
 _CAST = register("cast", args=("x",), check=_check_any, forward=_cast_forward,

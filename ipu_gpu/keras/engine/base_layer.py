@@ -471,6 +471,9 @@ class Layer:
         dtype = np.dtype(getattr(dtype, "name", dtype))
         if self._dtype_policy.variable_dtype is None:
             self._set_dtype_policy(dtype.name)
+        autocast = kwargs.pop("autocast", None)
+        if autocast is None:
+            autocast = kwargs.pop("experimental_autocast", True)
         initializer = initializers_mod.get(initializer)
         regularizer = regularizers_mod.get(regularizer)
         constraint = constraints_mod.get(constraint)
@@ -493,7 +496,13 @@ class Layer:
                                  f"required for layer {self.name}. Received: {initializer}.")
         dims = tuple(as_shape(shape).as_list())
         value = initializer(dims, dtype=dtype)
-        variable = KerasVariable(value, trainable=bool(trainable),
+        variable_class = KerasVariable
+        policy_ = self._dtype_policy
+        if autocast and dtype.kind == "f" and policy_.compute_dtype != policy_.variable_dtype:
+            from .autocast_variable import AutoCastVariable  # reads in the compute dtype
+
+            variable_class = AutoCastVariable
+        variable = variable_class(value, trainable=bool(trainable),
                                  name=call_context.scoped_name(name or "Variable"),
                                  dtype=dtype, constraint=constraint, regularizer=regularizer)
         if tuple(variable.shape) != dims:
@@ -844,11 +853,12 @@ class Layer:
         else:
             new = policy.Policy(np.dtype(getattr(dtype, "name", dtype)).name
                                 if not isinstance(dtype, str) else dtype)
-        if new.compute_dtype != new.variable_dtype:
-            # Mixed precision reads float32 weights as 16-bit values (Keras's
-            # AutoCastVariable); this is where that would attach.
-            raise NotImplementedError(f"Layer {getattr(self, '_name', '')}: mixed precision "
-                                      f"policy {new.name!r} is not emulated yet")
+        if new.compute_dtype == "bfloat16":
+            # numpy, Numba and the emulated IPU (float16/float32 only) have no bfloat16
+            raise NotImplementedError(f"Layer {getattr(self, '_name', '')}: policy "
+                                      f"{new.name!r} computes in bfloat16, which ipu_gpu does "
+                                      "not support (the IPU has no bfloat16 either); use "
+                                      "'mixed_float16'")
         self._dtype_policy = new
 
     @property

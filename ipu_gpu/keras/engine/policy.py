@@ -1,11 +1,10 @@
 """Dtype policies (``keras.mixed_precision.Policy``): the dtype a layer's variables are
 created in and the dtype its computations run in.
 
-``float16``/``float32``/``float64`` set both. The mixed policies (``mixed_float16``,
-``mixed_bfloat16``) keep float32 variables and compute in 16 bits; Keras reads such
-variables through autocasting wrappers, which are not emulated yet: a layer given a mixed
-policy raises NotImplementedError at construction (the hook is ``Layer._set_dtype_policy``).
-"""
+``float16``/``float32``/``float64`` set both. ``mixed_float16`` keeps float32 variables
+(AutoCastVariables, read as float16 inside the layer's call) and computes in float16.
+``mixed_bfloat16`` policies can be made (compute dtype ``"bfloat16"``), but a layer given one
+raises NotImplementedError: ipu_gpu, like the IPU, has no bfloat16."""
 
 from __future__ import annotations
 

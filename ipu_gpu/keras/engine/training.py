@@ -349,8 +349,6 @@ class Model(Layer):
           TypeError: unknown keyword arguments (Keras's message).
           ValueError: ``steps_per_execution`` not a positive integer.
         """
-        from .. import optimizers
-
         unknown = set(kwargs) - _COMPILE_KWARGS
         if unknown:
             raise TypeError(f"Invalid keyword argument(s) in `compile()`: {(unknown,)}. Valid "
@@ -372,8 +370,8 @@ class Model(Layer):
             raise ValueError(f"compile: steps_per_execution must be a positive integer, got "
                              f"{steps_per_execution!r}")
         set_ = object.__setattr__
-        set_(self, "optimizer", nest.map_structure(optimizers.get, optimizer)
-             if isinstance(optimizer, (list, tuple)) else optimizers.get(optimizer))
+        set_(self, "optimizer", nest.map_structure(self._get_optimizer, optimizer)
+             if isinstance(optimizer, (list, tuple)) else self._get_optimizer(optimizer))
         set_(self, "compiled_loss", loss if isinstance(loss, compile_utils.LossesContainer)
              else compile_utils.LossesContainer(loss, loss_weights,
                                                 output_names=self.output_names))
@@ -451,6 +449,18 @@ class Model(Layer):
         if loss is None:
             raise ValueError("No loss found. You may have forgotten to provide a `loss` "
                              "argument in the `compile()` method.")
+
+    def _get_optimizer(self, optimizer):
+        """The optimizer ``optimizer`` names, in a LossScaleOptimizer under the
+        ``mixed_float16`` policy (Keras 2: loss scaling is needed for float16 to converge)."""
+        from .. import optimizers
+        from ..mixed_precision.loss_scale_optimizer import LossScaleOptimizer
+
+        optimizer = optimizers.get(optimizer)
+        if (self._dtype_policy.name == "mixed_float16"
+                and not isinstance(optimizer, LossScaleOptimizer)):
+            optimizer = LossScaleOptimizer(optimizer)
+        return optimizer
 
     def train_step(self, data):
         """One training step: forward with ``training=True``, loss, ``optimizer.minimize``,

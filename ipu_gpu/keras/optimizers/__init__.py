@@ -41,6 +41,8 @@ def deserialize(config, custom_objects=None):
         raise ValueError(f"Could not interpret serialized optimizer: {config}")
     name = config["class_name"]
     cls = (custom_objects or {}).get(name) or _CLASSES.get(str(name).lower())
+    if cls is None and name == "LossScaleOptimizer":
+        from ..mixed_precision import LossScaleOptimizer as cls
     if cls is None:
         raise ValueError(f"Unknown optimizer: '{name}'. Please ensure you are using a "
                          "`keras.utils.custom_object_scope` and that this object is included "
