@@ -6,13 +6,15 @@ When no usable symbol is found (another numpy build, a BLAS without CBLAS), ``ge
 False and the caller takes its numpy path.
 
 ``one_k_block(dtype, k)`` answers whether OpenBLAS multiplies a GEMM of inner length k in a
-single pass over C: its level-3 drivers cut k into blocks of at most GEMM_Q (a per-CPU
-constant, 384 for float32 on its Haswell/Zen kernels) and add each block's register sums
-into C in turn, so ``C += A @ B`` (beta = 1) rounds once, exactly as ``C + (A @ B)``, only when
-k is one block. The answer is measured, not looked up: a GEMM of that k accumulated with
-beta = 1 is compared bit for bit with the two-step sum on random data (cached per dtype and
-k), in the size regime where OpenBLAS takes its blocked drivers (no small-matrix or direct
-kernels, no GEMV forwarding: see ``BLOCKED_MIN_MNK``).
+single pass over C: its level-3 drivers cut k into blocks of at most GEMM_Q and add each
+block's register sums into C in turn, so ``C += A @ B`` (beta = 1) rounds once, exactly as
+``C + (A @ B)``, only when k is one block. GEMM_Q depends on the CPU kernel OpenBLAS picks
+(320 for float32 and 256 for float64 with the Haswell/Zen kernels of this AMD EPYC; from
+below 192 to over 512 under other OPENBLAS_CORETYPE values), so the answer is measured,
+not looked up: a GEMM of that k accumulated with beta = 1 is compared bit for bit with the
+two-step sum on random data (cached per dtype and k), in the size regime where OpenBLAS
+takes its blocked drivers (no small-matrix or direct kernels, no GEMV forwarding: see
+``BLOCKED_MIN_MNK``).
 """
 
 from __future__ import annotations

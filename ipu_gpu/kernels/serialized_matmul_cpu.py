@@ -21,7 +21,9 @@ preallocated output; twin of serialized_matmul_gpu.
   output-sized passes: F = 8 (s = 256) went from 1.21 to 1.05 times one np.matmul; F = 4 and
   F = 2 (s = 512, 1024: two or more k-blocks) keep the buffer, at about 1.1.
 
-No full-size copies: slices are views (BLAS takes their strides and transposes). float16,
+No full-size copies of the operands: slices are views (BLAS takes their strides and
+transposes). A product that must be reduced over broadcast batch axes or rounded to float16
+is staged whole in one unreduced buffer, as on the GPU. float16,
 which numpy multiplies without BLAS (about 20x slower than float32 at 512^3), is converted
 to float32 once, each product rounded to float16 as it is stored (float32 accumulation, as
 the IPU's default float partials), and a k-split's partial products are added in float16.
