@@ -16,7 +16,7 @@ import importlib
 
 _SUBMODULES = ("activations", "backend", "callbacks", "constraints", "datasets",
                "initializers", "layers", "losses", "metrics", "mixed_precision", "models",
-               "optimizers", "regularizers", "utils")
+               "optimizers", "preprocessing", "regularizers", "utils")
 # top-level names and the submodule that defines them
 _NAMES = {"Input": "layers", "Model": "models", "Sequential": "models"}
 
