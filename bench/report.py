@@ -78,6 +78,11 @@ TARGETS = [
     ("mlp_train_step", "torch", 1.5, "MLP training step within 1.5× torch eager CPU (issue 2)"),
     ("mlp_train_step-b256", "torch", 1.0, "MLP 784-512-512-10 training step at batch 256 at "
      "most 1.0× torch eager CPU (issue 15)"),
+    ("keras_fit-b256-", "tensorflow", 1.0, "keras `model.fit` epoch (MLP 784-512-512-10, small "
+     "CNN; Adam, SGD momentum) at batch 256 at most 1.0× real tf-keras on TF's CPU kernels "
+     "(issue 16)"),
+    ("keras_fit-b32-", "tensorflow", 1.5, "the same at batch 32 at most 1.5× tf-keras "
+     "(issue 16)"),
     ("step_vs_kernels", "kernels", 1.15, "an eager training step at most 1.15× its own GEMMs "
      "and convolutions run back to back through the same kernels (issue 15)"),
     ("ctc_loss_fwd_bwd", "torch", 0.5, "CTC loss fwd+bwd at most 0.5× torch's time (issue 3)"),
