@@ -153,6 +153,8 @@ def _run_tf(tf, layer, xs, u, training):
 def test_layer_matches_tf_keras(tfk, real_tf, name, kwargs, shapes, ints, dtype, training,
                                 tol, grad, mask):
     tf = real_tf
+    K.clear_session()  # weight names are compared: both name counters from zero
+    tfk.backend.clear_session()
     ours, theirs = getattr(L, name)(**kwargs), getattr(tfk.layers, name)(**kwargs)
     xs = _inputs(shapes, ints, dtype, seed=len(name) + len(shapes))
     _call(theirs, xs, False)  # builds it

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 
 _SUBMODULES = ("activations", "backend", "callbacks", "constraints", "datasets",
-               "initializers", "layers", "losses", "metrics", "mixed_precision", "models",
+               "initializers", "ipu", "layers", "losses", "metrics", "mixed_precision", "models",
                "optimizers", "preprocessing", "regularizers", "utils")
 # top-level names and the submodule that defines them
 _NAMES = {"Input": "layers", "Model": "models", "Sequential": "models"}

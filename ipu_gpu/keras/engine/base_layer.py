@@ -29,7 +29,7 @@ from ...core.spec import TensorShape, as_shape
 from ...core.tensor import Tensor, Variable
 from ...ops import math as _m
 from .. import backend
-from . import call_context, policy
+from . import call_context, pipelining, policy
 from .call_context import _CONTEXT, get_mask, set_mask
 from .input_spec import InputSpec, assert_input_compatibility
 from .keras_tensor import KerasTensor
@@ -183,6 +183,9 @@ class Layer:
                                      + tuple(as_shape(kwargs["input_shape"]).as_list()))
             self._batch_input_shape = batch_input_shape
         self._initial_weights = kwargs.get("weights", None)
+        stage = pipelining.current_stage()
+        if stage is not None:  # made in a PipelineStage scope (Graphcore's Keras)
+            self._pipeline_stage = stage
 
     # ---- subclass API ------------------------------------------------------------------------
     def build(self, input_shape) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...core import nest
 from .. import backend
+from . import pipelining
 from .keras_tensor import KerasHistory, KerasTensor
 
 
@@ -38,6 +39,9 @@ class Node:
             tensor._keras_history = KerasHistory(layer, node_index, i)
         self.flat_input_ids = [str(id(t)) for t in self._keras_inputs]
         self.flat_output_ids = [str(id(t)) for t in nest.flatten(self.outputs)]
+        stage = pipelining.current_stage()
+        if stage is not None:  # a call in a PipelineStage scope: overrides the layer's stage
+            self._pipeline_stage = stage
 
     @property
     def keras_inputs(self) -> list:
