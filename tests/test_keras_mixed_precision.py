@@ -211,3 +211,30 @@ def test_loss_scale_optimizer_serializes():
     assert isinstance(again, mixed_precision.LossScaleOptimizer)
     assert (again.initial_scale, again.dynamic_growth_steps) == (4.0, 7)
     assert isinstance(again.inner_optimizer, optimizers.Adam)
+
+
+def test_mixed_model_trains_under_ipu_strategy(fresh_ipu_system, mixed):
+    """Two replicas, gradient accumulation 2: the loss scale moves once per weight update."""
+    from ipu_gpu.ipu import config
+    from ipu_gpu.ipu.ipu_strategy import IPUStrategy
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = 2
+    cfg.configure_ipu_system()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 6)).astype(np.float32)
+    y = rng.integers(0, 3, size=64)
+    with IPUStrategy().scope():
+        inputs = keras.Input((6,))
+        h = layers.Dense(8, activation="relu")(inputs)
+        out = layers.Activation("softmax", dtype="float32")(layers.Dense(3)(h))
+        model = keras.Model(inputs, out)
+        model.compile(optimizers.SGD(0.1), "sparse_categorical_crossentropy",
+                      steps_per_execution=4)
+        model.set_gradient_accumulation_options(gradient_accumulation_steps_per_replica=2)
+        history = model.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    assert isinstance(model.optimizer, mixed_precision.LossScaleOptimizer)
+    assert history.history["loss"][1] < history.history["loss"][0]
+    assert int(np.asarray(model.optimizer.iterations)) == 8  # 64 / 4 / 2 replicas / 2 * 2
+    assert int(np.asarray(model.optimizer.dynamic_counter)) == 8
+    assert float(np.asarray(model.optimizer.loss_scale)) == 2.0**15
