@@ -238,3 +238,40 @@ def test_mixed_model_trains_under_ipu_strategy(fresh_ipu_system, mixed):
     assert int(np.asarray(model.optimizer.iterations)) == 8  # 64 / 4 / 2 replicas / 2 * 2
     assert int(np.asarray(model.optimizer.dynamic_counter)) == 8
     assert float(np.asarray(model.optimizer.loss_scale)) == 2.0**15
+
+
+@pytest.mark.parametrize("name, kwargs, shape", [
+    ("Conv2D", dict(filters=3, kernel_size=3), (2, 6, 6, 2)),
+    ("BatchNormalization", {}, (4, 5)),
+    ("LayerNormalization", {}, (4, 5)),
+    ("Embedding", dict(input_dim=10, output_dim=3), (2, 4)),
+    ("LSTM", dict(units=3), (2, 4, 5)),
+    ("GRU", dict(units=3), (2, 4, 5)),
+    ("MultiHeadAttention", dict(num_heads=2, key_dim=2), (2, 3, 4)),
+])
+def test_mixed_layers_match_keras(K, mixed, name, kwargs, shape):
+    """float16 outputs with Keras's weights; normalization and embedding weights are read
+    unconverted (Keras makes them with ``experimental_autocast=False``)."""
+    rng = np.random.default_rng(3)
+    x = (rng.integers(0, 10, size=shape) if name == "Embedding"
+         else rng.normal(size=shape).astype(np.float32))
+    args = (x, x) if name == "MultiHeadAttention" else (x,)
+    ours, theirs = getattr(layers, name)(**kwargs), getattr(K.layers, name)(**kwargs)
+    theirs(*args)
+    ours(*args)
+    weights = [w + rng.uniform(0.1, 0.3, size=w.shape).astype(w.dtype)
+               for w in theirs.get_weights()]
+    theirs.set_weights(weights)
+    ours.set_weights(weights)
+    for training in (False, True):
+        kw = {} if name in ("Embedding", "MultiHeadAttention") else {"training": training}
+        a, b = ours(*args, **kw), theirs(*args, **kw)
+        assert a.dtype == np.float16 and b.dtype.name == "float16"
+        np.testing.assert_allclose(np.asarray(a, np.float32), b.numpy().astype(np.float32),
+                                   rtol=5e-3, atol=5e-3)
+    for a, b in zip(ours.get_weights(), theirs.get_weights()):  # BN's moving statistics
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.cast(ours(*args), "float32"))
+    assert {g.dtype for g in tape.gradient(loss, ours.trainable_weights)} == {np.dtype("float32")}

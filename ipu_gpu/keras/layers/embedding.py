@@ -60,7 +60,8 @@ class Embedding(Layer):
                                           initializer=self.embeddings_initializer,
                                           name="embeddings",
                                           regularizer=self.embeddings_regularizer,
-                                          constraint=self.embeddings_constraint)
+                                          constraint=self.embeddings_constraint,
+                                          experimental_autocast=False)  # cast after lookup
         self.built = True
 
     def compute_mask(self, inputs, mask=None):

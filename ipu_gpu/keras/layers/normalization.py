@@ -141,19 +141,23 @@ class BatchNormalization(Layer):
                                      initializer=self.gamma_initializer,
                                      regularizer=self.gamma_regularizer,
                                      constraint=self.gamma_constraint,
-                                     trainable=True) if self.scale else None
+                                     trainable=True,
+                                     experimental_autocast=False) if self.scale else None
         self.beta = self.add_weight(name="beta", shape=param_shape, dtype=dtype,
                                     initializer=self.beta_initializer,
                                     regularizer=self.beta_regularizer,
                                     constraint=self.beta_constraint,
-                                    trainable=True) if self.center else None
+                                    trainable=True,
+                                    experimental_autocast=False) if self.center else None
         self.moving_mean = self.add_weight(name="moving_mean", shape=param_shape, dtype=dtype,
                                            initializer=self.moving_mean_initializer,
-                                           synchronization="ON_READ", trainable=False)
+                                           synchronization="ON_READ", trainable=False,
+                                           experimental_autocast=False)
         self.moving_variance = self.add_weight(name="moving_variance", shape=param_shape,
                                                dtype=dtype,
                                                initializer=self.moving_variance_initializer,
-                                               synchronization="ON_READ", trainable=False)
+                                               synchronization="ON_READ", trainable=False,
+                                               experimental_autocast=False)
         self.built = True
 
     def _training_value(self, training):
@@ -267,12 +271,14 @@ class LayerNormalization(Layer):
                                      initializer=self.gamma_initializer,
                                      regularizer=self.gamma_regularizer,
                                      constraint=self.gamma_constraint,
-                                     trainable=True) if self.scale else None
+                                     trainable=True,
+                                     experimental_autocast=False) if self.scale else None
         self.beta = self.add_weight(name="beta", shape=param_shape,
                                     initializer=self.beta_initializer,
                                     regularizer=self.beta_regularizer,
                                     constraint=self.beta_constraint,
-                                    trainable=True) if self.center else None
+                                    trainable=True,
+                                    experimental_autocast=False) if self.center else None
         self.built = True
 
     def call(self, inputs):
