@@ -109,3 +109,26 @@ def test_set_random_seed_initializer_weights_match_keras(K):
 def test_set_random_seed_rejects_non_int():
     with pytest.raises(ValueError, match="Expected `seed` argument to be an integer"):
         utils.set_random_seed(1.5)
+
+
+def test_make_sampling_table_matches_keras(K):
+    for size, factor in ((10, 1e-5), (1000, 1e-3)):
+        np.testing.assert_array_equal(preprocessing.sequence.make_sampling_table(size, factor),
+                                      K.preprocessing.sequence.make_sampling_table(size, factor))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"window_size": 1, "negative_samples": 0.5, "categorical": True},
+    {"shuffle": False, "negative_samples": 0}, {"seed": 3},
+])
+def test_skipgrams_match_keras_for_the_same_python_seed(K, kwargs):
+    sequence = [1, 4, 0, 2, 7, 7, 3, 0, 5]
+    table = K.preprocessing.sequence.make_sampling_table(10, 0.5)
+    for sampling_table in (None, table):
+        random.seed(11)
+        ours = preprocessing.sequence.skipgrams(sequence, 10, sampling_table=sampling_table,
+                                                **kwargs)
+        random.seed(11)
+        theirs = K.preprocessing.sequence.skipgrams(sequence, 10,
+                                                    sampling_table=sampling_table, **kwargs)
+        assert ours == theirs
