@@ -275,3 +275,58 @@ def test_mixed_layers_match_keras(K, mixed, name, kwargs, shape):
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(tf.cast(ours(*args), "float32"))
     assert {g.dtype for g in tape.gradient(loss, ours.trainable_weights)} == {np.dtype("float32")}
+
+
+def test_keras26_module_layout_and_experimental_api():
+    """Keras 2.6's ``mixed_precision.policy`` module (Graphcore's test imports it) and the
+    deprecated ``experimental`` API: a PolicyV1's loss_scale decides compile's wrapping."""
+    from ipu_gpu.keras.mixed_precision import experimental, policy
+
+    try:
+        policy.set_policy(policy.Policy("mixed_float16"))
+        assert mixed_precision.global_policy().name == "mixed_float16"
+        with policy.policy_scope("float32"):
+            assert layers.Dense(1).dtype_policy.name == "float32"
+        assert experimental.get_layer_policy(layers.Dense(1)).name == "mixed_float16"
+        experimental.set_policy(experimental.Policy("mixed_float16", loss_scale=64))
+        inputs = keras.Input((3,))
+        model = keras.Model(inputs, layers.Dense(1)(inputs))
+        model.compile("sgd", "mse")
+        assert not model.optimizer.dynamic and model.optimizer.initial_scale == 64
+        experimental.set_policy(experimental.Policy("float32"))
+        assert experimental.global_policy().loss_scale is None
+    finally:
+        mixed_precision.set_global_policy("float32")
+    with pytest.raises(ValueError, match="get_policy can only be called on a layer"):
+        experimental.get_layer_policy(3)
+    fixed = experimental.LossScaleOptimizer(optimizers.SGD(), loss_scale=8)
+    assert (fixed.dynamic, fixed.initial_scale) == (False, 8.0)
+    assert experimental.LossScaleOptimizer(optimizers.SGD(), "dynamic").dynamic
+    with pytest.raises(ValueError, match="Invalid value passed to loss_scale"):
+        experimental.LossScaleOptimizer(optimizers.SGD(), "static")
+
+
+def test_graphcore_mixed_precision_program(fresh_ipu_system):
+    """Graphcore's keras/ipu/mixed_precision_test.py, as a program writes it."""
+    from ipu_gpu.ipu import config
+    from ipu_gpu.ipu.ipu_strategy import IPUStrategyV1
+    from ipu_gpu.keras.mixed_precision import policy
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    try:
+        with IPUStrategyV1().scope():
+            policy.set_policy(policy.Policy("mixed_float16"))
+            inputs = keras.layers.Input(shape=(32), dtype=np.single, batch_size=2)
+            init = keras.initializers.Constant(0.1)
+            x = keras.layers.Dense(4, name="layer0", kernel_initializer=init)(inputs)
+            x = keras.layers.Dense(2, name="layer1", kernel_initializer=init)(x)
+            m = keras.Model(inputs, x)
+            m.compile("sgd", loss="mse", steps_per_execution=4)
+            history = m.fit(np.full([60, 32], 1.0, np.single), np.full([60], 1.0, np.single),
+                            batch_size=2, steps_per_epoch=1, epochs=1, verbose=0)
+    finally:
+        mixed_precision.set_global_policy("float32")
+    assert np.isfinite(history.history["loss"][0])
+    assert isinstance(m.optimizer, mixed_precision.LossScaleOptimizer)

@@ -8,6 +8,8 @@ raises NotImplementedError: ipu_gpu, like the IPU, has no bfloat16."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import backend
@@ -70,6 +72,32 @@ class Policy:
         return f'<Policy "{self._name}">'
 
 
+class PolicyV1(Policy):
+    """The deprecated ``keras.mixed_precision.experimental.Policy``: a Policy with a
+    ``loss_scale`` that ``Model.compile`` uses (``"auto"``: ``"dynamic"`` for
+    ``mixed_float16``, else None; a number: a fixed scale)."""
+
+    def __init__(self, name, loss_scale="auto"):
+        super().__init__(name)
+        self._using_default_loss_scale = loss_scale == "auto"
+        if self._using_default_loss_scale:
+            loss_scale = "dynamic" if name == "mixed_float16" else None
+        self._loss_scale = loss_scale
+
+    @property
+    def loss_scale(self):
+        return self._loss_scale
+
+    def get_config(self) -> dict:
+        config = {"name": self._name}
+        if not self._using_default_loss_scale:
+            config["loss_scale"] = self._loss_scale
+        return config
+
+    def __repr__(self) -> str:
+        return f'<PolicyV1 "{self._name}", loss_scale={self._loss_scale!r}>'
+
+
 def global_policy() -> Policy:
     """The policy layers get when given no dtype: ``set_global_policy``'s, else floatx()."""
     if _global_policy is not None:
@@ -82,6 +110,20 @@ def set_global_policy(policy) -> None:
     global _global_policy
     _global_policy = None if policy is None else (
         policy if isinstance(policy, Policy) else Policy(policy))
+
+
+set_policy = set_global_policy  # Keras 2.6's name (also mixed_precision.experimental's)
+
+
+@contextlib.contextmanager
+def policy_scope(policy):
+    """Layers made inside the scope get ``policy``; the global policy is restored after."""
+    old = _global_policy
+    try:
+        set_global_policy(policy)
+        yield
+    finally:
+        set_global_policy(old)
 
 
 def serialize(policy: Policy):

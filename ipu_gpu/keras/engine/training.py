@@ -31,7 +31,7 @@ from ...core import nest
 from ...core.tape import GradientTape
 from ...core.tensor import Tensor
 from .. import callbacks as callbacks_module
-from . import call_context, compile_utils, data_adapter
+from . import call_context, compile_utils, data_adapter, policy
 from .base_layer import Layer, _dedup
 
 __all__ = ["Model"]
@@ -457,9 +457,13 @@ class Model(Layer):
         from ..mixed_precision.loss_scale_optimizer import LossScaleOptimizer
 
         optimizer = optimizers.get(optimizer)
-        if (self._dtype_policy.name == "mixed_float16"
-                and not isinstance(optimizer, LossScaleOptimizer)):
-            optimizer = LossScaleOptimizer(optimizer)
+        if isinstance(self._dtype_policy, policy.PolicyV1):  # the deprecated experimental one
+            loss_scale = self._dtype_policy.loss_scale
+        else:
+            loss_scale = "dynamic" if self._dtype_policy.name == "mixed_float16" else None
+        if loss_scale is not None and not isinstance(optimizer, LossScaleOptimizer):
+            optimizer = (LossScaleOptimizer(optimizer) if loss_scale == "dynamic" else
+                         LossScaleOptimizer(optimizer, dynamic=False, initial_scale=loss_scale))
         return optimizer
 
     def train_step(self, data):
