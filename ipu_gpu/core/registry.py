@@ -76,7 +76,7 @@ class Op:
                 a = x._value
                 ids[j] = x._id
             elif tx is Variable or isinstance(x, Tensor):
-                if getattr(tx, "_reads_cast", False):  # Keras's AutoCastVariable
+                if tx is not Variable and getattr(tx, "_reads_cast", False):  # AutoCastVariable
                     x = x.read_value()
                 elif tape._local.tapes and isinstance(x, Variable):
                     tape.variable_accessed(x)

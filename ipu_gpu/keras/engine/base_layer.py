@@ -53,6 +53,7 @@ class KerasVariable(Variable):
     optimizers after each update) and its ``regularizer``."""
 
     __slots__ = ("_constraint", "_regularizer")
+    _reads_cast = False  # True for AutoCastVariable (found without a failed lookup per op)
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, constraint=None,
                  regularizer=None):
