@@ -37,23 +37,28 @@ it is flagged too. The result is exactly the binary search's, whatever the round
 them, against a searchsorted reference).
 
 Speed: a block of BLOCK inputs at a time goes through passes that each stream over it --
-decode (float16, |x|, the keyed grid's +0) and cell (vectorised, AVX2), bins by the table
+decode (float16, |x|) and cell (vectorised, AVX2), bins by the table
 (scalar loads: LLVM emits no gathers for AMD Zen, where they are slow), the rare flagged
 inputs, then counting into four independent rows (consecutive inputs never wait on one
 counter). The counting has a pass of its own: fused with the look-up, each increment's
 address came late (three dependent loads) and the core, guessing younger increments
 independent of older ones, kept replaying them when two hit one counter: 2.5x slower. On
-this 2-core AMD EPYC (Zen 3, no AVX-512), about 1.5-2 ns an input on one core (cells 0.3,
-table 1.0, counting 0.35), 2.5 on the keyed grid, against 6.5-9 ns for np.histogram with
-257 edges; it was 5-7 ns when the indices of the first pass were signed (Numba's
-negative-index fix-ups kept it scalar) and the grid coarse (up to four dependent
-branch-free steps an input), and 28-55 ns (3-6x numpy) for clustered or exponential levels
-whose inputs were all bisected. The sorted levels, grid and table are built in one jitted
-call and cached by the levels' bytes (CACHED_LEVELS): the fixed cost of a call is a few
-microseconds. Counts are int64, private to each thread, summed at the end: exact, so the
-result does not depend on which thread took which chunk. float16 inputs are read as their
-bits and decoded through a 65536-entry table (Numba has no float16 loads); float16 ->
-float32 is exact, so comparing in float32 is comparing in float16.
+this 2-core AMD EPYC (Zen 3, no AVX-512), about 1.5-2 ns an input on one core on either
+grid (cells 0.3, table 1.0, counting 0.35), against 6.5-9 ns for np.histogram with 257
+edges: 10M inputs over 256 random levels in 0.22-0.26x its time on one thread, 0.15-0.3x
+on two (two threads gained 1.5-1.7x on this shared box, less when other processes hold a
+core: the parallel region waits for a descheduled thread). It was 5-7 ns (0.45-0.9x) when
+the indices of the first pass were signed (Numba's negative-index fix-ups kept it scalar)
+and the grid coarse (up to four dependent branch-free steps an input), and 28-55 ns (3-6x
+numpy) for clustered or exponential levels, whose inputs were all bisected; those now take
+0.25-0.45x.
+
+The sorted levels, grid and table are built in one jitted call and cached by the levels'
+bytes (CACHED_LEVELS): the fixed cost of a call is a few microseconds. Counts are int64,
+private to each thread, summed at the end: exact, so the result does not depend on which
+thread took which chunk. float16 inputs are read as their bits and decoded through a
+65536-entry table (Numba has no float16 loads); float16 -> float32 is exact, so comparing
+in float32 is comparing in float16.
 """
 
 from __future__ import annotations
