@@ -531,3 +531,52 @@ def test_steps_on_each_backend(backend, name, kwargs):
     assert all(v.device == ipu_gpu.constant(0.0).device for v in
                getattr(optimizers, name)(**kwargs).weights + [ipu_gpu.Variable(1.0)])
     _assert_same(ours, _on_cpu(run), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,kwargs", [
+    ("Adam", {"learning_rate": 0.1}), ("Adam", {"learning_rate": 0.1, "decay": 0.5}),
+    ("SGD", {"learning_rate": 0.1}), ("SGD", {"learning_rate": 0.1, "momentum": 0.9}),
+    ("SGD", {"learning_rate": 0.1, "momentum": 0.9, "nesterov": True})], ids=str)
+def test_fused_cpu_update_equals_the_ops(monkeypatch, name, kwargs, dtype):
+    """Adam and SGD update numpy float32/float64 variables with one-pass kernels
+    (kernels/optimizer_cpu.py): the numbers equal the op expressions' bit for bit, and an
+    earlier read of a variable keeps its value."""
+    from ipu_gpu.keras.optimizers import adam, sgd
+
+    init, grads = _problem(8, dtype=dtype, shapes=[(5, 7), (7,), (), (3, 1, 2)])
+    fused = _run_ours(getattr(optimizers, name)(**kwargs), init, grads)
+    for module in (adam, sgd):
+        monkeypatch.setattr(module, "fused_cpu_update", lambda *a: False)
+    generic = _run_ours(getattr(optimizers, name)(**kwargs), init, grads)
+    for a, b in zip(fused[0] + fused[1], generic[0] + generic[1]):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.undo()
+    v = ipu_gpu.Variable(np.ones((2, 3), dtype))
+    opt = getattr(optimizers, name)(**kwargs)
+    g = ipu_gpu.constant(np.full((2, 3), 0.5, dtype))
+    opt.apply_gradients([(g, v)])
+    before = v.read_value()
+    snapshot = before.numpy()
+    buf_id = id(v._value)
+    opt.apply_gradients([(g, v)])
+    np.testing.assert_array_equal(before.numpy(), snapshot)
+    assert id(v._value) != buf_id and not np.array_equal(v.numpy(), snapshot)
+    del before
+    buf_id = id(v._value)
+    opt.apply_gradients([(g, v)])
+    assert id(v._value) == buf_id  # nothing else holds the buffer: updated in place
+
+
+def test_fused_cpu_update_takes_only_numpy_contiguous_float32_float64():
+    from ipu_gpu.keras.optimizers.optimizer_v2 import fused_cpu_update
+
+    v = ipu_gpu.Variable(np.ones(4, np.float16))
+    assert not fused_cpu_update("sgd", ipu_gpu.constant(np.ones(4, np.float16)), (v,), (0.1,))
+    w = ipu_gpu.Variable(np.ones(4, np.float32))
+    strided = ipu_gpu.constant(np.ones(8, np.float32))[::2]
+    if not strided._value.flags.c_contiguous:
+        assert not fused_cpu_update("sgd", strided, (w,), (0.1,))
+    assert not fused_cpu_update("sgd", ipu_gpu.constant(np.ones(4, np.float64)), (w,), (0.1,))
+    assert fused_cpu_update("sgd", ipu_gpu.constant(np.ones(4, np.float32)), (w,), (0.5,))
+    np.testing.assert_array_equal(w.numpy(), [0.5] * 4)

@@ -176,3 +176,26 @@ def test_scalar_variable_stays_an_array_when_updated_inside_a_program():
         ipu_compiler.compile(program)
     assert type(v._value) is np.ndarray and v._value.shape == ()
     assert float(v.numpy()) == 3.5
+
+
+def test_buffer_for_update_follows_the_in_place_rule():
+    """``Variable._buffer_for_update`` (the optimizers' fused kernels write into it) gives the
+    variable's own buffer only where ``assign_sub`` would update in place; else a copy that
+    becomes the value only when ``_install_buffer`` is called."""
+    v = tf.Variable(np.arange(4, dtype=np.float32))
+    buf_id = id(v._value)
+    buf = v._buffer_for_update()
+    assert id(buf) == buf_id  # sole owner
+    buf += 1
+    v._install_buffer(buf)
+    del buf
+    assert id(v._value) == buf_id
+    np.testing.assert_array_equal(v.numpy(), [1, 2, 3, 4])
+    held = v.read_value()  # an earlier read: the next update must not change it
+    buf = v._buffer_for_update()
+    assert buf is not held._value
+    buf -= 1
+    np.testing.assert_array_equal(v.numpy(), [1, 2, 3, 4])  # not installed yet
+    v._install_buffer(buf)
+    np.testing.assert_array_equal(held.numpy(), [1, 2, 3, 4])
+    np.testing.assert_array_equal(v.numpy(), [0, 1, 2, 3])

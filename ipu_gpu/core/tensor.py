@@ -404,6 +404,24 @@ class Variable(Tensor):
             # numpy gives a 0-d result as a scalar: keep the variable's value an array
             self._value = np.asarray(new) if xp is np else new
 
+    def _buffer_for_update(self):
+        """The array a kernel may write this variable's next value into: its own buffer when
+        ``_update`` would update in place (the same rule), else a fresh copy, which the caller
+        installs with ``_install_buffer`` once written, so no earlier read, tape residual or
+        replica thread ever sees a half-written buffer. Hold no other reference to the
+        variable's buffer when calling it."""
+        value = self._value
+        if (_allocation_hook is None and sys.getrefcount(value) <= _SOLE_OWNER_REFS
+                and value.base is None and getattr(value.flags, "writeable", True)):
+            return value
+        return value.copy()
+
+    def _install_buffer(self, buffer) -> None:
+        """Make ``buffer`` (from ``_buffer_for_update``, written) the value, if it is not
+        already."""
+        if buffer is not self._value:
+            self._value = buffer
+
     def read_value(self) -> Tensor:
         """The current value as a Tensor that gradients flow through to the variable."""
         from . import tape

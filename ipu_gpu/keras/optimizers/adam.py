@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.math import maximum, sqrt
-from .optimizer_v2 import OptimizerV2
+from .optimizer_v2 import OptimizerV2, fused_cpu_update
 
 
 class Adam(OptimizerV2):
@@ -71,6 +71,10 @@ class Adam(OptimizerV2):
         slots = self._slots[id(var)]
         m = slots["m"]
         v = slots["v"]
+        if not self.amsgrad and fused_cpu_update(
+                "adam", grad, (var, m, v),
+                (c["alpha"], c["epsilon"], c["one_minus_beta_1_t"], c["one_minus_beta_2_t"])):
+            return var
         m.assign_add((grad - m) * c["one_minus_beta_1_t"])
         v.assign_add((grad * grad - v) * c["one_minus_beta_2_t"])
         if self.amsgrad:

@@ -591,4 +591,37 @@ def _initial_value(initializer, var, shape, dtype=None):
     return initializer
 
 
+_OPTIMIZER_CPU = []  # kernels.optimizer_cpu, imported on first use (Numba loads then)
+
+
+def _optimizer_cpu():
+    if not _OPTIMIZER_CPU:
+        from ...kernels import optimizer_cpu
+
+        _OPTIMIZER_CPU.append(optimizer_cpu)
+    return _OPTIMIZER_CPU[0]
+
+
+def fused_cpu_update(kernel_name, grad, variables, coefficients, *static) -> bool:
+    """Update ``variables`` (the variable, then its slots) with the one-pass CPU kernel
+    ``kernels.optimizer_cpu.<kernel_name>(*buffers, g, coef, *static)``, ``coef`` being
+    ``coefficients`` in the variables' dtype. Each buffer is written in place where
+    ``Variable._buffer_for_update`` allows, else a fresh one is written and then installed.
+    Returns False, with nothing done, unless the gradient and every variable hold numpy
+    C-contiguous float32/float64 arrays of one dtype and shape (cupy, float16 and the rest
+    take the ops)."""
+    g = getattr(grad, "_value", None)
+    if g is None:
+        return False
+    k = _optimizer_cpu()
+    if not k.fits(g, *[x._value for x in variables]):
+        return False
+    buffers = [x._buffer_for_update() for x in variables]
+    getattr(k, kernel_name)(*[b.reshape(-1) for b in buffers], g.reshape(-1),
+                            np.array(coefficients, dtype=g.dtype), *static)
+    for x, b in zip(variables, buffers):
+        x._install_buffer(b)
+    return True
+
+
 Optimizer = OptimizerV2

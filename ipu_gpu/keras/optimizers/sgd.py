@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...core.tensor import Tensor
-from .optimizer_v2 import OptimizerV2
+from .optimizer_v2 import OptimizerV2, fused_cpu_update
 
 
 class SGD(OptimizerV2):
@@ -51,9 +51,14 @@ class SGD(OptimizerV2):
         c = self._coefficients(var, apply_state)
         lr = c["lr_t"]
         if not self._momentum:
+            if fused_cpu_update("sgd", grad, (var,), (lr,)):
+                return var
             return var.assign_sub(grad * lr)
         accum = self.get_slot(var, "momentum")
         momentum = c["momentum"]
+        if fused_cpu_update("momentum", grad, (var, accum), (lr, momentum),
+                            bool(self.nesterov)):
+            return var
         accum.assign(accum * momentum - grad * lr)
         if self.nesterov:
             return var.assign_add(accum * momentum - grad * lr)
