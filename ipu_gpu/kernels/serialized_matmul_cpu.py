@@ -6,8 +6,8 @@ preallocated output; twin of serialized_matmul_gpu.
   way, so the result is numpy's unsplit matmul bit for bit. (F slice GEMMs would not give
   the same bits: OpenBLAS's Haswell/Zen sgemm computes rows and columns at the edge of a
   GEMM's register tiles with other kernels, so where the slice borders fall moves bits; and
-  each slice GEMM repacks the whole other operand: 1.14 (m) and 1.10 (n) times one
-  np.matmul at F = 8, 2048^3 float32 on this 2-core AMD EPYC, against 1.02 and 1.01 now.)
+  each slice GEMM repacks the whole other operand: 1.13 (m) and 1.10 (n) times one
+  np.matmul at F = 8, 2048^3 float32 on this 2-core AMD EPYC, against 0.99 for both now.)
 * k-split (``'a_rows_b_columns'``), ((p0 + p1) + p2) + ... with p_i the slice GEMMs: p0 is
   written into ``out``; each later p_i is added by one CBLAS GEMM with beta = 1
   (``out += x_i @ y_i``, ``_blas_gemm``) when that is bitwise ``out + p_i``. OpenBLAS adds a
@@ -18,8 +18,11 @@ preallocated output; twin of serialized_matmul_gpu.
   slices, small products, CBLAS not found, int32, float16, a batch reduction) each later
   p_i goes through one reused output-sized buffer and a separate ``np.add``. The beta = 1
   path saves per slice OpenBLAS's zeroing pass over the buffer and the add's three
-  output-sized passes: F = 8 (s = 256) went from 1.21 to 1.05 times one np.matmul; F = 4 and
-  F = 2 (s = 512, 1024: two or more k-blocks) keep the buffer, at about 1.1.
+  output-sized passes: F = 8 (s = 256) went from 1.20-1.23 to 1.05-1.06 times one np.matmul.
+  F = 4 and F = 2 (s = 512, 1024: two or more k-blocks) need p_i rounded on its own, so
+  they keep the buffer: 1.08-1.11 and 1.04-1.05. (Measured and dropped for them: a buffer
+  kept zeroed for beta = 1 GEMMs with a fused add-and-clear pass, no faster; a 2-thread
+  Numba add, 1.3x, as its spinning OpenMP threads stall the next GEMM.)
 
 No full-size copies of the operands: slices are views (BLAS takes their strides and
 transposes). A product that must be reduced over broadcast batch axes or rounded to float16
