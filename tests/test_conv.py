@@ -624,3 +624,29 @@ def test_public_api_gpu_matches_cpu(seed, cudnn):
     np.testing.assert_allclose(gpu[0], cpu[0], rtol=1e-4, atol=1e-4)
     for a, b in zip(gpu[1], cpu[1]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+# ---- the shift scheme's blocks and grid copies -------------------------------------------------
+@pytest.mark.parametrize("rows,target", [(1, 4096), (5, 2), (7, 1), (26794, 4096), (100, 30),
+                                         (4096, 4096), (4097, 4096)])
+def test_shift_blocks_cover_the_rows_in_whole_rounds(rows, target):
+    nblocks, blk = conv_cpu._blocks(rows, target)
+    starts = [b * blk for b in range(nblocks)]
+    assert starts[-1] < rows <= nblocks * blk  # every block holds rows, and all rows are covered
+    if -(-rows // target) > 1 and rows >= conv_cpu.BLOCK_MULTIPLE * 2:
+        assert nblocks % conv_cpu.BLOCK_MULTIPLE == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_grid_fill_and_crop_match_numpy(dtype):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 5, 7, 4)).astype(dtype)
+    pads = ((2, 1), (0, 3))
+    grid = conv_cpu._padded_grid(x, pads, lead=6)
+    assert not grid[:6].any()
+    np.testing.assert_array_equal(grid[6:].reshape(3, 8, 10, 4), conv_cpu._padded(x, pads))
+    back = np.full_like(x, np.nan)
+    body = grid[6:]
+    for r0 in range(0, body.shape[0], 37):  # in blocks, as the GEMM blocks crop
+        conv_cpu._grid_crop(body, back, r0, min(r0 + 37, body.shape[0]), 8, 10, 2, 0)
+    np.testing.assert_array_equal(back, x)
