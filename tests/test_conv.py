@@ -630,6 +630,7 @@ def test_public_api_gpu_matches_cpu(seed, cudnn):
 @pytest.mark.parametrize("rows,target", [(1, 4096), (5, 2), (7, 1), (26794, 4096), (100, 30),
                                          (4096, 4096), (4097, 4096)])
 def test_shift_blocks_cover_the_rows_in_whole_rounds(rows, target):
+    assert conv_cpu._blocks(0, target) == (1, 0)  # no rows: one empty block
     nblocks, blk = conv_cpu._blocks(rows, target)
     starts = [b * blk for b in range(nblocks)]
     assert starts[-1] < rows <= nblocks * blk  # every block holds rows, and all rows are covered

@@ -315,8 +315,9 @@ def _blocks(rows, target):
     than one block is rounded up to a multiple of BLOCK_MULTIPLE (7 blocks on 2 threads
     take 4 rounds where 8 take 4 too, with 12% less work a block)."""
     nblocks = max(1, -(-rows // max(target, 1)))
-    if nblocks > 1:
-        nblocks = -(-nblocks // BLOCK_MULTIPLE) * BLOCK_MULTIPLE
+    if nblocks == 1:
+        return 1, rows  # also for no rows: one empty block
+    nblocks = -(-nblocks // BLOCK_MULTIPLE) * BLOCK_MULTIPLE
     blk = -(-rows // nblocks)
     return -(-rows // blk), blk
 
