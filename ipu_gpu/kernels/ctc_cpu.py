@@ -311,29 +311,6 @@ def _prefetch_row(row):
         _prefetch_write(row, row.size - 1)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _exp32(v):
-    """float32 exp(v), NaN for NaN; branch-free so that a loop over it vectorises."""
-    x = v if v > _EXP_LO else _EXP_LO  # NaN -> _EXP_LO: keeps the int conversion defined
-    x = x if x < _EXP_HI else _EXP_HI
-    k = np.floor(x * _LOG2E + _HALF)
-    r = x - k * _LN2_HI
-    r = r - k * _LN2_LO
-    y = _P0 * r + _P1
-    y = y * r + _P2
-    y = y * r + _P3
-    y = y * r + _P4
-    y = y * r + _P5
-    y = y * r * r + r + _ONE
-    ki = np.int32(k)  # in [-150, 128]
-    k1 = ki >> 1
-    y = y * _f32_from_bits(np.int32((k1 + _I32_127) << 23))
-    y = y * _f32_from_bits(np.int32((ki - k1 + _I32_127) << 23))
-    y = y if v > _EXP_LO else _ZERO
-    y = y if v < _EXP_HI else _INF32
-    return y if v == v else v
-
-
 @njit(cache=True, nogil=True)
 def _row_max(row):
     """max(row) for a float32 row, NaN if it holds a NaN with the sign bit clear (compared as
@@ -367,9 +344,28 @@ def _sum64(v):
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _exp_row(row, shift, out):
-    """out = exp(row - shift) (float32; the polynomial's multiply-adds fused)."""
+    """out = exp(row - shift) in float32, NaN for NaN; branch-free so that the loop vectorises
+    (the polynomial's multiply-adds fused)."""
     for c in range(row.size):
-        out[c] = _exp32(row[c] - shift)
+        v = row[c] - shift
+        x = v if v > _EXP_LO else _EXP_LO  # NaN -> _EXP_LO: keeps the int conversion defined
+        x = x if x < _EXP_HI else _EXP_HI
+        k = np.floor(x * _LOG2E + _HALF)
+        r = x - k * _LN2_HI
+        r = r - k * _LN2_LO
+        y = _P0 * r + _P1
+        y = y * r + _P2
+        y = y * r + _P3
+        y = y * r + _P4
+        y = y * r + _P5
+        y = y * r * r + r + _ONE
+        ki = np.int32(k)  # in [-150, 128]
+        k1 = ki >> 1
+        y = y * _f32_from_bits(np.int32((k1 + _I32_127) << 23))
+        y = y * _f32_from_bits(np.int32((ki - k1 + _I32_127) << 23))
+        y = y if v > _EXP_LO else _ZERO
+        y = y if v < _EXP_HI else _INF32
+        out[c] = y if v == v else v
 
 
 @njit(cache=True, nogil=True)
@@ -459,6 +455,12 @@ def _beta_step(nxt, b0, b1, b2, skip):
 def _product(out, a, b):
     for j in range(out.size):
         out[j] = a[j] * b[j]
+
+
+@njit(cache=True, nogil=True)
+def _copy(dst, src):
+    for j in range(dst.size):
+        dst[j] = src[j]
 
 
 @njit(cache=True, nogil=True)
@@ -564,7 +566,7 @@ def _ctc_one_fast(data, labels, label_length, data_length, blank, logits, want_g
         _fill(cur[hi + 3:hi + 5], 0.0)
         cw = cur[lo + 2:hi + 3]
         if t == 0:
-            cw[:] = pt[lo:hi + 1]
+            _copy(cw, pt[lo:hi + 1])
         else:
             prev = alpha[t - 1]
             if _alpha_step(cw, prev[lo:hi + 1], prev[lo + 1:hi + 2], prev[lo + 2:hi + 3],
