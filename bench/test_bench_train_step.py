@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from benchutil import require, rng
+from test_bench_mlp import _tape_step
 
 import ipu_gpu as tf
 from ipu_gpu.kernels import conv_cpu
@@ -45,23 +46,8 @@ def _mlp_problem(batch=256, widths=(784, 512, 512, 10)):
 
 
 def _mlp_step(x, y, init):
-    xt, yt = tf.constant(x), tf.constant(y)
-    params = [tf.Variable(a) for a in init]
-
-    def step():
-        with tf.GradientTape() as tape:
-            h = xt
-            for i in range(0, len(params), 2):
-                h = tf.nn.bias_add(tf.matmul(h, params[i]), params[i + 1])
-                if i + 2 < len(params):
-                    h = tf.nn.relu(h)
-            loss = tf.reduce_mean(
-                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yt, logits=h))
-        grads = tape.gradient(loss, params)
-        for v, g in zip(params, grads):
-            v.assign_sub(LR * g)
-        return loss
-    return step
+    """The SGD step of bench/test_bench_mlp.py (the same code users write)."""
+    return _tape_step(tf, tf.constant(x), tf.constant(y), [tf.Variable(a) for a in init], LR)
 
 
 def _mlp_gemms(x, init):
