@@ -518,3 +518,11 @@ def test_built_in_layers_infer_shapes_and_dtypes_exactly():
     assert L.Embedding(5, 3)(ids).dtype == np.float32
     assert L.Rescaling(0.5)(ids).dtype == np.float32
     assert L.Dense(2)(L.Input((3,), dtype="float16")).dtype == np.float32  # autocast
+
+
+@pytest.mark.parametrize("kind", ["sparse", "ragged"])
+def test_sparse_and_ragged_inputs_are_a_documented_limitation(kind):
+    from ipu_gpu.keras.engine.input_layer import InputLayer
+
+    with pytest.raises(NotImplementedError, match="sparse and ragged inputs are not emulated"):
+        InputLayer(input_shape=(3,), **{kind: True})

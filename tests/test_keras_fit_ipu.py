@@ -368,3 +368,16 @@ def test_pipelined_models_train_as_accumulation_over_their_ipus(ipus):
         with pytest.raises(ValueError, match="Current device has 2 IPUs attached, however the "
                                              "current model requires a multiple of 4 IPUs."):
             functional.fit(x, np.zeros((64, 3), "float32"), batch_size=8, verbose=0)
+
+
+@pytest.mark.parametrize("method", ["SUM", "MEAN", "LIST"])
+def test_replicated_metric_reductions_other_than_none_are_a_documented_limitation(ipus, method):
+    ipus(2)
+    x, y = _data()
+    with IPUStrategy().scope():
+        model = _model()
+        _compile(model, 0.1, steps_per_execution=2)
+        model.set_replication_options(replicated_metric_reduction_method=method)
+        with pytest.raises(NotImplementedError, match=f"{method} reduction of replicated "
+                                                      "metrics is not emulated"):
+            model.fit(x, y, batch_size=8, epochs=1, verbose=0)
