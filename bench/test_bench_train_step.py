@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from benchutil import require, rng
-from test_bench_mlp import _tape_step
+from test_bench_mlp import _problem, _tape_step
 
 import ipu_gpu as tf
 from ipu_gpu.kernels import conv_cpu
@@ -34,15 +34,7 @@ LR = 0.01
 
 # ---- the MLP --------------------------------------------------------------------------------
 def _mlp_problem(batch=256, widths=(784, 512, 512, 10)):
-    g = rng(11)
-    x = g.standard_normal((batch, widths[0]), dtype=np.float32)
-    y = g.integers(0, widths[-1], batch).astype(np.int32)
-    params = []
-    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
-        params.append((g.standard_normal((fan_in, fan_out)) * np.sqrt(2.0 / fan_in))
-                      .astype(np.float32))
-        params.append((0.1 * g.standard_normal(fan_out)).astype(np.float32))
-    return x, y, params
+    return _problem(batch, widths)  # test_bench_mlp's inputs and weights
 
 
 def _mlp_step(x, y, init):
