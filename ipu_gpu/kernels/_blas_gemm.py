@@ -60,7 +60,7 @@ def _find():
             fn.restype = None
             limit = np.iinfo(np.int64 if int_t is ctypes.c_int64 else np.int32).max
             if _self_test(fn, np.dtype(dtype)):
-                fns[np.dtype(dtype)] = (fn, limit)
+                fns[np.dtype(dtype)] = (fn, limit, name, int_t)
             break
     return fns
 
@@ -90,6 +90,13 @@ def _functions():
     return _FNS
 
 
+def cblas_gemms() -> dict:
+    """``{dtype: (fn, largest int argument, symbol name, ctypes int type)}``: the self-tested
+    CBLAS ``?gemm`` of numpy's BLAS for float32/float64 (empty when none is found). Looked up
+    once; conv_cpu builds its Numba-callable twins from the same symbols."""
+    return _functions()
+
+
 def available(dtype) -> bool:
     """Whether ``gemm`` can run for ``dtype`` (float32/float64 with CBLAS found)."""
     return np.dtype(dtype) in _functions()
@@ -115,7 +122,7 @@ def gemm(x, y, out, beta) -> bool:
     entry = _functions().get(out.dtype)
     if entry is None or x.dtype != out.dtype or y.dtype != out.dtype:
         return False
-    fn, limit = entry
+    fn, limit = entry[:2]
     m, k = x.shape
     n = y.shape[1]
     if m == 0 or n == 0 or k == 0:

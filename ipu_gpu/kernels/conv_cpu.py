@@ -56,6 +56,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._blas import numpy_blas_library, single_threaded_blas
+from ._blas_gemm import cblas_gemms
 from ._threads import num_threads
 
 SHIFT_MIN_CHANNELS = 16  # below this a per-tap GEMM is too thin: im2col wins
@@ -79,47 +80,17 @@ class _Cblas:
         self.numba_fns = {}
         self.numba_checked = {}
         lib = numpy_blas_library()
-        if lib is None:
-            return
-        for dtype, letter in ((np.float32, "s"), (np.float64, "d")):
-            real = ctypes.c_float if letter == "s" else ctypes.c_double
-            for name, int_t in ((f"scipy_cblas_{letter}gemm64_", ctypes.c_int64),
-                                (f"cblas_{letter}gemm64_", ctypes.c_int64),
-                                (f"scipy_cblas_{letter}gemm", ctypes.c_int),
-                                (f"cblas_{letter}gemm", ctypes.c_int)):
-                fn = getattr(lib, name, None)
-                if fn is None:
-                    continue
-                p = ctypes.c_void_p
-                fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_t, int_t, int_t,
-                               real, p, int_t, p, int_t, real, p, int_t]
-                fn.restype = None
-                limit = np.iinfo(np.int64 if int_t is ctypes.c_int64 else np.int32).max
-                if _self_test(fn, np.dtype(dtype)):
-                    self.fns[np.dtype(dtype)] = (fn, limit)
-                    # the same function for Numba, its pointers typed as integer addresses
-                    # (the same registers in the C calling convention)
-                    nb = lib[name]
-                    nb.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_t, int_t,
-                                   int_t, real, ctypes.c_int64, int_t, ctypes.c_int64, int_t,
-                                   real, ctypes.c_int64, int_t]
-                    nb.restype = None
-                    self.numba_fns[np.dtype(dtype)] = nb
-                break
-
-
-def _self_test(fn, dtype) -> bool:
-    """Whether ``fn`` computes a small product right (a wrong integer width would not)."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((5, 3)).astype(dtype)
-    b = rng.standard_normal((3, 4)).astype(dtype)
-    c = np.zeros((5, 4), dtype)
-    try:
-        fn(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, 5, 4, 3, 1.0, a.ctypes.data, 3, b.ctypes.data, 4,
-           0.0, c.ctypes.data, 4)
-    except Exception:  # a missing or mistyped symbol: use numpy instead
-        return False
-    return bool(np.allclose(c, a @ b, rtol=1e-4, atol=1e-5))
+        for dtype, (fn, limit, name, int_t) in cblas_gemms().items():
+            self.fns[dtype] = (fn, limit)
+            # the same function for Numba, its pointers typed as integer addresses (the same
+            # registers in the C calling convention)
+            real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+            nb = lib[name]
+            nb.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_t, int_t, int_t, real,
+                           ctypes.c_int64, int_t, ctypes.c_int64, int_t, real, ctypes.c_int64,
+                           int_t]
+            nb.restype = None
+            self.numba_fns[dtype] = nb
 
 
 _CBLAS = None
