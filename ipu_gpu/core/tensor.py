@@ -16,9 +16,9 @@ from .spec import TensorShape as _SpecShape
 
 OPS: dict = {}  # op name -> public function behind each operator, filled by ipu_gpu.ops
 _next_id = itertools.count(1).__next__
-# sys.getrefcount of a variable's buffer in Variable._update when the variable alone holds
-# it: the variable's slot, _update's local name and getrefcount's own argument.
-_SOLE_OWNER_REFS = 3
+# sys.getrefcount of a variable's buffer in Variable._owns_buffer when the variable alone
+# holds it: the variable's slot and getrefcount's own argument.
+_SOLE_OWNER_REFS = 2
 
 
 class TensorShape(tuple):
@@ -386,18 +386,22 @@ class Variable(Tensor):
         self._update(self._new_value(delta, "assign_sub"), "subtract")
         return self
 
+    def _owns_buffer(self) -> bool:
+        """Whether the value may be updated in place: nothing but this variable holds the
+        buffer (no read Tensor, view, tape residual or exported array: each would hold a
+        reference), so no earlier read can change, and no emulated program runs (the
+        engine's allocation hook is set then: replicas in threads may update a shared host
+        variable at once, and whole-buffer swaps keep that race as coarse as it was, one
+        replica's update winning, instead of mixing elements). Call it holding no reference
+        to the buffer."""
+        return (_allocation_hook is None and sys.getrefcount(self._value) <= _SOLE_OWNER_REFS
+                and self._value.base is None and getattr(self._value.flags, "writeable", True))
+
     def _update(self, delta, ufunc: str):
-        # In place when nothing but this variable holds the buffer (no read Tensor, view,
-        # tape residual or exported array: each would hold a reference), so no earlier read
-        # can change; otherwise a fresh buffer, as assign. Never while an emulated program
-        # runs (the engine's allocation hook is set then): replicas in threads may update a
-        # shared host variable at once, and whole-buffer swaps keep that race as coarse as
-        # it was (one replica's update wins) instead of mixing elements.
+        in_place = self._owns_buffer() and delta is not self._value
         value = self._value
         xp = np if type(value) is np.ndarray else backend.xp_of(value)
-        if (_allocation_hook is None and sys.getrefcount(value) <= _SOLE_OWNER_REFS
-                and value.base is None
-                and delta is not value and getattr(value.flags, "writeable", True)):
+        if in_place:
             getattr(xp, ufunc)(value, delta, out=value)
         else:
             new = getattr(xp, ufunc)(value, delta)
@@ -406,15 +410,10 @@ class Variable(Tensor):
 
     def _buffer_for_update(self):
         """The array a kernel may write this variable's next value into: its own buffer when
-        ``_update`` would update in place (the same rule), else a fresh copy, which the caller
+        ``_owns_buffer`` (the rule ``_update`` follows), else a fresh copy, which the caller
         installs with ``_install_buffer`` once written, so no earlier read, tape residual or
-        replica thread ever sees a half-written buffer. Hold no other reference to the
-        variable's buffer when calling it."""
-        value = self._value
-        if (_allocation_hook is None and sys.getrefcount(value) <= _SOLE_OWNER_REFS
-                and value.base is None and getattr(value.flags, "writeable", True)):
-            return value
-        return value.copy()
+        replica thread ever sees a half-written buffer."""
+        return self._value if self._owns_buffer() else self._value.copy()
 
     def _install_buffer(self, buffer) -> None:
         """Make ``buffer`` (from ``_buffer_for_update``, written) the value, if it is not
