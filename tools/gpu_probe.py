@@ -1,0 +1,296 @@
+"""Measurements on a real GPU that no pytest row makes (issue 19): CUDA-graph mechanics of
+cupy, replicas overlapping on their streams, infeed copies hidden behind compute, and the
+per-iteration cost of ``loops.repeat`` inside a compiled program.
+
+Run on the GPU machine: ``IPU_GPU_BACKEND=gpu python3 tools/gpu_probe.py [OUT.json]``.
+Prints one line per measurement and writes them all as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+import numpy as np
+
+RESULTS: dict = {}
+
+
+def record(name, **values):
+    RESULTS[name] = values
+    print(f"[probe] {name}: {json.dumps(values, default=str)}", flush=True)
+
+
+def section(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - a probe reports, never stops the others
+        record(fn.__name__, error=f"{type(e).__name__}: {e}",
+               trace=traceback.format_exc()[-1500:])
+    return fn
+
+
+def cupy_capture_mechanics():
+    import cupy
+
+    s = cupy.cuda.Stream(non_blocking=True)
+    record("capture_api", begin_capture_doc=(cupy.cuda.Stream.begin_capture.__doc__ or "")[:600],
+           end_capture_doc=(cupy.cuda.Stream.end_capture.__doc__ or "")[:300],
+           graph_attrs=[a for a in dir(cupy.cuda.graph.Graph) if not a.startswith("__")],
+           runtime_modes=[a for a in dir(cupy.cuda.runtime) if "apture" in a])
+    x = cupy.arange(1 << 20, dtype=cupy.float32)
+    with s:
+        ref = x * 2 + 1
+        s.synchronize()
+        s.begin_capture()
+        y = x * 2 + 1
+        g = s.end_capture()
+        g.launch(stream=s)
+        s.synchronize()
+    record("capture_elementwise", equal=bool((y == ref).all()))
+
+    # a fresh allocation size inside a capture (the pool must cudaMalloc)
+    with s:
+        s.begin_capture()
+        try:
+            z = cupy.empty(123_456_789 // 4, cupy.float32)
+            z.fill(3)
+            g = s.end_capture()
+            g.launch(stream=s)
+            s.synchronize()
+            record("capture_fresh_malloc", ok=True, value=float(z[:1].get()[0]))
+        except Exception as e:  # noqa: BLE001
+            _abort(s)
+            record("capture_fresh_malloc", ok=False, error=f"{type(e).__name__}: {e}")
+
+    # host to device copy of a pageable numpy array inside a capture
+    host = np.full(1000, 5.0, np.float32)
+    with s:
+        s.begin_capture()
+        try:
+            d = cupy.asarray(host)
+            w = d + 1
+            g = s.end_capture()
+            host[:] = 7.0
+            g.launch(stream=s)
+            s.synchronize()
+            record("capture_pageable_h2d", ok=True, replay_value=float(w[:1].get()[0]),
+                   note="6 = value at capture time copied; 8 = host memory read at replay")
+        except Exception as e:  # noqa: BLE001
+            _abort(s)
+            record("capture_pageable_h2d", ok=False, error=f"{type(e).__name__}: {e}")
+
+    # a host read inside a capture
+    with s:
+        s.begin_capture()
+        try:
+            v = float((x * 2)[:1].get()[0])
+            g = s.end_capture()
+            record("capture_host_read", ok=True, value=v)
+        except Exception as e:  # noqa: BLE001
+            _abort(s)
+            record("capture_host_read", ok=False, error=f"{type(e).__name__}: {e}")
+        try:
+            after = float((x + 1)[1:2].get()[0])
+            s.synchronize()
+            record("stream_after_failed_capture", ok=True, value=after)
+        except Exception as e:  # noqa: BLE001
+            record("stream_after_failed_capture", ok=False, error=f"{type(e).__name__}: {e}")
+
+    # cuBLAS in a capture: bitwise the same as eager
+    a = cupy.random.default_rng(0).standard_normal((1024, 1024), dtype=cupy.float32)
+    with s:
+        eager = a @ a
+        s.begin_capture()
+        c = a @ a
+        g = s.end_capture()
+        g.launch(stream=s)
+        s.synchronize()
+    record("capture_cublas", bitwise=bool((c == eager).all()))
+
+    # launch cost of a graph of one tiny kernel
+    with s:
+        t = cupy.zeros(1, cupy.float32)
+        s.begin_capture()
+        t += 1
+        g = s.end_capture()
+        g.upload(stream=s) if hasattr(g, "upload") else None
+        for _ in range(100):
+            g.launch(stream=s)
+        s.synchronize()
+        n = 20000
+        t0 = time.perf_counter()
+        for _ in range(n):
+            g.launch(stream=s)
+        s.synchronize()
+        dt = (time.perf_counter() - t0) / n
+        t1 = time.perf_counter()
+        for _ in range(n):
+            t += 1
+        s.synchronize()
+        de = (time.perf_counter() - t1) / n
+    record("graph_launch_cost", graph_launch_us=dt * 1e6, eager_add_us=de * 1e6,
+           value=float(t.get()[0]))
+
+
+def _abort(s):
+    try:
+        s.end_capture()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _configure(n):
+    from ipu_gpu.emulation import system
+    from ipu_gpu.ipu import config
+
+    system.reset()
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = n
+    cfg.configure_ipu_system()
+
+
+def _compile(fn, inputs=None):
+    from ipu_gpu.ipu import ipu_compiler, scopes
+
+    with scopes.ipu_scope("/device:IPU:0"):
+        return ipu_compiler.compile(fn, inputs)
+
+
+def loop_overhead():
+    import ipu_gpu
+    from ipu_gpu.ipu import loops
+
+    _configure(1)
+    n = 5000
+    x0 = ipu_gpu.constant(np.zeros(4, np.float32))
+    out = {}
+    for what, body, inputs in (("empty", lambda: None, None), ("carry", lambda x: x, [x0]),
+                               ("add_one", lambda x: x + 1.0, [x0])):
+        def prog(body=body, inputs=inputs):
+            return loops.repeat(n, body, inputs)
+        _compile(prog)
+        t0 = time.perf_counter()
+        _compile(prog)
+        out[what] = (time.perf_counter() - t0) / n * 1e6
+    record("loops_repeat_us_per_iteration_uncaptured", **out)
+
+
+def replica_overlap():
+    import cupy
+
+    import ipu_gpu
+    from ipu_gpu.emulation import context
+    from ipu_gpu.ipu import loops
+
+    out = {}
+    for size, k in ((512, 200), (1024, 60), (2048, 12)):
+        a = ipu_gpu.constant(np.random.default_rng(0).standard_normal((size, size))
+                             .astype(np.float32) / np.sqrt(size))
+        for r in (1, 4):
+            _configure(r)
+            spans = {}
+
+            def prog(a=a, k=k, spans=spans):
+                stream = cupy.cuda.get_current_stream()
+                e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+                e0.record(stream)
+                y = loops.repeat(k, lambda x: ipu_gpu.matmul(x, a), [a])
+                e1.record(stream)
+                spans[context.current().replica_index] = (e0, e1)
+                return y
+            _compile(prog)
+            t0 = time.perf_counter()
+            _compile(prog)
+            wall = time.perf_counter() - t0
+            # each replica's span against replica 0's start
+            base = spans[0][0]
+            rel = {i: (cupy.cuda.get_elapsed_time(base, s0), cupy.cuda.get_elapsed_time(base, s1))
+                   for i, (s0, s1) in spans.items()}
+            out[f"n{size}_k{k}_R{r}"] = {"wall_ms": wall * 1e3,
+                                         "spans_ms": {i: [round(v, 3) for v in se]
+                                                      for i, se in sorted(rel.items())}}
+        w1 = out[f"n{size}_k{k}_R1"]["wall_ms"]
+        w4 = out[f"n{size}_k{k}_R4"]["wall_ms"]
+        out[f"n{size}_k{k}_R4_over_R1"] = w4 / w1
+    record("replica_overlap", **out)
+
+
+def infeed_overlap():
+    import cupy
+
+    import ipu_gpu
+    from ipu_gpu.ipu import loops
+    from ipu_gpu.ipu.ipu_infeed_queue import IPUInfeedQueue
+
+    _configure(1)
+    elem = np.random.default_rng(1).standard_normal((4096, 1024)).astype(np.float32)  # 16 MiB
+    w = ipu_gpu.constant(np.random.default_rng(2).standard_normal((1024, 1024))
+                         .astype(np.float32) / 32)
+    steps = 40
+
+    class Endless:
+        def __iter__(self):
+            while True:
+                yield elem
+
+    def body_compute(acc, x, reps):
+        y = x
+        for _ in range(reps):
+            y = ipu_gpu.matmul(y, w)
+        return acc + ipu_gpu.reduce_sum(y)
+
+    out = {}
+    pinned = cupy.cuda.alloc_pinned_memory(elem.nbytes)
+    staged = np.frombuffer(pinned, elem.dtype, elem.size).reshape(elem.shape)
+    staged[...] = elem
+    d = cupy.empty_like(cupy.asarray(elem))
+    s = cupy.cuda.Stream(non_blocking=True)
+    for _ in range(3):
+        d.set(staged, stream=s)
+    s.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        d.set(staged, stream=s)
+    s.synchronize()
+    out["h2d_copy_ms_per_element"] = (time.perf_counter() - t0) / steps * 1e3
+    out["h2d_GBps"] = elem.nbytes / (out["h2d_copy_ms_per_element"] / 1e3) / 1e9
+    for reps in (2, 8):
+        x_dev = ipu_gpu.constant(cupy.asarray(elem))
+        acc0 = ipu_gpu.constant(np.float32(0))
+
+        def compute_only(reps=reps, x_dev=x_dev, acc0=acc0):
+            return loops.repeat(steps, lambda acc: body_compute(acc, x_dev, reps), [acc0])
+        _compile(compute_only)
+        t0 = time.perf_counter()
+        _compile(compute_only)
+        tc = time.perf_counter() - t0
+        q = IPUInfeedQueue(Endless())
+        q.initializer.run()
+
+        def fed(reps=reps, q=q, acc0=acc0):
+            return loops.repeat(steps, lambda acc, x: body_compute(acc, x, reps), [acc0],
+                                infeed_queue=q)
+        _compile(fed)
+        t0 = time.perf_counter()
+        _compile(fed)
+        tf = time.perf_counter() - t0
+        out[f"reps{reps}"] = {"compute_only_ms": tc * 1e3, "infeed_loop_ms": tf * 1e3,
+                              "copies_alone_ms": out["h2d_copy_ms_per_element"] * steps}
+    record("infeed_overlap", **out)
+
+
+def main():
+    for fn in (cupy_capture_mechanics, loop_overhead, replica_overlap, infeed_overlap):
+        t0 = time.perf_counter()
+        section(fn)
+        print(f"[probe] {fn.__name__} took {time.perf_counter() - t0:.1f} s", flush=True)
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as f:
+            json.dump(RESULTS, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
