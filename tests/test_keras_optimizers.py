@@ -514,7 +514,8 @@ def _on_cpu(fn):
 
 @pytest.mark.parametrize("name,kwargs", [
     ("Adam", {"learning_rate": schedules.CosineDecay(0.1, 3)}),
-    ("Nadam", {}), ("SGD", {"momentum": 0.9, "global_clipnorm": 0.5})], ids=str)
+    ("Nadam", {}), ("SGD", {"momentum": 0.9, "global_clipnorm": 0.5})],
+    ids=["Adam-CosineDecay", "Nadam", "SGD-momentum-clipnorm"])  # stable ids: pytest-xdist
 def test_steps_on_each_backend(backend, name, kwargs):
     """The same steps with the variables, slots and hyperparameters on the backend under test
     (GPU: Variables on the device, schedules and coefficients read back) as on the CPU."""

@@ -2,7 +2,7 @@
 # The device check of issue 19, run on the GPU machine from the repository root:
 #   OUT=/some/dir bash tools/gpu_check.sh [tests|bench|probe|demo ...]
 # Logs and JSON go to $OUT; the end of stdout is a short summary.
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 OUT=${OUT:-/tmp/ipu_gpu_out}; mkdir -p "$OUT"
 STEPS=${*:-"facts probe tests demo bench"}
 T_TESTS=${T_TESTS:-150}; T_BENCH=${T_BENCH:-120}; BENCH_K=${BENCH_K:-"not depthwise and not softmax_xent and not infeed and not fixed_width and not test_matmul"}
