@@ -1,14 +1,17 @@
 # ipu_gpu — the commands a new user runs; see README.md
 PY ?= python3
+# extra flags for `python -m venv`: `make demo VENV_FLAGS=--system-site-packages` uses the
+# system python's numpy/numba/cupy (a machine without network; see README.md)
+VENV_FLAGS ?=
 VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test test-gpu test-slow bench lint venv clean
+.PHONY: demo test test-gpu test-slow bench bench-report lint venv clean
 
 $(VPY):
-	$(PY) -m venv $(VENV)
-	$(VPY) -m pip install -q --upgrade pip
+	$(PY) -m venv $(VENV_FLAGS) $(VENV)
+	-$(VPY) -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(VPY)
 	$(VPY) -m pip install -q -e ".[test,ref]"
@@ -16,9 +19,17 @@ $(STAMP): pyproject.toml | $(VPY)
 
 venv: $(STAMP)
 
+# Offline (no index to fetch setuptools or deps from), the install falls back to the build
+# tools and packages already there, and when those cannot build it either (setuptools < 77
+# rejects the SPDX license string), to a .pth line for the repository and an ipu-gpu script.
 DEMO_STAMP := $(VENV)/.installed-base
 $(DEMO_STAMP): pyproject.toml | $(VPY)
-	$(VPY) -m pip install -q -e .
+	$(VPY) -m pip install -q -e . || \
+	    $(VPY) -m pip install -q --no-build-isolation --no-deps -e . || \
+	    { echo "pip could not install ipu_gpu: linking the repository into $(VENV) instead"; \
+	      echo "$(CURDIR)" > "$$($(VPY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/ipu_gpu_repo.pth" && \
+	      printf '#!%s\nimport sys\nfrom ipu_gpu.cli import main\nsys.exit(main())\n' \
+	        "$(CURDIR)/$(VPY)" > $(VENV)/bin/ipu-gpu && chmod +x $(VENV)/bin/ipu-gpu; }
 	touch $(DEMO_STAMP)
 
 ## make demo: install into .venv and train a small MLP with the TF-shaped core
@@ -48,10 +59,21 @@ test-gpu:
 	IPU_GPU_BACKEND=gpu NUMBA_BOUNDSCHECK=1 $(PY) -m pytest -q -m gpu -p no:cacheprovider
 
 ## make bench: run bench/ and rewrite bench/README.md with the ratio table
+# GPU_JSON: the `-m gpu` bench run of a GPU machine, PROBE_JSON: tools/gpu_probe.py's output;
+# when set, their rows and measurements join the report (GPU columns, GPU machine table).
+GPU_JSON ?=
+PROBE_JSON ?=
+REPORT_FLAGS = $(if $(GPU_JSON),--gpu $(GPU_JSON)) $(if $(PROBE_JSON),--probe $(PROBE_JSON))
 bench:
 	@if [ -x $(VPY) ]; then B=$(VPY); else B=$(PY); fi; \
 	$$B -m pytest bench -q --benchmark-enable --benchmark-only --benchmark-json=bench/.last.json -p no:cacheprovider && \
-	$$B bench/report.py bench/.last.json bench/README.md
+	$$B bench/report.py bench/.last.json bench/README.md $(REPORT_FLAGS)
+
+## make bench-report GPU_JSON=... PROBE_JSON=...: rewrite bench/README.md from the last
+## bench run (bench/.last.json) plus a GPU machine's files, without rerunning the benches
+bench-report:
+	@if [ -x $(VPY) ]; then B=$(VPY); else B=$(PY); fi; \
+	$$B bench/report.py bench/.last.json bench/README.md $(REPORT_FLAGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .numba-cache-boundscheck

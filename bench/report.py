@@ -1,6 +1,14 @@
-"""Turn a pytest-benchmark JSON file into bench/README.md (ratio tables).
+"""Turn pytest-benchmark JSON files into bench/README.md (ratio tables).
 
-    python bench/report.py bench/.last.json bench/README.md
+    python bench/report.py CPU.json README.md [--gpu GPU.json] [--probe PROBE.json]
+
+CPU.json is a full ``make bench`` run (bench/.last.json). ``--gpu`` merges the GPU rows
+(ipu_gpu_cupy, torch_cuda, cupy, cupy_copy, ...) of a run on a GPU machine, e.g.
+``IPU_GPU_BACKEND=gpu python3 -m pytest bench -q -m gpu --benchmark-enable
+--benchmark-only --benchmark-json=GPU.json``, into the same groups, so the GPU columns and
+targets are filled; its machine gets a table of its own. ``--probe`` adds the measurements
+of ``tools/gpu_probe.py`` (CUDA graphs, replica and infeed overlap). ``make bench-report
+GPU_JSON=... PROBE_JSON=...`` runs this on bench/.last.json without rerunning the benches.
 
 The whole README is rewritten from the template below on every run; edit the template,
 not the README.
@@ -8,15 +16,19 @@ not the README.
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import sys
 from collections import defaultdict
 
 TEMPLATE = """\
 # Benchmarks
 
-Written by `bench/report.py` from `{json_name}` on {when}. Do not edit by hand:
-`make bench` rewrites this file (the text lives in the template inside `bench/report.py`).
+Written by `bench/report.py` from {sources}.
+Do not edit by hand: `make bench` rewrites this file, and `make bench-report GPU_JSON=...
+PROBE_JSON=...` rewrites it from the last run plus a GPU machine's files (the text lives in
+the template inside `bench/report.py`).
 
 `make bench` times ipu_gpu against numpy, torch and TensorFlow on the CPU, all in one pytest
 run, on the same inputs. On a machine with cupy and a CUDA GPU it also times ipu_gpu on cupy
@@ -50,7 +62,7 @@ as a quick correctness test.
 ## Machine
 
 {machine}
-
+{gpu_machine}
 ## Summary: ipu_gpu time / peer time (median)
 
 {summary}
@@ -58,7 +70,7 @@ as a quick correctness test.
 {target}
 
 {kernel}
-
+{probe}
 ## Every group
 
 {groups}
@@ -66,8 +78,10 @@ as a quick correctness test.
 
 PEER_ORDER = ["torch", "numpy", "tensorflow"]
 GPU_PEERS = ["torch_cuda", "cupy", "cupy_copy"]
+# the device-to-device copy anchors of the summary's last column (names differ per bench file)
+GPU_COPY_PEERS = ("cupy_copy", "copy_cupy")
 IMPL_ORDER = ["ipu_gpu", "kernel", "torch", "numpy", "tensorflow",
-              "ipu_gpu_cupy", "torch_cuda", "cupy"]
+              "ipu_gpu_cupy", "torch_cuda", "cupy", "cupy_copy", "copy_cupy"]
 # The issues' goals: (group prefix, peer, largest allowed ipu_gpu / peer time, what it is).
 TARGETS = [
     ("data-slices_shuffle_batch-", "tensorflow", 1.0, "tf.data from_tensor_slices -> shuffle -> "
@@ -152,13 +166,41 @@ def impl_of(b) -> str:
     return (b.get("extra_info") or {}).get("impl") or (b.get("params") or {}).get("impl", "?")
 
 
-def load(path):
-    with open(path) as f:
-        data = json.load(f)
+def is_gpu_row(b) -> bool:
+    """Whether a benchmark row ran on the GPU: ``extra_info.device`` says so, or its impl
+    names cupy or CUDA (``cupy_copy``/``copy_cupy`` rows are recorded with device "cpu")."""
+    impl = impl_of(b)
+    return (b.get("extra_info") or {}).get("device") == "gpu" or "cupy" in impl or "cuda" in impl
+
+
+def group_rows(data) -> dict:
+    """{group: {impl: benchmark row}} of a pytest-benchmark JSON dict, groups sorted."""
     groups = defaultdict(dict)
     for b in data.get("benchmarks", []):
         groups[b.get("group") or b["name"]][impl_of(b)] = b
-    return data, dict(sorted(groups.items()))
+    return dict(sorted(groups.items()))
+
+
+def load(path):
+    with open(path) as f:
+        data = json.load(f)
+    return data, group_rows(data)
+
+
+def merge_gpu(groups, gpu_groups) -> dict:
+    """``groups`` (the CPU run) with the GPU rows of ``gpu_groups`` (a run on a GPU machine)
+    added to the same groups; a GPU row of the GPU run replaces one of the CPU run. The GPU
+    run's CPU rows, if any, are left out: CPU rows all come from one machine."""
+    merged = {name: dict(rows) for name, rows in groups.items()}
+    for name, rows in gpu_groups.items():
+        for impl, b in rows.items():
+            if is_gpu_row(b):
+                merged.setdefault(name, {})[impl] = b
+    return dict(sorted(merged.items()))
+
+
+def fmt_when(data) -> str:
+    return str(data.get("datetime", "?"))[:19].replace("T", " ") + " UTC"
 
 
 def machine_section(data, groups) -> str:
@@ -188,6 +230,101 @@ def machine_section(data, groups) -> str:
     return "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
+def gpu_machine_section(data, groups, cpu_json="the CPU run", gpu_json="the GPU run") -> str:
+    """The "GPU machine" table: facts from the GPU rows' extra_info of a run on a GPU
+    machine (``groups`` of that run alone), with a line on which rows came from where."""
+    extras = [b.get("extra_info") or {} for rows in groups.values() for b in rows.values()
+              if is_gpu_row(b)]
+    extra = next((e for e in extras if e.get("gpu")), extras[0] if extras else {})
+    mi = data.get("machine_info", {})
+    commit = data.get("commit_info") or {}
+    cpu = extra.get("cpu") or (mi.get("cpu") or {}).get("brand_raw") or mi.get("processor", "?")
+    rows = [
+        ("GPU", extra.get("gpu") or "?"),
+        ("cupy", extra.get("cupy") or "?"),
+        ("torch", extra.get("torch") or "not installed"),
+        ("CPU", cpu),
+        ("cores (os.cpu_count)", extra.get("cores", "?")),
+        ("python", extra.get("python") or mi.get("python_version", "?")),
+        ("numpy", extra.get("numpy", "?")),
+        ("numba", extra.get("numba", "?")),
+        ("commit", (str(commit.get("id") or "?")[:12]
+                    + (" (dirty)" if commit.get("dirty") else ""))),
+        ("date", data.get("datetime", "?")),
+        ("pytest-benchmark", data.get("version", "?")),
+    ]
+    text = (f"The GPU rows of every table below ({len(extras)} rows: `ipu_gpu_cupy`, "
+            f"`torch_cuda`, `cupy`, the `cupy` copy anchors) come from `{gpu_json}`, run on "
+            f"this machine; the CPU rows come from `{cpu_json}`, run on the machine of the "
+            "table above. A ratio is only ever taken between two rows of the same machine.")
+    return (f"## GPU machine\n\n{text}\n\n| | |\n|---|---|\n"
+            + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n")
+
+
+def fmt_num(x: float) -> str:
+    """A float to 3 significant digits, without an exponent between 1e-3 and 1e6."""
+    if not math.isfinite(x) or x == 0:
+        return str(x)
+    if 1e-3 <= abs(x) < 1e6:
+        digits = 2 - math.floor(math.log10(abs(x)))
+        return f"{round(x, digits):.{max(digits, 0)}f}"
+    return f"{x:.3g}"
+
+
+def fmt_value(v) -> str:
+    if isinstance(v, bool) or v is None or isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return fmt_num(v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {fmt_value(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(fmt_value(x) for x in v) + "]"
+    return " ".join(str(v).split())
+
+
+def cell(v, width=200) -> str:
+    """``v`` formatted for one markdown table cell: one line, pipes escaped, shortened."""
+    text = fmt_value(v)
+    if len(text) > width:
+        text = text[:width - 3] + "..."
+    return text.replace("|", "\\|")
+
+
+def probe_section(probe, source="the probe") -> str:
+    """The measurements of tools/gpu_probe.py ({name: {key: value}}), rendered generically:
+    per name, a key/value table of its plain values and a table of its dict values (one row
+    each, a column per inner key); ``trace`` keys are left out, ``error`` shown as an error."""
+    if not probe:
+        return ""
+    out = ["## GPU: CUDA graphs, replica and infeed overlap", "",
+           f"Measured by `tools/gpu_probe.py` on the GPU machine (`{source}`): what no pytest "
+           "row measures. Units are in the names (`_us`, `_ms`, `GBps`; `_over_` is a ratio); "
+           "numbers to 3 significant digits.", ""]
+    for name, vals in probe.items():
+        out += [f"### {name}", ""]
+        if not isinstance(vals, dict):
+            out += [cell(vals), ""]
+            continue
+        vals = {k: v for k, v in vals.items() if k != "trace"}
+        if "error" in vals:
+            out += [f"**error**: {cell(vals.pop('error'), 400)}", ""]
+        plain = {k: v for k, v in vals.items() if not isinstance(v, dict)}
+        nested = {k: v for k, v in vals.items() if isinstance(v, dict)}
+        if plain:
+            out += ["| | |", "|---|---|"]
+            out += [f"| {cell(k)} | {cell(v)} |" for k, v in plain.items()]
+            out.append("")
+        if nested:
+            cols = list(dict.fromkeys(k for v in nested.values() for k in v))
+            out += ["| | " + " | ".join(cell(c) for c in cols) + " |",
+                    "|---|" + "---|" * len(cols)]
+            out += [f"| {cell(k)} | " + " | ".join(cell(v[c]) if c in v else "—" for c in cols)
+                    + " |" for k, v in nested.items()]
+            out.append("")
+    return "\n".join(out)
+
+
 def median(b):
     return b["stats"]["median"] if b else None
 
@@ -215,17 +352,21 @@ def fmt_paired(r_and_flag) -> str:
 
 def summary_section(groups) -> str:
     head = ("| group | ipu_gpu | ipu_gpu / torch | ipu_gpu / numpy | ipu_gpu / tensorflow "
-            "| ipu_gpu(cupy) / torch CUDA | ipu_gpu(cupy) / cupy "
+            "| ipu_gpu(cupy) | ipu_gpu(cupy) / torch CUDA | ipu_gpu(cupy) / cupy "
             "| ipu_gpu(cupy) / cupy copy |\n"
-            "|---|---|---|---|---|---|---|---|")
+            "|---|---|---|---|---|---|---|---|---|")
     lines = []
     for name, rows in groups.items():
         if "ipu_gpu" not in rows and "ipu_gpu_cupy" not in rows:
             continue
         ours = median(rows.get("ipu_gpu"))
+        gpu_ours = median(rows.get("ipu_gpu_cupy"))
+        copy = next((p for p in GPU_COPY_PEERS if p in rows), GPU_COPY_PEERS[0])
         cells = [fmt_time(ours) if ours else "—"]
         cells += [fmt_paired(paired_ratio(rows, "ipu_gpu", p)) for p in PEER_ORDER]
-        cells += [fmt_paired(paired_ratio(rows, "ipu_gpu_cupy", p)) for p in GPU_PEERS]
+        cells += [fmt_time(gpu_ours) if gpu_ours else "—"]
+        cells += [fmt_paired(paired_ratio(rows, "ipu_gpu_cupy", p))
+                  for p in [*GPU_PEERS[:-1], copy]]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return head + "\n" + "\n".join(lines) if lines else "(no ipu_gpu rows in this run)"
 
@@ -311,35 +452,78 @@ def group_table(name, rows) -> str:
     out = [f"### {name}", ""]
     if sizes:
         out += ["sizes: " + ", ".join(f"{k}={v}" for k, v in sizes.items()), ""]
-    out += [f"| implementation | median | IQR | rounds | {ours_impl or 'ours'} / this |",
+    last = f"{ours_impl or 'ours'} / this"
+    if gpu_ours is not None:
+        last += " (GPU rows: ipu_gpu_cupy / this)"
+    out += [f"| implementation | median | IQR | rounds | {last} |",
             "|---|---|---|---|---|"]
     for impl in order:
         st = rows[impl]["stats"]
-        mine = gpu_ours if impl in ("torch_cuda", "cupy", "ipu_gpu_cupy") else ours
+        mine = gpu_ours if is_gpu_row(rows[impl]) else ours
         out.append(f"| {impl} | {fmt_time(st['median'])} | {fmt_time(st['iqr'])} | "
                    f"{st['rounds']} | {fmt_ratio(ratio(mine, st['median']))} |")
     return "\n".join(out)
 
 
-def main(argv):
-    if len(argv) != 3:
-        print(__doc__)
-        return 2
-    data, groups = load(argv[1])
-    text = TEMPLATE.format(
-        json_name=argv[1].split("/")[-1] if "/" in argv[1] else argv[1],
-        when=str(data.get("datetime", "?"))[:19].replace("T", " ") + " UTC",
-        machine=machine_section(data, groups),
+def base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def render(data, groups, cpu_json="bench.json", gpu=None, gpu_json="gpu.json", probe=None,
+           probe_json="probe.json") -> str:
+    """(README text, merged groups): ``data``/``groups`` the CPU run (its JSON dict and
+    ``group_rows``), ``gpu`` the JSON dict of a run on a GPU machine whose GPU rows join the
+    groups, ``probe`` the dict tools/gpu_probe.py wrote."""
+    sources = f"`{cpu_json}` (run on {fmt_when(data)})"
+    gpu_machine = ""
+    if gpu is not None:
+        gpu_groups = group_rows(gpu)
+        gpu_machine = "\n" + gpu_machine_section(gpu, gpu_groups, cpu_json, gpu_json)
+        sources = (f"`{cpu_json}` (the CPU rows, run on {fmt_when(data)} on the machine of "
+                   f"the first table) and `{gpu_json}` (the GPU rows, run on {fmt_when(gpu)} "
+                   "on the GPU machine of the second table)")
+        machine = machine_section(data, groups)
+        groups = merge_gpu(groups, gpu_groups)
+    else:
+        machine = machine_section(data, groups)
+    if probe:
+        sources += f", with the GPU probe `{probe_json}` (tools/gpu_probe.py)"
+    return TEMPLATE.format(
+        sources=sources,
+        machine=machine,
+        gpu_machine=gpu_machine,
         summary=summary_section(groups),
         target="\n\n".join(filter(None, [
             "\n".join(filter(None, [target_section(groups), per_call_section(groups)])),
             dispatch_section(groups)])),
         kernel=kernel_section(groups),
+        probe=("\n" + probe_section(probe, probe_json) + "\n") if probe else "",
         groups="\n\n".join(group_table(n, r) for n, r in groups.items()),
-    )
-    with open(argv[2], "w") as f:
+    ), groups
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="report.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cpu_json", help="pytest-benchmark JSON of the full run (bench/.last.json)")
+    ap.add_argument("readme", help="the README to (re)write (bench/README.md)")
+    ap.add_argument("--gpu", metavar="GPU.json",
+                    help="pytest-benchmark JSON of the -m gpu run on a GPU machine")
+    ap.add_argument("--probe", metavar="PROBE.json", help="JSON written by tools/gpu_probe.py")
+    args = ap.parse_args(argv[1:])
+    data, groups = load(args.cpu_json)
+    gpu = probe = None
+    if args.gpu:
+        with open(args.gpu) as f:
+            gpu = json.load(f)
+    if args.probe:
+        with open(args.probe) as f:
+            probe = json.load(f)
+    text, groups = render(data, groups, base(args.cpu_json), gpu,
+                          base(args.gpu or "gpu.json"), probe, base(args.probe or "probe.json"))
+    with open(args.readme, "w") as f:
         f.write(text)
-    print(f"wrote {argv[2]}: {len(groups)} groups")
+    print(f"wrote {args.readme}: {len(groups)} groups")
     print(summary_section(groups))
     print(target_section(groups))
     print(per_call_section(groups))
