@@ -95,3 +95,47 @@ def kernels_for(family: str, xp):
     """The kernel module ``ipu_gpu.kernels.<family>_cpu`` or ``_gpu`` for arrays of ``xp``."""
     side = "cpu" if xp is numpy else "gpu"
     return importlib.import_module(f"ipu_gpu.kernels.{family}_{side}")
+
+
+_side_streams = None  # per thread: the stream host copies take while a graph is captured
+
+
+def to_device(xp, a):
+    """``xp.asarray(a)`` for a host array ``a``. While the calling thread captures a CUDA
+    graph (``core.capture``), cupy refuses host copies on the capturing stream: the copy then
+    runs on a side stream and completes here, so the graph reads its result as a constant,
+    as a traced program holds a constant. 0-d arrays (the Python numbers beside tensors in
+    ``lr * g``) are uploaded once per value and device and shared: nothing writes into them."""
+    from . import capture
+
+    if xp is numpy:
+        return a
+    if a.ndim == 0:  # a Python number beside a tensor: one upload per value, not per op
+        key = (xp.cuda.runtime.getDevice(), a.dtype.str, a.tobytes())
+        out = _device_scalars.get(key)
+        if out is None:
+            if len(_device_scalars) >= 4096:
+                _device_scalars.clear()
+            out = _device_scalars[key] = _upload(xp, a, True)  # complete before shared
+        return out
+    return _upload(xp, a, capture.capturing())
+
+
+_device_scalars: dict = {}  # (device, dtype, bytes) -> a 0-d device array nobody writes
+
+
+def _upload(xp, a, side_stream: bool):
+    if not side_stream:
+        return xp.asarray(a)
+    global _side_streams
+    if _side_streams is None:
+        import threading
+
+        _side_streams = threading.local()
+    stream = getattr(_side_streams, "stream", None)
+    if stream is None:
+        stream = _side_streams.stream = xp.cuda.Stream(non_blocking=True)
+    with stream:
+        out = xp.asarray(a)
+    stream.synchronize()
+    return out

@@ -147,7 +147,7 @@ def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_ten
     elif isinstance(value, (numbers.Number, list, tuple)):
         a = _python_value_array(value, dtype, op, arg)
         target_xp = xp if xp is not None else backend.default_xp()
-        return a if target_xp is np else target_xp.asarray(a)
+        return a if target_xp is np else backend.to_device(target_xp, a)
     elif hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
         try:
             a = _from_dlpack(value)
@@ -226,7 +226,7 @@ def _constant_array(value, dtype, shape):
         a = to_array(value, None, arg="value", op="constant")
         a = a.copy() if d is None or a.dtype == d else to_array(a, d)
     if xp is not np and not backend.is_cupy_array(a):
-        a = xp.asarray(a)
+        a = backend.to_device(xp, a)
     elif xp is np and backend.is_cupy_array(a):
         a = a.get()
     if shape is not None:

@@ -164,7 +164,7 @@ def _convert_value(x, follow_dtype, arg, op, xp):
             big = _FLOAT_MAX[follow_dtype] = float(np.finfo(follow_dtype).max)
         if -big <= x <= big:  # else: the overflow to inf below, as TF, without the warning
             a = np.array(x, dtype=follow_dtype)
-            return a if xp is None or xp is np else xp.asarray(a)
+            return a if xp is None or xp is np else backend.to_device(xp, a)
     if follow_dtype is not None and isinstance(x, (bool, int, float, list, tuple, np.generic)):
         natural = to_array(x, arg=arg, op=op, xp=np)
         if natural.dtype.kind == "f" and follow_dtype.kind in "iub":
@@ -177,7 +177,7 @@ def _convert_value(x, follow_dtype, arg, op, xp):
             # a float converts from the value itself: 0.1 must not pass through float32
             a = (np.asarray(x, dtype=follow_dtype) if natural.dtype.kind == "f"
                  else natural.astype(follow_dtype))
-        return a if xp is None or xp is np else xp.asarray(a)
+        return a if xp is None or xp is np else backend.to_device(xp, a)
     return to_array(x, arg=arg, op=op, xp=xp)
 
 

@@ -94,6 +94,24 @@ def set_allocation_hook(hook) -> None:
     _allocation_hook = hook
 
 
+_write_hook = None  # called with a Variable about to get a new buffer (core/capture.py)
+
+
+def set_write_hook(hook) -> None:
+    """Install ``hook(variable)``, called before a Variable's buffer is replaced (None
+    removes it); installed while a CUDA-graph recorder is active."""
+    global _write_hook
+    _write_hook = hook
+
+
+def _host_read() -> None:
+    """A device tensor is read on the host: a replayed CUDA graph could not repeat that."""
+    if _write_hook is not None:  # a recorder is active somewhere
+        from .capture import refuse
+
+        refuse("a host read of a device tensor")
+
+
 def wrap(value, node_id: int | None = None) -> Tensor:
     """A Tensor around ``value`` (a numpy/cupy array) without copying or checking."""
     t = object.__new__(Tensor)
@@ -144,12 +162,14 @@ class Tensor:
         """A numpy copy of the value (``# syncs device`` for a GPU tensor)."""
         v = self._value
         if backend.is_cupy_array(v):
+            _host_read()
             return v.get()
         return np.array(v, copy=True)
 
     def __array__(self, dtype=None, copy=None):
         v = self._value
         if backend.is_cupy_array(v):
+            _host_read()
             v = v.get()  # syncs device
         if dtype is not None and v.dtype != dtype:
             return v.astype(dtype)
@@ -202,6 +222,8 @@ class Tensor:
         if self._value.size != 1:
             raise ValueError(f"only a one-element Tensor converts to {kind.__name__}, got shape "
                              f"{tuple(self._value.shape)}")
+        if _write_hook is not None and backend.is_cupy_array(self._value):
+            _host_read()
         return kind(self._value.reshape(()).item())
 
     def __bool__(self) -> bool:
@@ -373,6 +395,8 @@ class Variable(Tensor):
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Set the value; shape and dtype stay fixed. Returns the variable."""
         v = self._new_value(value, "assign")
+        if _write_hook is not None:
+            _write_hook(self)
         self._value = v if isinstance(value, (bool, int, float, list, tuple)) else v.copy()
         return self
 
@@ -405,6 +429,8 @@ class Variable(Tensor):
             getattr(xp, ufunc)(value, delta, out=value)
         else:
             new = getattr(xp, ufunc)(value, delta)
+            if _write_hook is not None:
+                _write_hook(self)
             # numpy gives a 0-d result as a scalar: keep the variable's value an array
             self._value = np.asarray(new) if xp is np else new
 
@@ -419,6 +445,8 @@ class Variable(Tensor):
         """Make ``buffer`` (from ``_buffer_for_update``, written) the value, if it is not
         already."""
         if buffer is not self._value:
+            if _write_hook is not None:
+                _write_hook(self)
             self._value = buffer
 
     def read_value(self) -> Tensor:

@@ -37,7 +37,7 @@ import contextlib
 import threading
 import weakref
 
-from ..core import nest
+from ..core import capture, nest
 from ..core import tensor as core_tensor
 from ..core.tensor import Tensor
 from . import context, placement
@@ -102,6 +102,7 @@ class Program:
         replica raises RuntimeError (divergent control flow)."""
         if self._barrier is None:
             return [value]
+        capture.refuse("a cross-replica exchange (replicas meet on the host)")
         k = self._count[replica]
         self._count[replica] = k + 1
         buf = self._slots[k & 1]

@@ -34,6 +34,7 @@ import threading
 import numpy as np
 
 from ..core import backend as _backend
+from ..core import capture as _capture
 from ..core import nest as _nest
 from ..core.tensor import Tensor, wrap
 from ..emulation import context as _context
@@ -164,6 +165,7 @@ class IPUOutfeedQueue:
         Returns an operation (already run); return it from the loop body after the tensors,
         as with the SDK.
         """
+        _capture.refuse("an outfeed enqueue (the host keeps every enqueued value)")
         ctx = _context.current()
         n_rep, r = (1, 0) if ctx is None else (int(ctx.replication_factor),
                                                int(ctx.replica_index))

@@ -1,7 +1,9 @@
 """``tensorflow.python.ipu.loops``: on-device loops.
 
 The emulator runs the loop at once in the calling replica's context (inside
-``ipu_compiler.compile``; on the host it simply runs there). With ``infeed_queue`` each
+``ipu_compiler.compile``; on the host it simply runs there). On a GPU, ``repeat`` inside a
+program runs its body once and replays the rest from a CUDA graph where it can
+(``emulation/graph_replay.py``). With ``infeed_queue`` each
 iteration takes the next element for this replica from the queue (``_next_element()``): a
 tuple/list element is appended to the body's positional arguments after the loop-carried
 values, a dict with string keys is passed as keyword arguments, anything else is one more
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from ..core.convert import convert_to_tensor
 from ..core.tensor import Tensor
-from ..emulation import context, engine
+from ..emulation import context, engine, graph_replay
 
 __all__ = ["repeat", "while_loop"]
 
@@ -42,23 +44,35 @@ def _loop(condition, body, inputs, infeed_queue, maximum_iterations):
     in_shapes = [tuple(v.shape) for v in values]
     ctx = context.current()
     program = None if ctx is None else ctx.program
-    i = 0
-    while maximum_iterations is None or i < maximum_iterations:
+
+    def check_cancelled():
         if program is not None and program.cancelled:
             program.check_cancelled()
-        if condition is not None and not bool(condition(*values)):
-            break
+
+    def fetch():
+        return None if infeed_queue is None else infeed_queue._next_element()
+
+    def apply(values, element):
         if infeed_queue is None:
             outputs = body(*values)
+        elif isinstance(element, dict) and all(isinstance(k, str) for k in element):
+            outputs = body(*values, **element)
+        elif isinstance(element, (list, tuple)):
+            outputs = body(*values, *element)
         else:
-            element = infeed_queue._next_element()
-            if isinstance(element, dict) and all(isinstance(k, str) for k in element):
-                outputs = body(*values, **element)
-            elif isinstance(element, (list, tuple)):
-                outputs = body(*values, *element)
-            else:
-                outputs = body(*values, element)
-        values = _body_outputs(outputs, in_types, in_shapes)
+            outputs = body(*values, element)
+        return _body_outputs(outputs, in_types, in_shapes)
+
+    if condition is None:  # repeat: a static trip count, replayed from a CUDA graph on a GPU
+        if maximum_iterations == 0 and infeed_queue is not None:
+            raise ValueError("The infeed queue has not been dequeued.")
+        return graph_replay.repeat(maximum_iterations, values, fetch, apply, check_cancelled)
+    i = 0
+    while maximum_iterations is None or i < maximum_iterations:
+        check_cancelled()
+        if not bool(condition(*values)):
+            break
+        values = apply(values, fetch())
         i += 1
     if infeed_queue is not None and i == 0:
         raise ValueError("The infeed queue has not been dequeued.")

@@ -14,6 +14,23 @@ def _mT(xp, x):
     return xp.swapaxes(x, -1, -2)
 
 
+_cublas = None
+
+
+def _mm(xp, x, y):
+    """x @ y: numpy's BLAS, or on the GPU cuBLAS called directly (``kernels/cublas_gpu``: a
+    GEMM a CUDA graph can capture), cupy.matmul for the dtypes it does not cover."""
+    if xp is np or getattr(xp, "__name__", "") != "cupy":  # numpy, or Tensors (nested tapes)
+        return xp.matmul(x, y)
+    global _cublas
+    if _cublas is None:
+        from ..kernels import cublas_gpu as _cublas_module
+
+        _cublas = _cublas_module
+    out = _cublas.matmul(x, y)
+    return xp.matmul(x, y) if out is None else out
+
+
 def _check(a, b, *, transpose_a, transpose_b):
     require_same_dtype("matmul", _AB, a, b)
     if a.dtype.kind not in "fi":
@@ -39,19 +56,19 @@ def _check(a, b, *, transpose_a, transpose_b):
 def _forward(k, xp, a, b, *, transpose_a, transpose_b):
     x = _mT(xp, a) if transpose_a else a
     y = _mT(xp, b) if transpose_b else b
-    return xp.matmul(x, y), (a, b)
+    return _mm(xp, x, y), (a, b)
 
 
 def _grad_a(xp, a, b, g, transpose_a, transpose_b):
     if not transpose_a:
-        return xp.matmul(g, b if transpose_b else _mT(xp, b))
-    return xp.matmul(_mT(xp, b), _mT(xp, g)) if transpose_b else xp.matmul(b, _mT(xp, g))
+        return _mm(xp, g, b if transpose_b else _mT(xp, b))
+    return _mm(xp, _mT(xp, b), _mT(xp, g)) if transpose_b else _mm(xp, b, _mT(xp, g))
 
 
 def _grad_b(xp, a, b, g, transpose_a, transpose_b):
     if not transpose_b:
-        return xp.matmul(a if transpose_a else _mT(xp, a), g)
-    return xp.matmul(_mT(xp, g), _mT(xp, a)) if transpose_a else xp.matmul(_mT(xp, g), a)
+        return _mm(xp, a if transpose_a else _mT(xp, a), g)
+    return _mm(xp, _mT(xp, g), _mT(xp, a)) if transpose_a else _mm(xp, _mT(xp, g), a)
 
 
 def _backward(k, xp, res, g, *, transpose_a, transpose_b, needed=(True, True)):

@@ -46,7 +46,7 @@ import weakref
 
 import numpy as np
 
-from ..core import backend, dtypes
+from ..core import backend, capture, dtypes
 from ..core.convert import to_array
 from ..core.allocation import check_allocation
 from ..core.registry import register
@@ -354,6 +354,7 @@ def stateful_seeds(op_seed) -> _Seeds:
 def reserve(op_key, seeds: _Seeds, blocks: int):
     """(philox key, first counter) for a stateful op that reserves ``blocks`` counter values,
     advancing its kernel's counter (TF's ``GuardedPhiloxRandom::ReserveSamples128``)."""
+    capture.refuse("a stateful random op (its Philox counter advances on the host)")
     if seeds.replica is not None:
         return _replica_reserve(seeds.replica, blocks)
     seed1, seed2 = seeds.pair
