@@ -159,23 +159,45 @@ def _compile(fn, inputs=None):
         return ipu_compiler.compile(fn, inputs)
 
 
+def _timed_program(prog, graphs: str):
+    """(seconds of the second compile-and-run of ``prog``, the loop report inside it)."""
+    import os
+
+    from ipu_gpu.emulation import graph_replay
+
+    os.environ["IPU_GPU_LOOP_GRAPHS"] = graphs
+    reports = []
+
+    def wrapped():
+        out = prog()
+        reports.append(graph_replay.last_loop())
+        return out
+    _compile(wrapped)
+    t0 = time.perf_counter()
+    _compile(wrapped)
+    dt = time.perf_counter() - t0
+    os.environ["IPU_GPU_LOOP_GRAPHS"] = "1"
+    rep = reports[-1]
+    return dt, (rep.captured, rep.reason) if rep is not None else None
+
+
 def loop_overhead():
     import ipu_gpu
     from ipu_gpu.ipu import loops
 
     _configure(1)
-    n = 5000
-    x0 = ipu_gpu.constant(np.zeros(4, np.float32))
     out = {}
-    for what, body, inputs in (("empty", lambda: None, None), ("carry", lambda x: x, [x0]),
-                               ("add_one", lambda x: x + 1.0, [x0])):
-        def prog(body=body, inputs=inputs):
-            return loops.repeat(n, body, inputs)
-        _compile(prog)
-        t0 = time.perf_counter()
-        _compile(prog)
-        out[what] = (time.perf_counter() - t0) / n * 1e6
-    record("loops_repeat_us_per_iteration_uncaptured", **out)
+    x0 = ipu_gpu.constant(np.zeros(4, np.float32))
+    for n in (100, 5000):
+        for what, body, inputs in (("empty", lambda: None, None), ("carry", lambda x: x, [x0]),
+                                   ("add_one", lambda x: x + 1.0, [x0])):
+            for graphs in ("1", "0"):
+                def prog(body=body, inputs=inputs, n=n):
+                    return loops.repeat(n, body, inputs)
+                dt, rep = _timed_program(prog, graphs)
+                out[f"{what}_n{n}_graphs{graphs}"] = {"us_per_iteration": dt / n * 1e6,
+                                                      "captured": rep[0], "reason": rep[1]}
+    record("loops_repeat_per_iteration", **out)
 
 
 def replica_overlap():
@@ -186,35 +208,33 @@ def replica_overlap():
     from ipu_gpu.ipu import loops
 
     out = {}
-    for size, k in ((512, 200), (1024, 60), (2048, 12)):
+    for size, k in ((256, 400), (512, 200), (1024, 60), (2048, 12)):
         a = ipu_gpu.constant(np.random.default_rng(0).standard_normal((size, size))
                              .astype(np.float32) / np.sqrt(size))
-        for r in (1, 4):
-            _configure(r)
-            spans = {}
+        for graphs in ("1", "0"):
+            for r in (1, 4):
+                _configure(r)
+                spans = {}
 
-            def prog(a=a, k=k, spans=spans):
-                stream = cupy.cuda.get_current_stream()
-                e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
-                e0.record(stream)
-                y = loops.repeat(k, lambda x: ipu_gpu.matmul(x, a), [a])
-                e1.record(stream)
-                spans[context.current().replica_index] = (e0, e1)
-                return y
-            _compile(prog)
-            t0 = time.perf_counter()
-            _compile(prog)
-            wall = time.perf_counter() - t0
-            # each replica's span against replica 0's start
-            base = spans[0][0]
-            rel = {i: (cupy.cuda.get_elapsed_time(base, s0), cupy.cuda.get_elapsed_time(base, s1))
-                   for i, (s0, s1) in spans.items()}
-            out[f"n{size}_k{k}_R{r}"] = {"wall_ms": wall * 1e3,
-                                         "spans_ms": {i: [round(v, 3) for v in se]
-                                                      for i, se in sorted(rel.items())}}
-        w1 = out[f"n{size}_k{k}_R1"]["wall_ms"]
-        w4 = out[f"n{size}_k{k}_R4"]["wall_ms"]
-        out[f"n{size}_k{k}_R4_over_R1"] = w4 / w1
+                def prog(a=a, k=k, spans=spans):
+                    stream = cupy.cuda.get_current_stream()
+                    e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+                    e0.record(stream)
+                    y = loops.repeat(k, lambda x: ipu_gpu.matmul(x, a), [a])
+                    e1.record(stream)
+                    spans[context.current().replica_index] = (e0, e1)
+                    return y
+                wall, rep = _timed_program(prog, graphs)
+                e_base = spans[0][0]
+                rel = {i: [round(cupy.cuda.get_elapsed_time(e_base, s0), 3),
+                           round(cupy.cuda.get_elapsed_time(e_base, s1), 3)]
+                       for i, (s0, s1) in sorted(spans.items())}
+                out[f"n{size}_k{k}_graphs{graphs}_R{r}"] = {
+                    "wall_ms": wall * 1e3, "captured": rep[0], "spans_ms": str(rel)}
+            w1 = out[f"n{size}_k{k}_graphs{graphs}_R1"]["wall_ms"]
+            w4 = out[f"n{size}_k{k}_graphs{graphs}_R4"]["wall_ms"]
+            out[f"n{size}_k{k}_graphs{graphs}_R4_over_R1"] = {"ratio": w4 / w1,
+                                                              "gflop_R1": 2 * size**3 * k / 1e9}
     record("replica_overlap", **out)
 
 
@@ -263,22 +283,20 @@ def infeed_overlap():
 
         def compute_only(reps=reps, x_dev=x_dev, acc0=acc0):
             return loops.repeat(steps, lambda acc: body_compute(acc, x_dev, reps), [acc0])
-        _compile(compute_only)
-        t0 = time.perf_counter()
-        _compile(compute_only)
-        tc = time.perf_counter() - t0
+        tc, rep_c = _timed_program(compute_only, "1")
         q = IPUInfeedQueue(Endless())
         q.initializer.run()
 
         def fed(reps=reps, q=q, acc0=acc0):
             return loops.repeat(steps, lambda acc, x: body_compute(acc, x, reps), [acc0],
                                 infeed_queue=q)
-        _compile(fed)
-        t0 = time.perf_counter()
-        _compile(fed)
-        tf = time.perf_counter() - t0
+        tf, rep_f = _timed_program(fed, "1")
+        copies = out["h2d_copy_ms_per_element"] * steps / 1e3
         out[f"reps{reps}"] = {"compute_only_ms": tc * 1e3, "infeed_loop_ms": tf * 1e3,
-                              "copies_alone_ms": out["h2d_copy_ms_per_element"] * steps}
+                              "copies_alone_ms": copies * 1e3,
+                              "hidden_fraction_of_smaller": (tc + copies - tf) / min(tc, copies),
+                              "captured_compute": rep_c[0], "captured_fed": rep_f[0],
+                              "reason_fed": rep_f[1]}
     record("infeed_overlap", **out)
 
 
