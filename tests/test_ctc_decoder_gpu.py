@@ -193,6 +193,9 @@ def test_block_size_and_index_range(gpu):
     assert gpu.block_threads(8, 6) == 64
     assert gpu.block_threads(10, 40) == 512
     assert gpu.block_threads(100, 1000) == 1024
+    assert gpu.block_threads(100, 1000, limit=640) == 512  # the kernel's register-bound cap
+    assert gpu.block_threads(10, 40, limit=256) == 256
+    assert gpu.block_threads(1, 2, limit=16) == 32
     lp = np.zeros((2, 1, 2**16), np.float32)
     with pytest.raises(ValueError, match="beam_width"):
         _decode(gpu, lp, [2], 2**16, 0, 1)

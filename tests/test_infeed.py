@@ -750,3 +750,20 @@ def test_ipu_gpu_datasets_feed_programs(fresh_ipu_system):
     # replica 0 takes batches 0, 2 and 4: rows 0-1, 4-5 and 8-9
     rows = [0, 1, 4, 5, 8, 9]
     assert float(total.numpy()) == float(x[rows].sum() + sum(rows))
+
+
+def test_large_leaves_are_staged_in_parallel_chunks_bit_for_bit():
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(3)
+    rng = np.random.default_rng(5)
+    try:
+        for a in (rng.random((2048, 1024)).astype(np.float32),  # 8 MiB: chunked
+                  rng.integers(0, 255, 5_000_011).astype(np.uint8),  # odd length
+                  rng.random((6000, 999))[:, ::2],  # not contiguous: one copy
+                  rng.random((3, 4))):  # small: one copy
+            staging = np.empty(a.shape, a.dtype)
+            ipu_infeed_queue._stage(pool, staging, a)
+            assert staging.tobytes() == np.ascontiguousarray(a).tobytes()
+    finally:
+        pool.shutdown()

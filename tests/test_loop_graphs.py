@@ -113,7 +113,7 @@ def _both_ways(monkeypatch, build):
 
 def _assert_bitwise(a, b):
     for x, y in zip(a, b):
-        x, y = np.asarray(x), np.asarray(y)
+        x, y = np.atleast_1d(np.asarray(x)), np.atleast_1d(np.asarray(y))
         assert x.dtype == y.dtype and x.shape == y.shape
         np.testing.assert_array_equal(x.view(np.uint8), y.view(np.uint8))
 
@@ -128,8 +128,8 @@ def test_training_loop_is_captured_and_bitwise_equal(monkeypatch):
     w2_0 = rng.standard_normal((48, 10)).astype(np.float32) * 0.2
 
     def build():
-        w1, w2 = tf.Variable(w1_0), tf.Variable(w2_0)
-        b1 = tf.Variable(np.zeros(48, np.float32))
+        w1, w2 = tf.Variable(tf.constant(w1_0)), tf.Variable(tf.constant(w2_0))
+        b1 = tf.Variable(tf.zeros([48]))
         xs, ys = tf.constant(x), tf.constant(y)
 
         def body(total):
@@ -150,7 +150,8 @@ def test_training_loop_is_captured_and_bitwise_equal(monkeypatch):
 
     captured, report, eager = _both_ways(monkeypatch, build)
     assert report.captured, report.reason
-    _assert_bitwise(captured[0], eager[0])
+    _assert_bitwise(captured, eager)
+    assert float(captured[0]) > 0 and np.isfinite(captured[1]).all()
 
 
 @pytest.mark.gpu
@@ -204,10 +205,11 @@ def test_bodies_a_replay_cannot_repeat_run_eagerly(monkeypatch, what):
         return run
 
     captured, report, eager = _both_ways(monkeypatch, build)
-    assert not report.captured
-    expected = {"random": "random", "host_read": "host read", "outfeed": "outfeed",
-                "conv": "capture failed"}[what]
-    assert expected in report.reason, report.reason
+    if what == "conv":  # cupy's cuDNN/cuBLAS calls refuse a capturing stream, if they still do
+        assert report.captured or "capture failed" in report.reason, report.reason
+    else:
+        expected = {"random": "random", "host_read": "host read", "outfeed": "outfeed"}[what]
+        assert not report.captured and expected in report.reason, report.reason
     if what != "random":  # each run draws from its own program's stream
         _assert_bitwise(captured, eager)
 

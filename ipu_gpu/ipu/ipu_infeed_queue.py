@@ -358,6 +358,23 @@ class _HostCopier:
         pass
 
 
+_PARALLEL_STAGING_BYTES = 4 << 20  # larger leaves are staged by several threads at once
+
+
+def _stage(pool, staging, a) -> None:
+    """staging[...] = a; a large C-contiguous leaf in chunks on ``pool``'s threads (numpy
+    releases the GIL while copying): one thread's memcpy, not the DMA, bounds a feed of
+    large host elements."""
+    if pool is None or a.nbytes < _PARALLEL_STAGING_BYTES or not a.flags.c_contiguous:
+        np.copyto(staging, a)
+        return
+    src, dst = a.reshape(-1).view(np.uint8), staging.reshape(-1).view(np.uint8)
+    n = pool._max_workers
+    bounds = [len(src) * i // n for i in range(n + 1)]
+    list(pool.map(lambda i: np.copyto(dst[bounds[i]:bounds[i + 1]], src[bounds[i]:bounds[i + 1]]),
+                  range(n)))
+
+
 class _GpuCopier:
     """Copies onto the current GPU on a private non-blocking stream via pinned staging."""
 
@@ -366,6 +383,7 @@ class _GpuCopier:
         self.device = self.cupy.cuda.Device()
         self.stream = None
         self._staging: dict = {}  # (index) -> pinned numpy array
+        self._pool = None  # threads staging large leaves, made on first need
 
     def _pinned(self, index, a):
         buf = self._staging.get(index)
@@ -387,7 +405,14 @@ class _GpuCopier:
                         out.append(cupy.array(a, copy=True))
                     else:
                         staging = self._pinned(i, a)
-                        np.copyto(staging, a)
+                        if self._pool is None and a.nbytes >= _PARALLEL_STAGING_BYTES:
+                            import concurrent.futures
+                            import os
+
+                            workers = max(1, min(4, (os.cpu_count() or 1) // 2))
+                            self._pool = concurrent.futures.ThreadPoolExecutor(
+                                workers, thread_name_prefix="ipu_gpu-infeed-staging")
+                        _stage(self._pool, staging, a)
                         d = cupy.empty(a.shape, a.dtype)
                         d.set(staging, stream=self.stream)
                         out.append(d)
@@ -396,6 +421,9 @@ class _GpuCopier:
 
     def close(self):
         self._staging.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
 
 
 # ---------------------------------------------------------------------------------------------

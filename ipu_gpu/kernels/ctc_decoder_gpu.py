@@ -32,10 +32,12 @@ def _kernel(name: str):
     return _KERNELS[name]
 
 
-def block_threads(beam_width: int, num_classes: int) -> int:
+def block_threads(beam_width: int, num_classes: int, limit: int = MAX_THREADS) -> int:
     """Threads per block: the power of two covering the W * C candidates of a step, in
-    [32, 1024]."""
-    n = min(beam_width * num_classes, MAX_THREADS)
+    [32, 1024], and at most ``limit`` (the kernel's ``max_threads_per_block`` on the device:
+    its register use caps it below 1024 on some GPUs; every loop strides by the block)."""
+    cap = 1 << (max(min(limit, MAX_THREADS), MIN_THREADS).bit_length() - 1)
+    n = min(beam_width * num_classes, cap)
     return max(MIN_THREADS, 1 << max(n - 1, 0).bit_length())
 
 
@@ -61,8 +63,9 @@ def ctc_beam_search(log_probs, lengths, beam_width, blank, probs, out_lengths, d
     state_ws = cupy.empty((batch, 9, w), cupy.float32)
     int_ws = cupy.empty((batch, c * w + c + 2 * w), cupy.int32)
     key_ws = cupy.empty((batch, w), cupy.uint64)
-    _kernel("ipu_ctc_beam_search_f32")(
-        (batch,), (block_threads(w, c),),
+    kernel = _kernel("ipu_ctc_beam_search_f32")
+    kernel(
+        (batch,), (block_threads(w, c, kernel.max_threads_per_block),),
         (log_probs, lengths, np.int32(max_t), np.int32(batch), np.int32(c), np.int32(w),
          np.int32(blank), np.int32(top_paths), prefix_ws, plen_ws, hash_ws, state_ws,
          int_ws, key_ws, probs, out_lengths, decoded))

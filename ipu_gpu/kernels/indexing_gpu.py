@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import cupy
-import cupyx
 import numpy as np
 
 from . import embedding_gpu
@@ -37,9 +36,9 @@ def scatter_add_rows(grad, ids, out):
     if rows == 0 or ids.shape[0] == 0 or out.shape[1] == 0:
         return out
     if out.dtype not in (np.float16, np.float32, np.float64):
-        # cupyx.scatter_add wraps out-of-range ids into range: send them to row 0 with zeros
+        # cupy.add.at wraps out-of-range ids into range: send them to row 0 with zeros
         valid = (ids >= 0) & (ids < rows)
-        cupyx.scatter_add(out, cupy.where(valid, ids, 0), cupy.where(valid[:, None], grad, 0))
+        cupy.add.at(out, cupy.where(valid, ids, 0), cupy.where(valid[:, None], grad, 0))
         return out
     if ids.dtype != np.int32:
         if rows > np.iinfo(np.int32).max:
@@ -54,5 +53,5 @@ def scatter_add_rows(grad, ids, out):
 
 def index_add(out, key, grad):
     """out[key] += grad with repeated indices accumulating."""
-    cupyx.scatter_add(out, key, grad)
+    cupy.add.at(out, key, grad)
     return out

@@ -953,7 +953,9 @@ def linspace(start, stop, num, name=None, axis=0) -> Tensor:
     """
     n = _int_scalar("linspace", "num", num)
     arrays = [getattr(v, "_value", v) for v in (start, stop)]
-    anchor = next((v for v in arrays if hasattr(v, "dtype") and hasattr(v, "ndim")), None)
+    # an array places the output; numpy scalars, like Python numbers, take the backend's
+    anchor = next((v for v in arrays if hasattr(v, "dtype") and hasattr(v, "ndim")
+                   and not isinstance(v, np.generic)), None)
     xp = backend.default_xp() if anchor is None else backend.xp_of(anchor)
     start = _as_operand(start, None, "start", xp)
     start_dtype = getattr(start, "dtype", None)

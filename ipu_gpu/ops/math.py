@@ -92,7 +92,19 @@ def _floor_divide(xp, x, y):
 
 
 _FLOORDIV = _binary("floordiv", _floor_divide)
-_FLOORMOD = _binary("floormod", lambda xp, x, y: xp.mod(x, y),
+
+
+def _floor_mod(xp, x, y):
+    r = xp.mod(x, y)
+    if xp is np or x.dtype.kind != "f":
+        return r
+    # cupy gives NaN for a finite x over an infinite y; numpy and TF give x when x is zero or
+    # has y's sign, else y (Python's float modulo)
+    by_inf = xp.isinf(y) & xp.isfinite(x)
+    return xp.where(by_inf, xp.where((x == 0) | (xp.signbit(x) == xp.signbit(y)), x, y), r)
+
+
+_FLOORMOD = _binary("floormod", _floor_mod,
                     lambda xp, g, x, y, z: (g, -g * xp.floor_divide(x, y)))
 
 
