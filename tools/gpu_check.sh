@@ -23,7 +23,7 @@ for step in $STEPS; do
     echo "tests rc=$?"; grep -E "^(FAILED|ERROR)" "$OUT/test.log" | cut -c1-300 | head -60; tail -3 "$OUT/test.log";;
   demo)
     # offline: the venv takes numpy, numba and cupy from the system python
-    { IPU_GPU_BACKEND=gpu timeout "${T_DEMO:-90}" make demo PY=python3 VENV_FLAGS=--system-site-packages
+    { PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 IPU_GPU_BACKEND=gpu timeout "${T_DEMO:-90}" make demo PY=python3 VENV_FLAGS=--system-site-packages
       echo "demo rc=$?"; } > "$OUT/demo.log" 2>&1
     tail -8 "$OUT/demo.log";;
   bench)
