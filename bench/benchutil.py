@@ -63,6 +63,9 @@ def peers() -> Peers:
         torch.manual_seed(SEED)
         p.torch = torch
         p.torch_cuda = bool(torch.cuda.is_available())
+        if p.torch_cuda:  # float32 in float32, as ipu_gpu's GEMMs and convolutions (no TF32)
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
     except ImportError:
         pass
     try:

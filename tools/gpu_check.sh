@@ -22,8 +22,9 @@ for step in $STEPS; do
       -p no:cacheprovider -n 14 --timeout 120 --tb=short -rfE ${TEST_ARGS:-} > "$OUT/test.log" 2>&1
     echo "tests rc=$?"; grep -E "^(FAILED|ERROR)" "$OUT/test.log" | cut -c1-300 | head -60; tail -3 "$OUT/test.log";;
   demo)
-    # offline: the venv takes numpy, numba and cupy from the system python
-    { PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 IPU_GPU_BACKEND=gpu timeout "${T_DEMO:-90}" make demo PY=python3 VENV_FLAGS=--system-site-packages
+    # offline: the demo runs in the image's own environment (which holds numpy, numba, cupy)
+    ENVDIR=$(python3 -c 'import sys; print(sys.prefix)')
+    { PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 IPU_GPU_BACKEND=gpu timeout "${T_DEMO:-90}" make demo VENV="$ENVDIR"
       echo "demo rc=$?"; } > "$OUT/demo.log" 2>&1
     tail -8 "$OUT/demo.log";;
   bench)

@@ -327,7 +327,7 @@ def mlp_training_loop():
 
     rng = np.random.default_rng(0)
     sizes = (784, 512, 512, 10)
-    ws0 = [rng.standard_normal((a, b)).astype(np.float32) * np.sqrt(2 / a)
+    ws0 = [(rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32)
            for a, b in zip(sizes[:-1], sizes[1:])]
     x = rng.standard_normal((256, 784)).astype(np.float32)
     y = rng.integers(0, 10, 256).astype(np.int32)
@@ -391,8 +391,13 @@ def mlp_training_loop():
 
 
 def main():
+    import os
+
+    only = os.environ.get("PROBE_ONLY", "").split(",")
     for fn in (cupy_capture_mechanics, loop_overhead, replica_overlap, infeed_overlap,
                mlp_training_loop):
+        if only != [""] and fn.__name__ not in only:
+            continue
         t0 = time.perf_counter()
         section(fn)
         print(f"[probe] {fn.__name__} took {time.perf_counter() - t0:.1f} s", flush=True)

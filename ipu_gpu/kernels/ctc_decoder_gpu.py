@@ -65,7 +65,7 @@ def ctc_beam_search(log_probs, lengths, beam_width, blank, probs, out_lengths, d
     key_ws = cupy.empty((batch, w), cupy.uint64)
     kernel = _kernel("ipu_ctc_beam_search_f32")
     kernel(
-        (batch,), (block_threads(w, c, kernel.max_threads_per_block),),
+        (batch,), (block_threads(w, c, getattr(kernel, "max_threads_per_block", MAX_THREADS)),),
         (log_probs, lengths, np.int32(max_t), np.int32(batch), np.int32(c), np.int32(w),
          np.int32(blank), np.int32(top_paths), prefix_ws, plen_ws, hash_ws, state_ws,
          int_ws, key_ws, probs, out_lengths, decoded))

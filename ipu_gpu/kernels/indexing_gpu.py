@@ -19,7 +19,7 @@ def gather_rows(params, ids, out):
     if os.environ.get("IPU_GPU_DEBUG") == "1" and not bool(valid.all()):  # syncs device
         raise ValueError(f"gather: indices must be in [0, {n})")
     cupy.take(params, cupy.where(valid, ids, 0), axis=0, out=out)
-    out[~valid] = 0
+    cupy.copyto(out, 0, where=~valid.reshape(valid.shape + (1,) * (out.ndim - valid.ndim)))
     return out
 
 

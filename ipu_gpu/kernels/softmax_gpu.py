@@ -30,5 +30,5 @@ def sparse_softmax_xent_fwd(logits, labels, loss, dlogits):
     loss[...] = cupy.where(valid, (m + cupy.log(s))[:, 0] - picked, cupy.nan)
     cupy.divide(e, s, out=dlogits)
     dlogits[rows, safe] -= valid.astype(dlogits.dtype)
-    dlogits[~valid] = cupy.nan
+    cupy.copyto(dlogits, cupy.nan, where=~valid[:, None])  # a mask store would sync
     return loss, dlogits

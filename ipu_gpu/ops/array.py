@@ -931,7 +931,8 @@ def _as_operand(value, dtype, arg, xp):
     if isinstance(value, Tensor) or isinstance(value, np.ndarray) or backend.is_cupy_array(
             value):
         return value
-    return to_array(value, dtype, arg=arg, op="linspace", xp=xp)
+    a = to_array(value, dtype, arg=arg, op="linspace", xp=xp)
+    return backend.to_device(xp, a) if type(a) is np.ndarray else a  # numpy scalars too
 
 
 def linspace(start, stop, num, name=None, axis=0) -> Tensor:
