@@ -582,3 +582,44 @@ def test_gpu_executors_on_a_real_gpu():
     finally:
         system.reset()
         ipu_gpu.set_backend(previous)
+
+
+def test_replica_streams_wait_for_the_host_streams_work(monkeypatch):
+    """On a GPU a run records an event on the host thread's stream of every GPU its replicas
+    use (the replicas' non-blocking streams then wait for it); a CPU run records none."""
+    import sys
+    import types
+
+    from ipu_gpu.emulation import engine
+
+    recorded = []
+
+    class Event:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+        def record(self, stream):
+            recorded.append((self, stream))
+
+    current = {"device": None}
+
+    class Device:
+        def __init__(self, gpu):
+            self.gpu = gpu
+
+        def __enter__(self):
+            current["device"] = self.gpu
+
+        def __exit__(self, *exc):
+            current["device"] = None
+
+    cuda = types.SimpleNamespace(Device=Device, Event=Event,
+                                 get_current_stream=lambda: f"host stream on {current['device']}")
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    gpu = [types.SimpleNamespace(executor=types.SimpleNamespace(kind="gpu", gpu=g))
+           for g in (0, 1, 0)]
+    events = engine._host_work_events([[ipu] for ipu in gpu])
+    assert sorted(events) == [0, 1]
+    assert sorted(s for _, s in recorded) == ["host stream on 0", "host stream on 1"]
+    cpu = [[types.SimpleNamespace(executor=types.SimpleNamespace(kind="cpu"))]]
+    assert engine._host_work_events(cpu) == {}

@@ -358,8 +358,13 @@ class Variable(Tensor):
             raise TypeError(f"Variable: name must be a str, got {type(name).__name__}")
         d = None if dtype is None else dtypes.as_dtype(dtype, "Variable: dtype")
         value = to_array(initial_value, dtype=d, arg="initial_value", op="Variable")
-        if not isinstance(initial_value, (bool, int, float, list, tuple)):
-            value = value.copy()  # a variable owns its buffer (not a numpy/torch/Tensor one)
+        if (not isinstance(initial_value, Tensor) and type(value) is np.ndarray
+                and backend.backend_name() == "gpu"):
+            # a host value (numpy array, number, list) lives on the default device, as in TF
+            value = backend.default_xp().array(value)
+        elif (not isinstance(initial_value, (bool, int, float, list, tuple))
+              or backend.is_cupy_array(value)):
+            value = value.copy()  # a variable owns its buffer (not a shared numpy/Tensor one)
         self._value = value
         self._id = _next_id()
         self._trainable = trainable

@@ -26,6 +26,11 @@ BLAS: while the replicas of a replicated program run, OpenBLAS runs on one threa
 thread count is process-wide: a count another replica's convolution changed mid-run would
 otherwise change the bits of a matmul on the CPUs whose GEMM results depend on it.
 
+GPU streams: each IPU's executor has its own non-blocking stream; a run makes every replica's
+stream wait for an event recorded on the host thread's stream first (the host's pending work,
+such as the variables it just made, comes before the program), and each replica synchronises
+its stream before the host reads its outputs.
+
 Runs on one device are serialised (a lock per device): two host threads running programs on
 the same IPUs would otherwise interleave replicas on the single-threaded executors and
 deadlock.
@@ -34,6 +39,7 @@ deadlock.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import weakref
 
@@ -85,6 +91,7 @@ class Program:
         self._slots = ([None] * n, [None] * n)  # double-buffered: one barrier per exchange
         self._count = [0] * n
         self.cancelled = False
+        self.host_events = _host_work_events(replicas)  # GPU id -> event after host work
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -141,6 +148,25 @@ def _nbytes(structure) -> int:
         if isinstance(leaf, Tensor):
             total += int(leaf._value.nbytes)
     return total
+
+
+def _host_work_events(replicas) -> dict:
+    """On each GPU a replica runs on, an event recorded on the host thread's current stream:
+    every replica stream waits for it, so the host's own work (tensors and variables it made
+    just before the run, on the default stream) is finished before a replica reads it. The
+    replica streams are non-blocking: without this nothing orders them after the host's."""
+    gpus = {getattr(s[0].executor, "gpu", None) for s in replicas
+            if getattr(s[0].executor, "kind", "cpu") == "gpu"}
+    cupy = sys.modules.get("cupy") if gpus else None
+    if cupy is None:
+        return {}
+    events = {}
+    for gpu in gpus:
+        with cupy.cuda.Device(gpu):
+            event = cupy.cuda.Event(block=False, disable_timing=True, interprocess=False)
+            event.record(cupy.cuda.get_current_stream())
+            events[gpu] = event
+    return events
 
 
 def _sync_stream(executor) -> None:
@@ -205,6 +231,9 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
     ledger = ipus[0].memory
     ctx = context.ReplicaContext(device, r, program.replication_factor, ipus, program)
     _LIVE.finalizers = []
+    event = program.host_events.get(getattr(ipus[0].executor, "gpu", None))
+    if event is not None:
+        ipus[0].executor.stream.wait_event(event)
     try:
         with context.entered(ctx), placement.push(device=device.name,
                                                   device_index=device.index,
