@@ -119,9 +119,12 @@ def _bench(run, size, impl, backward):
     fn = _fn(impl, p, backward, x, f, dy)
     got = _as_nhwc(impl, *fn())
     want = _reference(size)
+    # ours at 1e-3; a peer only has to compute the same thing (torch CUDA's cuDNN weight
+    # gradient, summing 25088 products per element, lands about 2e-3 from float64)
+    rtol, atol = (1e-3, 2e-3) if impl.startswith("ipu_gpu") else (5e-3, 1e-2)
     for name, a, b in zip(("output", "dx", "dfilters"), got, want):
         if a is not None:
-            check_close(f"conv2d {name} {size} {impl}", a, b, rtol=1e-3, atol=2e-3)
+            check_close(f"conv2d {name} {size} {impl}", a, b, rtol=rtol, atol=atol)
     n, h, w, c, k, ks = SIZES[size]
     run(fn, impl=impl, paired=paired_with(impl, lambda q: _fn(q, p, backward, x, f, dy)),
         sizes={"batch": n, "height": h, "width": w, "in_channels": c, "out_channels": k,
