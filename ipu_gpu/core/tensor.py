@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 
 import numpy as np
 
@@ -95,6 +96,34 @@ def set_allocation_hook(hook) -> None:
 
 
 _write_hook = None  # called with a Variable about to get a new buffer (core/capture.py)
+
+# ---- per-replica variables -------------------------------------------------------------------
+# On an IPU every replica holds its own copy of each variable. The engine tells each replica's
+# thread its slot, (device key, replica index, replication factor); on the host the slot is
+# None. Replica 0's copy is the host value itself (after a run the host sees replica 0's
+# value); replica r > 0 reads and writes ``Variable._copies[(key, r)]``, made from the host
+# value on first use and kept across runs; a host assignment drops every copy, so the next
+# run starts each replica from the host value.
+_replica = threading.local()
+_COPY_LOCK = threading.Lock()
+
+
+def set_replica_slot(slot) -> None:
+    """Make the calling thread replica ``slot = (device key, index, count)`` (None: the host)
+    for Variable reads and writes."""
+    _replica.slot = slot
+
+
+def replica_slot():
+    """The calling thread's replica slot, or None on the host."""
+    return getattr(_replica, "slot", None)
+
+
+def _fresh_copy(value):
+    copy = value.copy()
+    if type(copy) is not np.ndarray:  # a device copy another replica's stream will read
+        backend.xp_of(copy).cuda.get_current_stream().synchronize()
+    return copy
 
 
 def set_write_hook(hook) -> None:
@@ -344,7 +373,41 @@ class Variable(Tensor):
     automatically when ``trainable`` (and the tape's ``watch_accessed_variables``).
     """
 
-    __slots__ = ("_trainable", "_name")
+    __slots__ = ("_trainable", "_name", "_host_value", "_copies", "_per_replica")
+
+    @property
+    def _value(self):
+        slot = getattr(_replica, "slot", None)
+        if slot is None or slot[1] == 0 or not self._per_replica:
+            return self._host_value
+        key = (slot[0], slot[1])
+        v = self._copies.get(key)
+        if v is None:
+            with _COPY_LOCK:
+                v = self._copies.get(key)
+                if v is None:
+                    v = self._copies[key] = _fresh_copy(self._host_value)
+        return v
+
+    @_value.setter
+    def _value(self, v):
+        slot = getattr(_replica, "slot", None)
+        if slot is None:  # the host: every replica starts again from this value
+            self._host_value = v
+            if self._copies:
+                self._copies.clear()
+        elif not self._per_replica:
+            self._host_value = v
+        elif slot[1] == 0:
+            device, _, count = slot
+            if count > 1:  # the others copy the value before replica 0's first change
+                with _COPY_LOCK:
+                    for r in range(1, count):
+                        if (device, r) not in self._copies:
+                            self._copies[(device, r)] = _fresh_copy(self._host_value)
+            self._host_value = v
+        else:
+            self._copies[(slot[0], slot[1])] = v
 
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None,
                  dtype=None):
@@ -365,7 +428,9 @@ class Variable(Tensor):
         elif (not isinstance(initial_value, (bool, int, float, list, tuple))
               or backend.is_cupy_array(value)):
             value = value.copy()  # a variable owns its buffer (not a shared numpy/Tensor one)
-        self._value = value
+        self._host_value = value  # also inside a replica: a new variable starts from it
+        self._copies = {}
+        self._per_replica = True  # False: one value every replica shares (Keras metric state)
         self._id = _next_id()
         self._trainable = trainable
         self._name = f"{name or 'Variable'}:0"  # eager TF names every unnamed variable so
@@ -430,8 +495,10 @@ class Variable(Tensor):
         in_place = self._owns_buffer() and delta is not self._value
         value = self._value
         xp = np if type(value) is np.ndarray else backend.xp_of(value)
-        if in_place:
+        if in_place:  # only on the host (no program runs): replicas start again from it
             getattr(xp, ufunc)(value, delta, out=value)
+            if self._copies:
+                self._copies.clear()
         else:
             new = getattr(xp, ufunc)(value, delta)
             if _write_hook is not None:
@@ -444,7 +511,11 @@ class Variable(Tensor):
         ``_owns_buffer`` (the rule ``_update`` follows), else a fresh copy, which the caller
         installs with ``_install_buffer`` once written, so no earlier read, tape residual or
         replica thread ever sees a half-written buffer."""
-        return self._value if self._owns_buffer() else self._value.copy()
+        if self._owns_buffer():  # only on the host: replicas start again from the new value
+            if self._copies:
+                self._copies.clear()
+            return self._value
+        return self._value.copy()
 
     def _install_buffer(self, buffer) -> None:
         """Make ``buffer`` (from ``_buffer_for_update``, written) the value, if it is not

@@ -39,6 +39,7 @@ deadlock.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import threading
 import weakref
@@ -92,6 +93,7 @@ class Program:
         self._count = [0] * n
         self.cancelled = False
         self.host_events = _host_work_events(replicas)  # GPU id -> event after host work
+        self.variable_key = _device_key(device)
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -225,12 +227,26 @@ def _release_live_tensors() -> None:
     _LIVE.finalizers = None
 
 
+_DEVICE_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_next_device_key = itertools.count(1).__next__
+
+
+def _device_key(device) -> int:
+    """A number naming ``device`` in the variables' per-replica copies."""
+    with _LOCKS_LOCK:
+        key = _DEVICE_KEYS.get(device)
+        if key is None:
+            key = _DEVICE_KEYS[device] = _next_device_key()
+        return key
+
+
 def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
     device = program.device
     ipus = tuple(program.replicas[r])
     ledger = ipus[0].memory
     ctx = context.ReplicaContext(device, r, program.replication_factor, ipus, program)
     _LIVE.finalizers = []
+    core_tensor.set_replica_slot((program.variable_key, r, program.replication_factor))
     event = program.host_events.get(getattr(ipus[0].executor, "gpu", None))
     if event is not None:
         ipus[0].executor.stream.wait_event(event)
@@ -250,6 +266,7 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
         program.cancel()
         raise
     finally:
+        core_tensor.set_replica_slot(None)
         _release_live_tensors()
 
 

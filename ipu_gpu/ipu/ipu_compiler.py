@@ -7,11 +7,12 @@ replica 0's outputs, as the IPU streams only replica 0's values to the host. The
 factor is the device's IPU count: the emulator runs every program unsharded, so a 4-IPU device
 runs 4 replicas.
 
-Variables: a ``Variable`` created on the host is one object shared by all replicas. Reading
-it is safe. Assigning it from several replicas in one run is a race (the value left is that
-of whichever replica assigned last), unless the replicas assign the same value, which is what
-data-parallel training does after ``cross_replica_sum``/``cross_replica_mean`` of the
-gradients; guard other assignments with ``replication_index() == 0``.
+Variables: as on an IPU, every replica holds its own copy of each variable
+(``core/tensor.py``): inside a run a replica reads and writes only its copy; the copies start
+equal to the host value and persist across runs; after a run the host sees replica 0's value;
+a host-side assignment between runs sets every replica's copy. So a data-parallel step on
+all-reduced gradients updates the weights once per step, and updates without an all-reduce
+let the replicas diverge.
 """
 
 from __future__ import annotations

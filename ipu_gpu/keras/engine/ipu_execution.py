@@ -11,9 +11,9 @@ the device's IPU count (an unpipelined model is one shard). Each replica runs
 
 A training step per replica: forward with ``training=True``, compiled loss plus
 ``model.losses``, gradients, then every replica all-reduces (SUMS, as Keras's optimizer does
-under IPUStrategy: ``cross_replica_sum``; the loss is not divided by R) and replica 0 applies
-the update while the others wait for it: the replicas' weights are one set of host Variables,
-which a real IPU keeps as identical per-replica copies. With
+under IPUStrategy: ``cross_replica_sum``; the loss is not divided by R) and applies the
+update to its own copy of the weights and optimizer slots (every replica holds one, as on an
+IPU: ``core/tensor.py``'s per-replica variables; the host sees replica 0's). With
 ``set_gradient_accumulation_options(gradient_accumulation_steps_per_replica=N)`` each replica
 accumulates N steps of gradients (SUM, MEAN or RUNNING_MEAN, Graphcore's
 ``GradientAccumulationOptimizerV2``) and the update, with its all-reduce, happens once per N
@@ -27,8 +27,8 @@ Pipelined models train as their unpipelined twins with the pipeline's gradient a
 (``pipelining.py``); their stages only set the IPUs a replica takes. Not emulated: the
 SUM/MEAN/LIST metric reductions, asynchronous callbacks (accepted; callbacks run between
 programs anyway). A layer that assigns its own variables in ``call`` (BatchNormalization's
-moving statistics) or adds metrics in ``call`` updates one shared copy from every replica:
-with R > 1 the value left is one replica's, in an order the threads decide.
+moving statistics) updates its replica's copy, as on an IPU; metric state is one shared
+value (``Variable._per_replica = False``), updated by the last replica only.
 """
 
 from __future__ import annotations
@@ -379,10 +379,8 @@ def _train_step(model, data, r, r_count, program, accumulated, micro, ga, method
     grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
     grads_and_vars = optimizer._transform_unaggregated_gradients(grads_and_vars)
     grads_and_vars = optimizer._aggregate_gradients(grads_and_vars)  # cross_replica_sum
-    if r == 0:
-        optimizer.apply_gradients(grads_and_vars, experimental_aggregate_gradients=False)
-    if r_count > 1:
-        program.exchange(r, "keras weight update", None)  # wait for replica 0's update
+    # every replica updates its own copy of the weights (core.tensor's per-replica variables)
+    optimizer.apply_gradients(grads_and_vars, experimental_aggregate_gradients=False)
     return None
 
 
