@@ -180,9 +180,6 @@ class Metric:
         else:
             value = constant(np.full(shape, initializer, dtype=dtype))
         weight = Variable(value, trainable=False, name=name, dtype=dtype)
-        # one state for all replicas: under replication only the last replica updates the
-        # metrics, and the host reads them (Graphcore's default metric reduction, NONE)
-        weight._per_replica = False
         self._weights.append(weight)
         return weight
 

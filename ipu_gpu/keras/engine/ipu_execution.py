@@ -19,21 +19,25 @@ accumulates N steps of gradients (SUM, MEAN or RUNNING_MEAN, Graphcore's
 ``GradientAccumulationOptimizerV2``) and the update, with its all-reduce, happens once per N
 steps; ``steps_per_execution`` must be a multiple of N (Graphcore's RuntimeError).
 
-Metrics: Graphcore's default ``ReplicatedMetricReductionMethod.NONE`` shows the host the
-metrics of the last replica (the outfeed's ``[-1]``); here only the last replica updates the
-compiled loss and metrics, so the model's metric objects hold exactly that.
+Metrics: every replica updates its own copy of the metric state (per-replica variables); at
+the end of an execution each replica reads its results and the host's logs are their
+reduction by ``set_replication_options(replicated_metric_reduction_method=...)``: NONE
+(Graphcore's default) the last replica's (the outfeed's ``[-1]``), SUM and MEAN over the
+replicas, LIST every replica's value in replica order. The metric objects on the host hold
+replica 0's state.
 
 Pipelined models train as their unpipelined twins with the pipeline's gradient accumulation
-(``pipelining.py``); their stages only set the IPUs a replica takes. Not emulated: the
-SUM/MEAN/LIST metric reductions, asynchronous callbacks (accepted; callbacks run between
-programs anyway). A layer that assigns its own variables in ``call`` (BatchNormalization's
-moving statistics) updates its replica's copy, as on an IPU; metric state is one shared
-value (``Variable._per_replica = False``), updated by the last replica only.
+(``pipelining.py``); their stages only set the IPUs a replica takes. A layer that assigns
+its own variables in ``call`` (BatchNormalization's moving statistics) updates its replica's
+copy, as on an IPU. Not emulated: asynchronous callbacks (accepted; callbacks run between
+programs anyway).
 """
 
 from __future__ import annotations
 
 import logging
+
+import numpy as np
 
 from ...core import nest
 from ...core.tape import GradientTape
@@ -150,8 +154,6 @@ def runner_for(model, mode):
     Raises:
       RuntimeError: ``run_eagerly``, or an overridden ``train_step``/``make_*_function``
         (Graphcore's messages).
-      NotImplementedError: a pipelined model or a replicated metric reduction other than
-        NONE.
     """
     strategy = _ipu_strategy(model)
     if strategy is None:
@@ -159,17 +161,12 @@ def runner_for(model, mode):
     if model.run_eagerly:
         raise RuntimeError("Keras models cannot run eagerly when using `IPUStrategy`. Set "
                            "`run_eagerly=False` when calling `compile`.")
-    options = model._ipu_options
     make = {"fit": "make_train_function", "evaluate": "make_test_function",
             "predict": "make_predict_function"}[mode]
     if _overridden(model, make):
         _raise_overridden(model, make)
     if mode == "fit" and _overridden(model, "train_step"):
         _raise_overridden(model, "train_step")
-    if options.replicated_metric_reduction_method != "NONE":
-        raise NotImplementedError(f"set_replication_options: the "
-                                  f"{options.replicated_metric_reduction_method} reduction of "
-                                  "replicated metrics is not emulated (NONE is)")
     return Runner(model, strategy, mode)
 
 
@@ -256,10 +253,11 @@ class Runner:
         self._build_on_host(elements[0])
         mode = self.mode
         slots = [None] * (steps * self.replication_factor)
+        replica_logs = [None] * self.replication_factor
         if mode == "fit":
-            program = self._train_program(elements, steps)
+            program = self._train_program(elements, steps, replica_logs)
         elif mode == "evaluate":
-            program = self._test_program(elements, steps)
+            program = self._test_program(elements, steps, replica_logs)
         else:
             program = self._predict_program(elements, steps, slots)
         self.strategy.extended._call_for_each_replica(program, (), {},
@@ -270,7 +268,7 @@ class Runner:
             from .training import concat_outputs
 
             return concat_outputs(slots)
-        return model.get_metrics_result()
+        return _reduce_logs(replica_logs, model._ipu_options.replicated_metric_reduction_method)
 
     def _build_on_host(self, data):
         """Create the weights (and the optimizer's) on the host before the first program,
@@ -293,20 +291,21 @@ class Runner:
         ctx = context.current()
         return ctx.replica_index, ctx.program
 
-    def _train_program(self, elements, steps):
+    def _train_program(self, elements, steps, replica_logs):
         model, r_count, ga = self.model, self.replication_factor, self.gradient_accumulation
         method = model._ipu_options.gradient_accumulation_reduction_method
 
         def program():
-            r, prog = self._replica()
+            r, _ = self._replica()
             accumulated = None
             for k in range(steps):
-                accumulated = _train_step(model, elements[k * r_count + r], r, r_count, prog,
-                                          accumulated, k % ga, ga, method)
+                accumulated = _train_step(model, elements[k * r_count + r], accumulated,
+                                          k % ga, ga, method)
+            replica_logs[r] = _metric_values(model)
 
         return program
 
-    def _test_program(self, elements, steps):
+    def _test_program(self, elements, steps, replica_logs):
         model, r_count = self.model, self.replication_factor
         custom = _overridden(model, "test_step")
 
@@ -317,7 +316,8 @@ class Runner:
                 if custom:
                     model.test_step(data)
                 else:
-                    _test_step(model, data, r == r_count - 1)
+                    _test_step(model, data)
+            replica_logs[r] = _metric_values(model)
 
         return program
 
@@ -332,6 +332,31 @@ class Runner:
                     lambda t: t.numpy() if hasattr(t, "numpy") else t, out)  # syncs device
 
         return program
+
+
+def _metric_values(model) -> dict:
+    """The replica's own metric results as numpy values (its copies of the metric state)."""
+    return {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v)  # syncs device
+            for k, v in model.get_metrics_result().items()}
+
+
+def _reduce_logs(replica_logs, method) -> dict:
+    """The host's logs of one execution from every replica's metrics, by Graphcore's
+    ``ReplicatedMetricReductionMethod``: NONE the last replica's, SUM and MEAN over the
+    replicas, LIST every replica's value in replica order."""
+    last = replica_logs[-1]
+    if method == "NONE" or len(replica_logs) == 1 and method != "LIST":
+        return dict(last)
+    out = {}
+    for key in last:
+        values = np.stack([logs[key] for logs in replica_logs])
+        if method == "SUM":
+            out[key] = values.sum(axis=0, dtype=values.dtype)
+        elif method == "MEAN":
+            out[key] = values.mean(axis=0, dtype=values.dtype)
+        else:
+            out[key] = values
+    return out
 
 
 def _accumulate(acc, grads, micro, ga, method):
@@ -354,22 +379,20 @@ def _accumulate(acc, grads, micro, ga, method):
     return out
 
 
-def _train_step(model, data, r, r_count, program, accumulated, micro, ga, method):
+def _train_step(model, data, accumulated, micro, ga, method):
     """One step of one replica (see the module docstring); returns the gradient
     accumulators (None after an update)."""
     data = data_adapter.expand_1d(data)
     x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
-    last = r == r_count - 1
     with GradientTape() as tape:
         y_pred = model(x, training=True)
         loss = model.compiled_loss(y, y_pred, sample_weight,
-                                   regularization_losses=model.losses, update_metrics=last)
+                                   regularization_losses=model.losses)
     model._validate_target_and_loss(y, loss)
     optimizer = model.optimizer
     variables = model.trainable_variables
     grads_and_vars = optimizer._compute_gradients(loss, variables, tape=tape)
-    if last:
-        model.compiled_metrics.update_state(y, y_pred, sample_weight)
+    model.compiled_metrics.update_state(y, y_pred, sample_weight)
     if ga > 1:
         accumulated = _accumulate(accumulated, [g for g, _ in grads_and_vars], micro, ga,
                                   method)
@@ -384,11 +407,9 @@ def _train_step(model, data, r, r_count, program, accumulated, micro, ga, method
     return None
 
 
-def _test_step(model, data, update_metrics):
+def _test_step(model, data):
     data = data_adapter.expand_1d(data)
     x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
     y_pred = model(x, training=False)
-    model.compiled_loss(y, y_pred, sample_weight, regularization_losses=model.losses,
-                        update_metrics=update_metrics)
-    if update_metrics:
-        model.compiled_metrics.update_state(y, y_pred, sample_weight)
+    model.compiled_loss(y, y_pred, sample_weight, regularization_losses=model.losses)
+    model.compiled_metrics.update_state(y, y_pred, sample_weight)

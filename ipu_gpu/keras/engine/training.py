@@ -688,7 +688,13 @@ class Model(Layer):
 
     def _validate_and_get_metrics_result(self, logs):
         """The metrics' current results when ``logs`` has the same keys (the last
-        execution's logs may predate steps whose data ran out)."""
+        execution's logs may predate steps whose data ran out). On an IPUStrategy the last
+        execution's logs are kept: they reduce every replica's metrics, while the metric
+        objects on the host hold replica 0's."""
+        from . import ipu_execution
+
+        if ipu_execution._ipu_strategy(self) is not None:
+            return callbacks_module.sync_logs(logs)
         metric_logs = self.get_metrics_result()
         if isinstance(logs, dict) and set(logs) == set(metric_logs):
             return callbacks_module.sync_logs(metric_logs)
