@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...ops.math import rsqrt, sqrt
-from .optimizer_v2 import OptimizerV2
+from .optimizer_v2 import OptimizerV2, with_iterations
 
 
 class Adadelta(OptimizerV2):
@@ -26,16 +26,11 @@ class Adadelta(OptimizerV2):
 
     def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, name="Adadelta", **kwargs):
         super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
-        self._set_hyper("decay", self._initial_decay)
-        self._set_hyper("rho", rho)
+        self._set_hypers(kwargs.get("lr", learning_rate), rho=rho)
         self.epsilon = epsilon or 1e-7
 
     def _create_slots(self, var_list):
-        for v in var_list:
-            self.add_slot(v, "accum_grad")
-        for v in var_list:
-            self.add_slot(v, "accum_var")
+        self._add_slots(var_list, "accum_grad", "accum_var")
 
     def _prepare_local(self, var_device, var_dtype, apply_state):
         super()._prepare_local(var_device, var_dtype, apply_state)
@@ -46,9 +41,8 @@ class Adadelta(OptimizerV2):
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         c = self._coefficients(var, apply_state)
-        slots = self._slots[id(var)]
-        accum = slots["accum_grad"]
-        accum_update = slots["accum_var"]
+        accum = self.get_slot(var, "accum_grad")
+        accum_update = self.get_slot(var, "accum_var")
         eps = c["epsilon"]
         accum.assign(accum * c["rho"] + grad * grad * c["one_minus_rho"])
         update = sqrt(accum_update + eps) * rsqrt(accum + eps) * grad
@@ -56,13 +50,7 @@ class Adadelta(OptimizerV2):
         return accum_update.assign(accum_update * c["rho"] + update * update * c["one_minus_rho"])
 
     def set_weights(self, weights):
-        if len(self.weights) == len(weights) + 1:  # Keras 1 weights: no iterations
-            weights = [0, *weights]
-        super().set_weights(weights)
+        super().set_weights(with_iterations(self.weights, weights))
 
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
-                       "decay": self._initial_decay,
-                       "rho": self._serialize_hyperparameter("rho"), "epsilon": self.epsilon})
-        return config
+        return {**super().get_config(), **self._hyper_config("rho"), "epsilon": self.epsilon}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...ops.math import sqrt
-from .optimizer_v2 import OptimizerV2
+from .optimizer_v2 import OptimizerV2, with_iterations
 
 
 class Adagrad(OptimizerV2):
@@ -31,14 +31,13 @@ class Adagrad(OptimizerV2):
             raise ValueError("initial_accumulator_value must be non-negative: "
                              f"{initial_accumulator_value}")
         super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
-        self._set_hyper("decay", self._initial_decay)
+        self._set_hypers(kwargs.get("lr", learning_rate))
         self._initial_accumulator_value = initial_accumulator_value
         self.epsilon = epsilon or 1e-7
 
     def _create_slots(self, var_list):
-        for var in var_list:
-            self.add_slot(var, "accumulator", float(self._initial_accumulator_value))
+        self._add_slots(var_list, "accumulator",
+                        initializer=float(self._initial_accumulator_value))
 
     def _prepare_local(self, var_device, var_dtype, apply_state):
         super()._prepare_local(var_device, var_dtype, apply_state)
@@ -47,14 +46,12 @@ class Adagrad(OptimizerV2):
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         c = self._coefficients(var, apply_state)
-        acc = self._slots[id(var)]["accumulator"]
+        acc = self.get_slot(var, "accumulator")
         acc.assign_add(grad * grad)
         return var.assign_sub(grad * c["lr_t"] / (sqrt(acc) + c["epsilon"]))
 
     def set_weights(self, weights):
-        if len(self.weights) == len(weights) + 1:  # Keras 1 weights: no iterations
-            weights = [0, *weights]
-        super().set_weights(weights)
+        super().set_weights(with_iterations(self.weights, weights))
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
@@ -63,9 +60,6 @@ class Adagrad(OptimizerV2):
         return super().from_config(config, custom_objects)
 
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
-                       "decay": self._initial_decay,
-                       "initial_accumulator_value": self._initial_accumulator_value,
-                       "epsilon": self.epsilon})
-        return config
+        return {**super().get_config(), **self._hyper_config(),
+                "initial_accumulator_value": self._initial_accumulator_value,
+                "epsilon": self.epsilon}

@@ -32,22 +32,14 @@ class Adam(OptimizerV2):
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, name="Adam", **kwargs):
         super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
-        self._set_hyper("decay", self._initial_decay)
-        self._set_hyper("beta_1", beta_1)
-        self._set_hyper("beta_2", beta_2)
+        self._set_hypers(kwargs.get("lr", learning_rate), beta_1=beta_1, beta_2=beta_2)
         self.epsilon = epsilon or 1e-7
         self.amsgrad = amsgrad
 
     def _create_slots(self, var_list):
-        # one loop per slot: the order of the slot variables in ``weights`` is Keras's
-        for var in var_list:
-            self.add_slot(var, "m")
-        for var in var_list:
-            self.add_slot(var, "v")
+        self._add_slots(var_list, "m", "v")
         if self.amsgrad:
-            for var in var_list:
-                self.add_slot(var, "vhat")
+            self._add_slots(var_list, "vhat")
 
     def _prepare_local(self, var_device, var_dtype, apply_state):
         super()._prepare_local(var_device, var_dtype, apply_state)
@@ -68,9 +60,7 @@ class Adam(OptimizerV2):
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         c = self._coefficients(var, apply_state)
-        slots = self._slots[id(var)]
-        m = slots["m"]
-        v = slots["v"]
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         if not self.amsgrad and fused_cpu_update(
                 "adam", grad, (var, m, v),
                 (c["alpha"], c["epsilon"], c["one_minus_beta_1_t"], c["one_minus_beta_2_t"])):
@@ -78,7 +68,7 @@ class Adam(OptimizerV2):
         m.assign_add((grad - m) * c["one_minus_beta_1_t"])
         v.assign_add((grad * grad - v) * c["one_minus_beta_2_t"])
         if self.amsgrad:
-            vhat = slots["vhat"]
+            vhat = self.get_slot(var, "vhat")
             vhat.assign(maximum(vhat, v))
             v = vhat
         return var.assign_sub(m * c["alpha"] / (sqrt(v) + c["epsilon"]))
@@ -92,10 +82,5 @@ class Adam(OptimizerV2):
         super().set_weights(weights)
 
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
-                       "decay": self._initial_decay,
-                       "beta_1": self._serialize_hyperparameter("beta_1"),
-                       "beta_2": self._serialize_hyperparameter("beta_2"),
-                       "epsilon": self.epsilon, "amsgrad": self.amsgrad})
-        return config
+        return {**super().get_config(), **self._hyper_config("beta_1", "beta_2"),
+                "epsilon": self.epsilon, "amsgrad": self.amsgrad}

@@ -30,17 +30,11 @@ class Adamax(OptimizerV2):
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  name="Adamax", **kwargs):
         super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
-        self._set_hyper("decay", self._initial_decay)
-        self._set_hyper("beta_1", beta_1)
-        self._set_hyper("beta_2", beta_2)
+        self._set_hypers(kwargs.get("lr", learning_rate), beta_1=beta_1, beta_2=beta_2)
         self.epsilon = epsilon or 1e-7
 
     def _create_slots(self, var_list):
-        for var in var_list:
-            self.add_slot(var, "m")
-        for var in var_list:
-            self.add_slot(var, "v")
+        self._add_slots(var_list, "m", "v")
 
     def _prepare_local(self, var_device, var_dtype, apply_state):
         super()._prepare_local(var_device, var_dtype, apply_state)
@@ -56,18 +50,11 @@ class Adamax(OptimizerV2):
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         c = self._coefficients(var, apply_state)
-        slots = self._slots[id(var)]
-        m = slots["m"]
-        v = slots["v"]
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m.assign_add((grad - m) * c["one_minus_beta_1_t"])
         v.assign(maximum(v * c["beta_2_t"], abs_(grad)))
         return var.assign_sub(c["scaled_lr"] * (m / (v + c["epsilon"])))
 
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
-                       "decay": self._initial_decay,
-                       "beta_1": self._serialize_hyperparameter("beta_1"),
-                       "beta_2": self._serialize_hyperparameter("beta_2"),
-                       "epsilon": self.epsilon})
-        return config
+        return {**super().get_config(), **self._hyper_config("beta_1", "beta_2"),
+                "epsilon": self.epsilon}

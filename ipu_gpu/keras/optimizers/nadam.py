@@ -43,10 +43,7 @@ class Nadam(OptimizerV2):
             raise ValueError("The Nadam optimizer does not support "
                              "tf.keras.optimizers.LearningRateSchedules as the learning rate.")
         super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", learning_rate)
-        self._set_hyper("decay", self._initial_decay)
-        self._set_hyper("beta_1", beta_1)
-        self._set_hyper("beta_2", beta_2)
+        self._set_hypers(learning_rate, beta_1=beta_1, beta_2=beta_2)
         self.epsilon = epsilon or 1e-7
         self._m_cache = None
 
@@ -56,10 +53,7 @@ class Nadam(OptimizerV2):
                                             dtype=var_list[0].dtype, initializer="ones",
                                             trainable=False)
             self._weights.append(self._m_cache)
-        for var in var_list:
-            self.add_slot(var, "m")
-        for var in var_list:
-            self.add_slot(var, "v")
+        self._add_slots(var_list, "m", "v")
 
     def _prepare(self, var_list):
         self._m_cache_read = float(self._m_cache)  # the cache before this step's update
@@ -92,9 +86,7 @@ class Nadam(OptimizerV2):
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         c = self._coefficients(var, apply_state)
-        slots = self._slots[id(var)]
-        m = slots["m"]
-        v = slots["v"]
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         g_prime = grad / c["one_minus_m_schedule_new"]
         m.assign(m * c["beta_1_t"] + grad * c["one_minus_beta_1_t"])
         m_t_prime = m / c["one_minus_m_schedule_next"]
@@ -104,10 +96,5 @@ class Nadam(OptimizerV2):
         return var.assign_sub(m_t_bar * c["lr_t"] / (sqrt(v_t_prime) + c["epsilon"]))
 
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
-                       "decay": self._initial_decay,
-                       "beta_1": self._serialize_hyperparameter("beta_1"),
-                       "beta_2": self._serialize_hyperparameter("beta_2"),
-                       "epsilon": self.epsilon})
-        return config
+        return {**super().get_config(), **self._hyper_config("beta_1", "beta_2"),
+                "epsilon": self.epsilon}

@@ -58,6 +58,21 @@ def _base_name(var) -> str:
     return name[:-2] if name.endswith(":0") else name
 
 
+def _clipping(name: str, make_fn, doc: str) -> property:
+    """The property ``name``: setting it (None: no clipping) also makes ``_<name>_fn`` with
+    ``make_fn(value)``."""
+
+    def get(self):
+        return getattr(self, f"_{name}")
+
+    def set_(self, val):
+        self._clip_setter_check(name, val)
+        setattr(self, f"_{name}", val)
+        setattr(self, f"_{name}_fn", make_fn(val))
+
+    return property(get, set_, doc=doc)
+
+
 class OptimizerV2:
     """Base class of the Keras 2 optimizers; subclass it as Keras's ``OptimizerV2``.
 
@@ -127,38 +142,14 @@ class OptimizerV2:
                              f"other transformations. Received: val={val}, "
                              f"gradient_transformers={self.gradient_transformers}.")
 
-    @property
-    def clipnorm(self):
-        """float or None: clip each gradient to this norm."""
-        return self._clipnorm
-
-    @clipnorm.setter
-    def clipnorm(self, val):
-        self._clip_setter_check("clipnorm", val)
-        self._clipnorm = val
-        self._clipnorm_fn = utils.make_gradient_clipnorm_fn(val)
-
-    @property
-    def global_clipnorm(self):
-        """float or None: clip all gradients together to this global norm."""
-        return self._global_clipnorm
-
-    @global_clipnorm.setter
-    def global_clipnorm(self, val):
-        self._clip_setter_check("global_clipnorm", val)
-        self._global_clipnorm = val
-        self._global_clipnorm_fn = utils.make_global_gradient_clipnorm_fn(val)
-
-    @property
-    def clipvalue(self):
-        """float or None: clip each gradient element to [-clipvalue, clipvalue]."""
-        return self._clipvalue
-
-    @clipvalue.setter
-    def clipvalue(self, val):
-        self._clip_setter_check("clipvalue", val)
-        self._clipvalue = val
-        self._clipvalue_fn = utils.make_gradient_clipvalue_fn(val)
+    clipnorm = _clipping("clipnorm", utils.make_gradient_clipnorm_fn,
+                         "float or None: clip each gradient to this norm.")
+    global_clipnorm = _clipping("global_clipnorm", utils.make_global_gradient_clipnorm_fn,
+                                "float or None: clip all gradients together to this global "
+                                "norm.")
+    clipvalue = _clipping("clipvalue", utils.make_gradient_clipvalue_fn,
+                          "float or None: clip each gradient element to "
+                          "[-clipvalue, clipvalue].")
 
     # ---- the gradient pipeline ----
     def _transform_loss(self, loss):
@@ -316,6 +307,14 @@ class OptimizerV2:
         else:
             prev.assign(value)
 
+    def _set_hypers(self, learning_rate, **hypers):
+        """Set ``learning_rate``, ``decay`` (the legacy decay given to the base) and
+        ``hypers``, as each Keras 2 optimizer's constructor does."""
+        self._set_hyper("learning_rate", learning_rate)
+        self._set_hyper("decay", self._initial_decay)
+        for name, value in hypers.items():
+            self._set_hyper(name, value)
+
     def _get_hyper(self, name, dtype=None):
         """The hyperparameter: a schedule as is, a callable's value, else the value (a
         Variable once created), cast to ``dtype`` if given."""
@@ -449,6 +448,13 @@ class OptimizerV2:
     def _create_slots(self, var_list):
         pass
 
+    def _add_slots(self, var_list, *slot_names, initializer="zeros"):
+        """``add_slot`` for each slot name in turn, over all of ``var_list`` (so the slot
+        variables come in Keras's order in ``weights``)."""
+        for slot_name in slot_names:
+            for var in var_list:
+                self.add_slot(var, slot_name, initializer)
+
     def add_slot(self, var, slot_name, initializer="zeros", shape=None) -> Variable:
         """The slot variable ``slot_name`` of ``var``, made (non-trainable, var's dtype and
         device, named ``<var>/<slot>``) on first request. ``initializer``: "zeros", "ones",
@@ -541,6 +547,14 @@ class OptimizerV2:
                                                             custom_objects=custom_objects)
         return cls(**config)
 
+    def _hyper_config(self, *names) -> dict:
+        """``learning_rate``, ``decay`` and the hyperparameters ``names`` for ``get_config``,
+        in Keras's order."""
+        config = {"learning_rate": self._serialize_hyperparameter("learning_rate"),
+                  "decay": self._initial_decay}
+        config.update((name, self._serialize_hyperparameter(name)) for name in names)
+        return config
+
     def _serialize_hyperparameter(self, name):
         value = self._hyper[name]
         if isinstance(value, schedules.LearningRateSchedule):
@@ -562,6 +576,28 @@ class OptimizerV2:
 
     def _resource_apply_sparse(self, grad, handle, indices, apply_state):
         raise NotImplementedError("`_resource_apply_sparse` Must be implemented in subclasses.")
+
+
+def uses_momentum(momentum) -> bool:
+    """Whether a ``momentum`` argument asks for a momentum slot (a Tensor, a callable or a
+    number > 0), as SGD and RMSprop decide.
+
+    Raises:
+      ValueError: a number outside [0, 1].
+    """
+    uses = isinstance(momentum, Tensor) or callable(momentum) or momentum > 0
+    if isinstance(momentum, (int, float)) and (momentum < 0 or momentum > 1):
+        raise ValueError("`momentum` must be between [0, 1]. Received: "
+                         f"momentum={momentum} (of type {type(momentum)}).")
+    return uses
+
+
+def with_iterations(optimizer_weights, weights):
+    """``weights`` with a 0 prepended when they are one short of ``optimizer_weights``:
+    Keras 1 optimizers saved no ``iterations``."""
+    if len(optimizer_weights) == len(weights) + 1:
+        return [0, *weights]
+    return weights
 
 
 def _initial_value(initializer, var, shape, dtype=None):

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from ...core.tensor import Tensor
 from ...ops.math import sqrt
-from .optimizer_v2 import OptimizerV2
+from .optimizer_v2 import OptimizerV2, uses_momentum, with_iterations
 
 
 class RMSprop(OptimizerV2):
@@ -36,26 +35,17 @@ class RMSprop(OptimizerV2):
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
                  centered=False, name="RMSprop", **kwargs):
         super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
-        self._set_hyper("decay", self._initial_decay)
-        self._set_hyper("rho", rho)
-        self._momentum = isinstance(momentum, Tensor) or callable(momentum) or momentum > 0
-        if isinstance(momentum, (int, float)) and (momentum < 0 or momentum > 1):
-            raise ValueError("`momentum` must be between [0, 1]. Received: "
-                             f"momentum={momentum} (of type {type(momentum)}).")
-        self._set_hyper("momentum", momentum)
+        self._momentum = uses_momentum(momentum)
+        self._set_hypers(kwargs.get("lr", learning_rate), rho=rho, momentum=momentum)
         self.epsilon = epsilon or 1e-7
         self.centered = centered
 
     def _create_slots(self, var_list):
-        for var in var_list:
-            self.add_slot(var, "rms")
+        self._add_slots(var_list, "rms")
         if self._momentum:
-            for var in var_list:
-                self.add_slot(var, "momentum")
+            self._add_slots(var_list, "momentum")
         if self.centered:
-            for var in var_list:
-                self.add_slot(var, "mg")
+            self._add_slots(var_list, "mg")
 
     def _prepare_local(self, var_device, var_dtype, apply_state):
         super()._prepare_local(var_device, var_dtype, apply_state)
@@ -68,41 +58,32 @@ class RMSprop(OptimizerV2):
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         c = self._coefficients(var, apply_state)
-        slots = self._slots[id(var)]
-        rms = slots["rms"]
+        rms = self.get_slot(var, "rms")
         lr = c["lr_t"]
         if self._momentum:
             rms.assign_add((grad * grad - rms) * c["one_minus_rho"])
             denom = rms
             if self.centered:
-                mg = slots["mg"]
+                mg = self.get_slot(var, "mg")
                 mg.assign_add((grad - mg) * c["one_minus_rho"])
                 denom = rms - mg * mg
-            mom = slots["momentum"]
+            mom = self.get_slot(var, "momentum")
             mom.assign(mom * c["momentum"] + grad * lr / sqrt(denom + c["epsilon"]))
             return var.assign_sub(mom)
         rms.assign(rms * c["rho"] + grad * grad * c["one_minus_rho"])
         denom = rms
         if self.centered:
-            mg = slots["mg"]
+            mg = self.get_slot(var, "mg")
             mg.assign(mg * c["rho"] + grad * c["one_minus_rho"])
             denom = rms - mg * mg
         return var.assign_sub(grad * lr / (sqrt(denom) + c["epsilon"]))
 
     def set_weights(self, weights):
-        # Keras 1 optimizers had no iterations first: prepend 0
-        if len(self.weights) == len(weights) + 1:
-            weights = [0, *weights]
-        super().set_weights(weights)
+        super().set_weights(with_iterations(self.weights, weights))
 
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
-                       "decay": self._initial_decay,
-                       "rho": self._serialize_hyperparameter("rho"),
-                       "momentum": self._serialize_hyperparameter("momentum"),
-                       "epsilon": self.epsilon, "centered": self.centered})
-        return config
+        return {**super().get_config(), **self._hyper_config("rho", "momentum"),
+                "epsilon": self.epsilon, "centered": self.centered}
 
 
 RMSProp = RMSprop

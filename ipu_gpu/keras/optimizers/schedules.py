@@ -52,9 +52,21 @@ def _result(value, dtype) -> Tensor:
     return constant(np.asarray(value, dtype=dtype))
 
 
-class ExponentialDecay(LearningRateSchedule):
-    """``initial_learning_rate * decay_rate ** (step / decay_steps)``, the exponent floored
-    when ``staircase``."""
+class _ConfiguredSchedule(LearningRateSchedule):
+    """A schedule whose config is the attributes named in ``_CONFIG``, in that order."""
+
+    _CONFIG: tuple = ()
+
+    def get_config(self) -> dict:
+        return {key: getattr(self, key) for key in self._CONFIG}
+
+
+class _StaircaseDecay(_ConfiguredSchedule):
+    """The decay of ``initial_learning_rate`` by ``decay_rate`` over
+    ``p = step / decay_steps``, ``p`` floored when ``staircase``; subclasses give the
+    formula (``_decayed``)."""
+
+    _CONFIG = ("initial_learning_rate", "decay_steps", "decay_rate", "staircase", "name")
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
                  name=None):
@@ -70,22 +82,30 @@ class ExponentialDecay(LearningRateSchedule):
         p = _host(step, d) / _host(self.decay_steps, d)
         if self.staircase:
             p = np.floor(p)
-        return _result(_host(self.initial_learning_rate, d) * np.power(
-            _host(self.decay_rate, d), p), d)
+        initial = _host(self.initial_learning_rate, d)
+        return _result(self._decayed(initial, _host(self.decay_rate, d), p, d), d)
 
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    def _decayed(self, initial, rate, p, dtype):
+        raise NotImplementedError
 
 
-class PiecewiseConstantDecay(LearningRateSchedule):
+class ExponentialDecay(_StaircaseDecay):
+    """``initial_learning_rate * decay_rate ** (step / decay_steps)``, the exponent floored
+    when ``staircase``."""
+
+    def _decayed(self, initial, rate, p, dtype):
+        return initial * np.power(rate, p)
+
+
+class PiecewiseConstantDecay(_ConfiguredSchedule):
     """``values[0]`` up to and including ``boundaries[0]``, ``values[i]`` for steps in
     ``(boundaries[i-1], boundaries[i]]``, ``values[-1]`` beyond the last boundary.
 
     Raises:
       ValueError: ``len(boundaries) != len(values) - 1`` (Keras's message).
     """
+
+    _CONFIG = ("boundaries", "values", "name")
 
     def __init__(self, boundaries, values, name=None):
         super().__init__()
@@ -107,14 +127,14 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         i = int(np.searchsorted(bounds, x, side="left"))  # bounds[i-1] < x <= bounds[i]
         return convert_to_tensor(self.values[i])
 
-    def get_config(self) -> dict:
-        return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
 
-
-class PolynomialDecay(LearningRateSchedule):
+class PolynomialDecay(_ConfiguredSchedule):
     """``(initial - end) * (1 - step / decay_steps) ** power + end``: the step stops at
     ``decay_steps``, or with ``cycle`` the decay restarts with ``decay_steps`` multiplied by
     ``ceil(step / decay_steps)``."""
+
+    _CONFIG = ("initial_learning_rate", "decay_steps", "end_learning_rate", "power", "cycle",
+               "name")
 
     def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0,
                  cycle=False, name=None):
@@ -139,37 +159,13 @@ class PolynomialDecay(LearningRateSchedule):
         p = s / steps
         return _result((initial - end) * np.power(d.type(1) - p, _host(self.power, d)) + end, d)
 
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "end_learning_rate": self.end_learning_rate,
-                "power": self.power, "cycle": self.cycle, "name": self.name}
 
-
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_StaircaseDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``, the ratio floored
     when ``staircase``."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name=None):
-        super().__init__()
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
-
-    def __call__(self, step):
-        d = _lr_dtype(self.initial_learning_rate)
-        p = _host(step, d) / _host(self.decay_steps, d)
-        if self.staircase:
-            p = np.floor(p)
-        denom = d.type(1) + _host(self.decay_rate, d) * p
-        return _result(_host(self.initial_learning_rate, d) / denom, d)
-
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    def _decayed(self, initial, rate, p, dtype):
+        return initial / (dtype.type(1) + rate * p)
 
 
 def _cosine(fraction, alpha, dtype):
@@ -177,12 +173,15 @@ def _cosine(fraction, alpha, dtype):
     return dtype.type(1 - alpha) * decayed + dtype.type(alpha)
 
 
-class CosineDecay(LearningRateSchedule):
+class CosineDecay(_ConfiguredSchedule):
     """Cosine decay (Loshchilov & Hutter 2017, SGDR without restarts) from
     ``initial_learning_rate`` to ``alpha * initial_learning_rate`` over ``decay_steps``.
     With ``warmup_target``, a linear warm-up from ``initial_learning_rate`` to
     ``warmup_target`` over ``warmup_steps`` comes first and the decay starts from the
     target (tf-keras 2.13 and later)."""
+
+    _CONFIG = ("initial_learning_rate", "decay_steps", "alpha", "name", "warmup_target",
+               "warmup_steps")
 
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0, name=None,
                  warmup_target=None, warmup_steps=0):
@@ -209,11 +208,6 @@ class CosineDecay(LearningRateSchedule):
         decay = target * _cosine((s - warmup) / steps, self.alpha, d)
         with np.errstate(all="ignore"):  # the branch not taken may divide by zero
             return _result(np.where(s < warmup, warm, decay), d)
-
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "alpha": self.alpha, "name": self.name,
-                "warmup_target": self.warmup_target, "warmup_steps": self.warmup_steps}
 
 
 class CosineDecayRestarts(LearningRateSchedule):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.tensor import Tensor
-from .optimizer_v2 import OptimizerV2, fused_cpu_update
+from .optimizer_v2 import OptimizerV2, fused_cpu_update, uses_momentum
 
 
 class SGD(OptimizerV2):
@@ -28,19 +27,13 @@ class SGD(OptimizerV2):
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD", **kwargs):
         super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
-        self._set_hyper("decay", self._initial_decay)
-        self._momentum = isinstance(momentum, Tensor) or callable(momentum) or momentum > 0
-        if isinstance(momentum, (int, float)) and (momentum < 0 or momentum > 1):
-            raise ValueError("`momentum` must be between [0, 1]. Received: "
-                             f"momentum={momentum} (of type {type(momentum)}).")
-        self._set_hyper("momentum", momentum)
+        self._momentum = uses_momentum(momentum)
+        self._set_hypers(kwargs.get("lr", learning_rate), momentum=momentum)
         self.nesterov = nesterov
 
     def _create_slots(self, var_list):
         if self._momentum:
-            for var in var_list:
-                self.add_slot(var, "momentum")
+            self._add_slots(var_list, "momentum")
 
     def _prepare_local(self, var_device, var_dtype, apply_state):
         super()._prepare_local(var_device, var_dtype, apply_state)
@@ -65,9 +58,5 @@ class SGD(OptimizerV2):
         return var.assign_add(accum)
 
     def get_config(self) -> dict:
-        config = super().get_config()
-        config.update({"learning_rate": self._serialize_hyperparameter("learning_rate"),
-                       "decay": self._initial_decay,
-                       "momentum": self._serialize_hyperparameter("momentum"),
-                       "nesterov": self.nesterov})
-        return config
+        return {**super().get_config(), **self._hyper_config("momentum"),
+                "nesterov": self.nesterov}
