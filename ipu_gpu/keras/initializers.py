@@ -193,41 +193,40 @@ class RandomUniform(_RandomInitializer):
         return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
 
 
-class RandomNormal(_RandomInitializer):
+class _NormalInitializer(_RandomInitializer):
+    """A normal draw with ``mean`` and ``stddev``; subclasses give the stateless op
+    (``_sample``)."""
+
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        self.mean, self.stddev, self.seed = mean, stddev, seed
+
+    def __call__(self, shape, dtype=None, **kwargs):
+        _validate_kwargs(type(self).__name__, kwargs)
+        d = _float_dtype(dtype)
+        if "partition_offset" not in kwargs:
+            self._warn_reuse()
+        return self._sample(_shape(kwargs.get("partition_shape", shape)),
+                            self._stateless_seed(), d)
+
+    def _sample(self, shape, seed, dtype):
+        raise NotImplementedError
+
+    def get_config(self) -> dict:
+        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+
+
+class RandomNormal(_NormalInitializer):
     """Normal with ``mean`` and ``stddev``."""
 
-    def __init__(self, mean=0.0, stddev=0.05, seed=None):
-        self.mean, self.stddev, self.seed = mean, stddev, seed
-
-    def __call__(self, shape, dtype=None, **kwargs):
-        _validate_kwargs(type(self).__name__, kwargs)
-        d = _float_dtype(dtype)
-        if "partition_offset" not in kwargs:
-            self._warn_reuse()
-        return _random.stateless_normal(_shape(kwargs.get("partition_shape", shape)),
-                                        self._stateless_seed(), self.mean, self.stddev, d)
-
-    def get_config(self) -> dict:
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+    def _sample(self, shape, seed, dtype):
+        return _random.stateless_normal(shape, seed, self.mean, self.stddev, dtype)
 
 
-class TruncatedNormal(_RandomInitializer):
+class TruncatedNormal(_NormalInitializer):
     """Normal with ``mean`` and ``stddev``, values beyond two stddevs redrawn."""
 
-    def __init__(self, mean=0.0, stddev=0.05, seed=None):
-        self.mean, self.stddev, self.seed = mean, stddev, seed
-
-    def __call__(self, shape, dtype=None, **kwargs):
-        _validate_kwargs(type(self).__name__, kwargs)
-        d = _float_dtype(dtype)
-        if "partition_offset" not in kwargs:
-            self._warn_reuse()
-        return _random.stateless_truncated_normal(_shape(kwargs.get("partition_shape", shape)),
-                                                  self._stateless_seed(), self.mean,
-                                                  self.stddev, d)
-
-    def get_config(self) -> dict:
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+    def _sample(self, shape, seed, dtype):
+        return _random.stateless_truncated_normal(shape, seed, self.mean, self.stddev, dtype)
 
 
 class VarianceScaling(_RandomInitializer):

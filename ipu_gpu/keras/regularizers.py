@@ -28,6 +28,22 @@ def _check_penalty_number(x) -> None:
                          "number or NaN are not valid values.")
 
 
+def _single_factor(value, kwargs: dict):
+    """The factor of ``L1`` or ``L2`` as floatx: Keras 2.x's older keyword ``l`` wins over
+    ``value``; None means 0.01.
+
+    Raises:
+      TypeError: other keyword arguments.
+      ValueError: not a finite int or float.
+    """
+    value = kwargs.pop("l", value)
+    if kwargs:
+        raise TypeError(f"Argument(s) not recognized: {kwargs}")
+    value = 0.01 if value is None else value
+    _check_penalty_number(value)
+    return backend.cast_to_floatx(value)
+
+
 def _factor(value, x):
     return backend._constant_like(value, x)
 
@@ -75,12 +91,7 @@ class L1(Regularizer):
     """``l1 * sum(|x|)`` (``l1`` defaults to 0.01)."""
 
     def __init__(self, l1=0.01, **kwargs):
-        l1 = kwargs.pop("l", l1)  # Keras 2.x's older keyword
-        if kwargs:
-            raise TypeError(f"Argument(s) not recognized: {kwargs}")
-        l1 = 0.01 if l1 is None else l1
-        _check_penalty_number(l1)
-        self.l1 = backend.cast_to_floatx(l1)
+        self.l1 = _single_factor(l1, kwargs)
 
     def __call__(self, x):
         x = convert_to_tensor(x)
@@ -94,12 +105,7 @@ class L2(Regularizer):
     """``l2 * sum(x**2)`` (``l2`` defaults to 0.01)."""
 
     def __init__(self, l2=0.01, **kwargs):
-        l2 = kwargs.pop("l", l2)
-        if kwargs:
-            raise TypeError(f"Argument(s) not recognized: {kwargs}")
-        l2 = 0.01 if l2 is None else l2
-        _check_penalty_number(l2)
-        self.l2 = backend.cast_to_floatx(l2)
+        self.l2 = _single_factor(l2, kwargs)
 
     def __call__(self, x):
         x = convert_to_tensor(x)
