@@ -184,6 +184,33 @@ def test_gradient_accumulation(ipus, method, host_lr):
     assert int(model.optimizer.iterations.numpy()) == 8
 
 
+@pytest.mark.parametrize("replicas, ga, method, host_lr", [
+    (4, 1, "sum", 0.4),  # 4 replicas of 8 summed: one batch of 32 at 4 * lr
+    (2, 4, "sum", 0.8),  # and 4 micro-batches summed: 64 at 8 * lr
+    (2, 4, "mean", 0.2),  # micro-batches averaged, replicas summed: 64 at 2 * lr
+])
+def test_replication_and_accumulation_equal_the_combined_batch(ipus, replicas, ga, method,
+                                                                host_lr):
+    """Graphcore's defaults: the replicas' gradients are summed (cross_replica_sum, the loss
+    is not divided by R) and the accumulated ones summed or averaged, so R replicas of batch
+    b accumulating N steps equal one step on the combined batch of R * N * b with the
+    learning rate scaled by what those sums imply."""
+    ipus(replicas)
+    x, y = _data(n=128)
+    weights = _model().get_weights()
+    host, _ = _host_fit(weights, x, y, host_lr, 8 * replicas * ga)
+    with IPUStrategy().scope():
+        model = _model(weights)
+        _compile(model, 0.1, steps_per_execution=4)
+        if ga > 1:
+            model.set_gradient_accumulation_options(
+                gradient_accumulation_steps_per_replica=ga,
+                gradient_accumulation_reduction_method=method)
+        model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    _assert_weights(model, host, rtol=2e-5, atol=2e-6)
+    assert int(model.optimizer.iterations.numpy()) == 2 * 128 // (8 * replicas * ga)
+
+
 def test_graphcore_errors(ipus):
     ipus(2)
     x, y = _data(n=48)
