@@ -4,6 +4,8 @@ differentiates through the batch statistics."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ...core.spec import as_shape
@@ -60,7 +62,8 @@ class BatchNormalization(Layer):
     ``momentum``), with the moving statistics in inference.
 
     Keras 2's rules: a frozen layer (``trainable=False``) always runs in inference mode;
-    ``fused`` (the default for 4-D inputs normalised over axis 1 or 3) updates the moving
+    ``fused`` (the default for 4-D inputs normalised over axis 1 or 3 in a 16- or 32-bit
+    dtype; ``fused=None`` falls back to False for other axes and dtypes) updates the moving
     variance with the unbiased (Bessel-corrected) batch variance, as TF's fused kernel does,
     and the other path with the biased one. ``renorm``, ``virtual_batch_size``,
     ``adjustment`` and ``synchronized`` are not emulated (NotImplementedError).
@@ -99,8 +102,32 @@ class BatchNormalization(Layer):
         self.virtual_batch_size = virtual_batch_size
         self.adjustment = adjustment
         self.supports_masking = True
+        if fused:
+            self._raise_if_fused_cannot_be_used()
+        elif fused is None and not self._fused_can_be_used():
+            fused = False  # left None where it can be used: build decides by the input rank
         self.fused = fused
         self.trainable = trainable
+
+    def _raise_if_fused_cannot_be_used(self):
+        """Keras 2's checks for ``fused=True`` that need no input shape: one channel axis
+        (1 or 3 of a 4-D input, 1 or 4 of a 5-D one) and a 16- or 32-bit compute dtype."""
+        axis = [self.axis] if isinstance(self.axis, int) else self.axis
+        if len(axis) > 1 or axis[0] not in (-4, -3, -1, 1, 3, 4):
+            raise ValueError("Passing `fused=True` is only supported when axis is 1 or 3 for "
+                             "input rank = 4 or 1 or 4 for input rank = 5. Got axis "
+                             f"{axis}")
+        if self.compute_dtype not in ("float16", "bfloat16", "float32", None):
+            raise ValueError("Passing `fused=True` is only supported when the compute dtype "
+                             "is float16, bfloat16, or float32. Got dtype: "
+                             f"{self.compute_dtype}")
+
+    def _fused_can_be_used(self):
+        try:
+            self._raise_if_fused_cannot_be_used()
+        except ValueError:
+            return False
+        return True
 
     @property
     def _param_dtype(self):
@@ -184,8 +211,14 @@ class BatchNormalization(Layer):
             return v
 
         keep_dims = len(self.axis) > 1
+        if mask is not None and self.fused:
+            warnings.warn("Masking is not supported with `fused=True`. You should either turn "
+                          "off fusing (`fused=False`) or you should not pass a `mask` "
+                          "argument when calling the layer. For the moment `mask` will be "
+                          "ignored for the normalization.", stacklevel=2)
+            mask = None
         if training:
-            if mask is not None and not self.fused:
+            if mask is not None:
                 weights = _shape.expand_dims(_m.cast(mask, x.dtype), -1)
                 mean, variance = _weighted_moments(x, reduction_axes, weights, keep_dims)
             else:
