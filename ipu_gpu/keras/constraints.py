@@ -10,7 +10,8 @@ from ..core.convert import convert_to_tensor
 from ..ops import math as _m
 from ..ops import reduction as _r
 from . import backend
-from .engine.serialization import deserialize_keras_object, serialize_keras_object
+from .engine.serialization import (deserialize_keras_object, get_keras_object,
+                                   serialize_keras_object)
 
 __all__ = ["Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "deserialize", "get",
            "max_norm", "min_max_norm", "non_neg", "serialize", "unit_norm"]
@@ -121,10 +122,4 @@ def get(identifier):
     Raises:
       ValueError: anything else, or an unknown name.
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, (dict, str)):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret constraint function identifier: {identifier}")
+    return get_keras_object(identifier, deserialize, "constraint function")

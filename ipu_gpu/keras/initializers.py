@@ -26,7 +26,8 @@ from ..ops import array as _array
 from ..ops import creation as _creation
 from ..ops import random as _random
 from . import backend
-from .engine.serialization import deserialize_keras_object, serialize_keras_object, to_snake_case
+from .engine.serialization import (deserialize_keras_object, get_keras_object,
+                                   serialize_keras_object, to_snake_case)
 
 __all__ = [
     "Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Identity",
@@ -389,10 +390,4 @@ def get(identifier):
     Raises:
       ValueError: anything else, or an unknown name.
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, (dict, str)):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier() if isinstance(identifier, type) else identifier
-    raise ValueError(f"Could not interpret initializer identifier: {identifier}")
+    return get_keras_object(identifier, deserialize, "initializer", instantiate_classes=True)

@@ -33,6 +33,7 @@ from ..ops.nn import (l2_normalize, sigmoid_cross_entropy_with_logits,
 from ..ops.reduction import reduce_all, reduce_max, reduce_mean, reduce_sum
 from ..ops.shape import expand_dims, reshape, squeeze, transpose
 from ..ops.sort import boolean_mask, scatter_nd
+from .engine.serialization import get_keras_object
 
 
 def epsilon() -> float:
@@ -765,13 +766,7 @@ def get(identifier):
     Raises:
       ValueError: anything else ("Could not interpret loss function identifier: ...").
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, (str, dict)):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret loss function identifier: {identifier}")
+    return get_keras_object(identifier, deserialize, "loss function")
 
 
 __all__ = ["BCE", "BinaryCrossentropy", "CategoricalCrossentropy", "CategoricalHinge",

@@ -13,7 +13,8 @@ from ..ops import math as _m
 from ..ops import nn as _nn
 from ..ops import reduction as _r
 from . import backend
-from .engine.serialization import deserialize_keras_object, serialize_keras_object
+from .engine.serialization import (deserialize_keras_object, get_keras_object,
+                                   serialize_keras_object)
 
 __all__ = ["L1", "L1L2", "L2", "Regularizer", "deserialize", "get", "l1", "l1_l2", "l2",
            "serialize"]
@@ -143,10 +144,4 @@ def get(identifier):
     Raises:
       ValueError: anything else, or an unknown name.
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, (dict, str)):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret regularizer identifier: {identifier}")
+    return get_keras_object(identifier, deserialize, "regularizer")

@@ -25,6 +25,25 @@ def serialize_keras_object(obj, module: str):
             "registered_name": None}
 
 
+def get_keras_object(identifier, deserialize, printable_module_name: str,
+                     instantiate_classes: bool = False):
+    """What a Keras module's ``get`` returns: None for None, ``deserialize(identifier)`` for
+    a name or config dict, a callable as is (a class instantiated when
+    ``instantiate_classes``).
+
+    Raises:
+      ValueError: anything else ("Could not interpret <printable_module_name> identifier").
+    """
+    if identifier is None:
+        return None
+    if isinstance(identifier, (dict, str)):
+        return deserialize(identifier)
+    if callable(identifier):
+        return identifier() if instantiate_classes and isinstance(identifier, type) \
+            else identifier
+    raise ValueError(f"Could not interpret {printable_module_name} identifier: {identifier}")
+
+
 def deserialize_keras_object(identifier, module_objects: dict, custom_objects=None,
                              printable_module_name: str = "object"):
     """An object from a config dict or a name: a class is built with ``from_config`` (or
