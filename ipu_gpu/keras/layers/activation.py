@@ -9,9 +9,10 @@ from ...ops import math as _m
 from ...ops import reduction as _r
 from ...core.spec import as_shape
 from ...ops import nn as _nn
-from .. import activations, backend, constraints, initializers, regularizers
+from .. import activations, backend
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
+from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax"]
 
@@ -144,9 +145,7 @@ class PReLU(_Elementwise):
     def __init__(self, alpha_initializer="zeros", alpha_regularizer=None,
                  alpha_constraint=None, shared_axes=None, **kwargs):
         super().__init__(**kwargs)
-        self.alpha_initializer = initializers.get(alpha_initializer)
-        self.alpha_regularizer = regularizers.get(alpha_regularizer)
-        self.alpha_constraint = constraints.get(alpha_constraint)
+        set_weight_args(self, ("alpha",), locals())
         if shared_axes is None:
             self.shared_axes = None
         elif not isinstance(shared_axes, (list, tuple)):
@@ -174,10 +173,5 @@ class PReLU(_Elementwise):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update({
-            "alpha_initializer": initializers.serialize(self.alpha_initializer),
-            "alpha_regularizer": regularizers.serialize(self.alpha_regularizer),
-            "alpha_constraint": constraints.serialize(self.alpha_constraint),
-            "shared_axes": self.shared_axes,
-        })
+        config.update(weight_args_config(self, ("alpha",)), shared_axes=self.shared_axes)
         return config

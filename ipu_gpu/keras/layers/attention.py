@@ -15,12 +15,13 @@ from ...core.spec import TensorShape, as_shape
 from ...ops import math as _m
 from ...ops import math_extra as _mx
 from ...ops import shape as _shape
-from .. import activations, backend, constraints, initializers, regularizers
+from .. import activations, backend, regularizers
 from ..engine.symbolic import symbolic_shape
 from ..engine.base_layer import Layer
 from ..engine.call_context import get_mask
 from .activation import Softmax
 from .regularization import Dropout
+from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["EinsumDense", "MultiHeadAttention"]
 
@@ -110,12 +111,7 @@ class EinsumDense(Layer):
                                      else tuple(output_shape))
         self.bias_axes = bias_axes
         self.activation = activations.get(activation)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_weight_args(self, ("kernel", "bias"), locals())
 
     def build(self, input_shape):
         input_shape = as_shape(input_shape).as_list()
@@ -152,14 +148,8 @@ class EinsumDense(Layer):
         config.update({
             "output_shape": self.partial_output_shape, "equation": self.equation,
             "activation": activations.serialize(self.activation), "bias_axes": self.bias_axes,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
-            "activity_regularizer": regularizers.serialize(self.activity_regularizer),
-            "kernel_constraint": constraints.serialize(self.kernel_constraint),
-            "bias_constraint": constraints.serialize(self.bias_constraint),
         })
+        config.update(weight_args_config(self, ("kernel", "bias"), activity_regularizer=True))
         return config
 
 
@@ -230,13 +220,8 @@ class MultiHeadAttention(Layer):
         self._dropout = dropout
         self._use_bias = use_bias
         self._output_shape = output_shape
-        self._kernel_initializer = initializers.get(kernel_initializer)
-        self._bias_initializer = initializers.get(bias_initializer)
-        self._kernel_regularizer = regularizers.get(kernel_regularizer)
-        self._bias_regularizer = regularizers.get(bias_regularizer)
+        set_weight_args(self, ("kernel", "bias"), locals(), private=True)
         self._activity_regularizer = regularizers.get(activity_regularizer)
-        self._kernel_constraint = constraints.get(kernel_constraint)
-        self._bias_constraint = constraints.get(bias_constraint)
         self._softmax_robust_masking = softmax_robust_masking
         if attention_axes is not None and not isinstance(attention_axes, (list, tuple)):
             attention_axes = (attention_axes,)
@@ -363,13 +348,8 @@ class MultiHeadAttention(Layer):
             "value_dim": self._value_dim, "dropout": self._dropout,
             "use_bias": self._use_bias, "output_shape": self._output_shape,
             "attention_axes": self._attention_axes,
-            "kernel_initializer": initializers.serialize(self._kernel_initializer),
-            "bias_initializer": initializers.serialize(self._bias_initializer),
-            "kernel_regularizer": regularizers.serialize(self._kernel_regularizer),
-            "bias_regularizer": regularizers.serialize(self._bias_regularizer),
-            "activity_regularizer": regularizers.serialize(self._activity_regularizer),
-            "kernel_constraint": constraints.serialize(self._kernel_constraint),
-            "bias_constraint": constraints.serialize(self._bias_constraint),
+            **weight_args_config(self, ("kernel", "bias"), activity_regularizer=True,
+                                 private=True),
             "query_shape": shape(self._query_shape), "key_shape": shape(self._key_shape),
             "value_shape": shape(self._value_shape),
             "softmax_robust_masking": self._softmax_robust_masking,

@@ -8,10 +8,11 @@ from ...ops import array as _array
 from ...ops import conv as _conv
 from ...ops import nn as _nn
 from ...ops import shape as _shape
-from .. import activations, constraints, initializers, regularizers
+from .. import activations, regularizers
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from . import conv_utils
+from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "Convolution1D", "Convolution2D",
            "Convolution2DTranspose", "DepthwiseConv2D", "SeparableConv2D",
@@ -51,12 +52,7 @@ class Conv(Layer):
         self.dilation_rate = conv_utils.normalize_tuple(dilation_rate, rank, "dilation_rate")
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_weight_args(self, ("kernel", "bias"), locals())
         self.input_spec = InputSpec(min_ndim=self.rank + 2)
         self._validate_init()
         self._tf_data_format = conv_utils.tf_data_format(self.data_format, rank + 2)
@@ -154,14 +150,8 @@ class Conv(Layer):
             "data_format": self.data_format, "dilation_rate": self.dilation_rate,
             "groups": self.groups, "activation": activations.serialize(self.activation),
             "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
-            "activity_regularizer": regularizers.serialize(self.activity_regularizer),
-            "kernel_constraint": constraints.serialize(self.kernel_constraint),
-            "bias_constraint": constraints.serialize(self.bias_constraint),
         })
+        config.update(weight_args_config(self, ("kernel", "bias"), activity_regularizer=True))
         return config
 
 
@@ -301,10 +291,7 @@ class DepthwiseConv2D(Conv2D):
                          activity_regularizer=activity_regularizer,
                          bias_constraint=bias_constraint, **kwargs)
         self.depth_multiplier = depth_multiplier
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.depthwise_constraint = constraints.get(depthwise_constraint)
-        self.bias_initializer = initializers.get(bias_initializer)
+        set_weight_args(self, ("depthwise",), locals(), initializers_only=("bias",))
 
     def build(self, input_shape):
         if len(input_shape) != self.rank + 2:
@@ -352,9 +339,7 @@ class DepthwiseConv2D(Conv2D):
         for key in ("filters", "kernel_initializer", "kernel_regularizer", "kernel_constraint"):
             config.pop(key)
         config["depth_multiplier"] = self.depth_multiplier
-        config["depthwise_initializer"] = initializers.serialize(self.depthwise_initializer)
-        config["depthwise_regularizer"] = regularizers.serialize(self.depthwise_regularizer)
-        config["depthwise_constraint"] = constraints.serialize(self.depthwise_constraint)
+        config.update(weight_args_config(self, ("depthwise",)))
         return config
 
 
@@ -379,12 +364,7 @@ class SeparableConv2D(Conv2D):
                          activity_regularizer=activity_regularizer,
                          bias_constraint=bias_constraint, **kwargs)
         self.depth_multiplier = depth_multiplier
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.pointwise_initializer = initializers.get(pointwise_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
-        self.depthwise_constraint = constraints.get(depthwise_constraint)
-        self.pointwise_constraint = constraints.get(pointwise_constraint)
+        set_weight_args(self, ("depthwise", "pointwise"), locals())
 
     def build(self, input_shape):
         input_shape = as_shape(input_shape)
@@ -417,12 +397,7 @@ class SeparableConv2D(Conv2D):
         config = super().get_config()
         config.update({
             "depth_multiplier": self.depth_multiplier,
-            "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-            "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
-            "depthwise_regularizer": regularizers.serialize(self.depthwise_regularizer),
-            "pointwise_regularizer": regularizers.serialize(self.pointwise_regularizer),
-            "depthwise_constraint": constraints.serialize(self.depthwise_constraint),
-            "pointwise_constraint": constraints.serialize(self.pointwise_constraint),
+            **weight_args_config(self, ("depthwise", "pointwise")),
         })
         return config
 

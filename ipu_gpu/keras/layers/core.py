@@ -13,10 +13,11 @@ from ...ops import matmul as _matmul
 from ...ops import reduction as _r
 from ...ops import nn as _nn
 from ...ops import shape as _shape
-from .. import activations, backend, constraints, initializers, regularizers
+from .. import activations, backend
 from ..engine.call_context import set_mask
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
+from ._weight_args import set_weight_args, weight_args_config
 
 
 class Dense(Layer):
@@ -40,12 +41,7 @@ class Dense(Layer):
                              f"integer. Received: units={units}")
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_weight_args(self, ("kernel", "bias"), locals())
         self.input_spec = InputSpec(min_ndim=2)
         self.supports_masking = True
 
@@ -100,14 +96,8 @@ class Dense(Layer):
             "units": self.units,
             "activation": activations.serialize(self.activation),
             "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
-            "activity_regularizer": regularizers.serialize(self.activity_regularizer),
-            "kernel_constraint": constraints.serialize(self.kernel_constraint),
-            "bias_constraint": constraints.serialize(self.bias_constraint),
         })
+        config.update(weight_args_config(self, ("kernel", "bias"), activity_regularizer=True))
         return config
 
 

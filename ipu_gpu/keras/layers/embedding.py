@@ -6,8 +6,9 @@ from __future__ import annotations
 from ...core.spec import TensorShape, as_shape
 from ...ops import math as _m
 from ...ops import nn as _nn
-from .. import constraints, initializers, regularizers
+from .. import regularizers
 from ..engine.base_layer import Layer
+from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["Embedding"]
 
@@ -46,10 +47,8 @@ class Embedding(Layer):
         super().__init__(**kwargs)
         self.input_dim = input_dim
         self.output_dim = output_dim
-        self.embeddings_initializer = initializers.get(embeddings_initializer)
-        self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        set_weight_args(self, ("embeddings",), locals())
         self.activity_regularizer = regularizers.get(activity_regularizer)
-        self.embeddings_constraint = constraints.get(embeddings_constraint)
         self.mask_zero = mask_zero
         self.supports_masking = mask_zero
         self.input_length = input_length
@@ -98,10 +97,7 @@ class Embedding(Layer):
         config = super().get_config()
         config.update({
             "input_dim": self.input_dim, "output_dim": self.output_dim,
-            "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
-            "embeddings_regularizer": regularizers.serialize(self.embeddings_regularizer),
-            "activity_regularizer": regularizers.serialize(self.activity_regularizer),
-            "embeddings_constraint": constraints.serialize(self.embeddings_constraint),
+            **weight_args_config(self, ("embeddings",), activity_regularizer=True),
             "mask_zero": self.mask_zero, "input_length": self.input_length,
         })
         return config

@@ -13,9 +13,10 @@ from ...ops import array as _array
 from ...ops import math as _m
 from ...ops import reduction as _r
 from ...ops import shape as _shape
-from .. import backend, constraints, initializers, regularizers
+from .. import backend
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
+from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
 
@@ -90,14 +91,8 @@ class BatchNormalization(Layer):
         self.epsilon = epsilon
         self.center = center
         self.scale = scale
-        self.beta_initializer = initializers.get(beta_initializer)
-        self.gamma_initializer = initializers.get(gamma_initializer)
-        self.moving_mean_initializer = initializers.get(moving_mean_initializer)
-        self.moving_variance_initializer = initializers.get(moving_variance_initializer)
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
-        self.beta_constraint = constraints.get(beta_constraint)
-        self.gamma_constraint = constraints.get(gamma_constraint)
+        set_weight_args(self, ("beta", "gamma"), locals(),
+                        initializers_only=("moving_mean", "moving_variance"))
         self.renorm = renorm
         self.virtual_batch_size = virtual_batch_size
         self.adjustment = adjustment
@@ -249,15 +244,8 @@ class BatchNormalization(Layer):
         config.update({
             "axis": self.axis, "momentum": self.momentum, "epsilon": self.epsilon,
             "center": self.center, "scale": self.scale,
-            "beta_initializer": initializers.serialize(self.beta_initializer),
-            "gamma_initializer": initializers.serialize(self.gamma_initializer),
-            "moving_mean_initializer": initializers.serialize(self.moving_mean_initializer),
-            "moving_variance_initializer": initializers.serialize(
-                self.moving_variance_initializer),
-            "beta_regularizer": regularizers.serialize(self.beta_regularizer),
-            "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
-            "beta_constraint": constraints.serialize(self.beta_constraint),
-            "gamma_constraint": constraints.serialize(self.gamma_constraint),
+            **weight_args_config(self, ("beta", "gamma"),
+                                 initializers_only=("moving_mean", "moving_variance")),
         })
         return config
 
@@ -288,12 +276,7 @@ class LayerNormalization(Layer):
         self.epsilon = epsilon
         self.center = center
         self.scale = scale
-        self.beta_initializer = initializers.get(beta_initializer)
-        self.gamma_initializer = initializers.get(gamma_initializer)
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
-        self.beta_constraint = constraints.get(beta_constraint)
-        self.gamma_constraint = constraints.get(gamma_constraint)
+        set_weight_args(self, ("beta", "gamma"), locals())
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -341,12 +324,6 @@ class LayerNormalization(Layer):
         config = super().get_config()
         config.update({
             "axis": self.axis, "epsilon": self.epsilon, "center": self.center,
-            "scale": self.scale,
-            "beta_initializer": initializers.serialize(self.beta_initializer),
-            "gamma_initializer": initializers.serialize(self.gamma_initializer),
-            "beta_regularizer": regularizers.serialize(self.beta_regularizer),
-            "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
-            "beta_constraint": constraints.serialize(self.beta_constraint),
-            "gamma_constraint": constraints.serialize(self.gamma_constraint),
+            "scale": self.scale, **weight_args_config(self, ("beta", "gamma")),
         })
         return config

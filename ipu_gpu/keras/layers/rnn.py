@@ -24,11 +24,12 @@ from ...ops import matmul as _matmul
 from ...ops import nn as _nn
 from ...ops import random as _random
 from ...ops import shape as _shape
-from .. import activations, backend, constraints, initializers, regularizers
+from .. import activations, backend, initializers, regularizers
 from ..engine import call_context
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from ..engine.keras_tensor import KerasTensor
+from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell",
            "Bidirectional", "TimeDistributed"]
@@ -39,6 +40,9 @@ def _dropout_mask(like, rate, count=1):
     ones = _creation.ones_like(like)
     masks = [_random.dropout(ones, rate) for _ in range(count)]
     return masks if count > 1 else masks[0]
+
+
+_CELL_WEIGHTS = ("kernel", "recurrent", "bias")
 
 
 class _Cell(Layer):
@@ -59,15 +63,7 @@ class _Cell(Layer):
         self.units = units
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.recurrent_initializer = initializers.get(recurrent_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.recurrent_constraint = constraints.get(recurrent_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_weight_args(self, _CELL_WEIGHTS, locals())
         self.dropout = min(1.0, max(0.0, dropout))
         self.recurrent_dropout = min(1.0, max(0.0, recurrent_dropout))
         self.reset_dropout_mask()
@@ -129,16 +125,7 @@ class _Cell(Layer):
         config = super().get_config()
         config.update({
             "units": self.units, "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-            "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
-            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
-            "kernel_constraint": constraints.serialize(self.kernel_constraint),
-            "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
-            "bias_constraint": constraints.serialize(self.bias_constraint),
+            "use_bias": self.use_bias, **weight_args_config(self, _CELL_WEIGHTS),
             "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
         })
         return config
