@@ -78,10 +78,13 @@ class Conv(Layer):
     def _channel_axis(self) -> int:
         return -1 - self.rank if self.data_format == "channels_first" else -1
 
-    def _input_channel(self, input_shape) -> int:
+    def _input_channel(self, input_shape, layer_name=None) -> int:
+        """The inputs' channel count; Keras's error names ``layer_name`` where given (its
+        Conv2DTranspose and DepthwiseConv do)."""
         axis = self._channel_axis()
         if input_shape[axis] is None:
-            raise ValueError("The channel dimension of the inputs should be defined. The "
+            to = f" to `{layer_name}`" if layer_name else ""
+            raise ValueError(f"The channel dimension of the inputs{to} should be defined. The "
                              f"input_shape received is {input_shape}, where axis {axis} "
                              "(0-based) is the channel dimension, which found to be `None`.")
         return int(input_shape[axis])
@@ -226,12 +229,7 @@ class Conv2DTranspose(Conv2D):
         if len(input_shape) != 4:
             raise ValueError(f"Inputs should have rank 4. Received input_shape={input_shape}.")
         axis = self._channel_axis()
-        if input_shape[axis] is None:
-            raise ValueError("The channel dimension of the inputs to `Conv2DTranspose` should "
-                             f"be defined. The input_shape received is {input_shape}, where "
-                             f"axis {axis} (0-based) is the channel dimension, which found to "
-                             "be `None`.")
-        channels = int(input_shape[axis])
+        channels = self._input_channel(input_shape, "Conv2DTranspose")
         self.input_spec = InputSpec(ndim=4, axes={axis: channels})
         self.kernel = self.add_weight(name="kernel",
                                       shape=self.kernel_size + (self.filters, channels),
@@ -299,12 +297,7 @@ class DepthwiseConv2D(Conv2D):
                              f"Received input_shape={input_shape}.")
         input_shape = as_shape(input_shape)
         axis = self._channel_axis()
-        if input_shape[axis] is None:
-            raise ValueError("The channel dimension of the inputs to `DepthwiseConv` should be "
-                             f"defined. The input_shape received is {input_shape}, where axis "
-                             f"{axis} (0-based) is the channel dimension, which found to be "
-                             "`None`.")
-        channels = int(input_shape[axis])
+        channels = self._input_channel(input_shape, "DepthwiseConv")
         self.depthwise_kernel = self.add_weight(
             shape=self.kernel_size + (channels, self.depth_multiplier),
             initializer=self.depthwise_initializer, name="depthwise_kernel",

@@ -158,7 +158,27 @@ class SimpleRNNCell(_Cell):
         return self._base_config()
 
 
-class LSTMCell(_Cell):
+class _GatedCell(_Cell):
+    """Shared by LSTMCell and GRUCell: gates through ``recurrent_activation``, and Keras's
+    ``implementation`` flag (1 where there is recurrent dropout)."""
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
+                 implementation=2, **kwargs):
+        super().__init__(units, activation=activation, **kwargs)
+        self.recurrent_activation = activations.get(recurrent_activation)
+        self.implementation = 1 if self.recurrent_dropout else implementation
+        self.output_size = self.units
+
+    def _gated_config(self, **options) -> dict:
+        """The config, with ``options`` between the recurrent activation and the
+        implementation (Keras's order)."""
+        config = self._base_config()
+        config.update(recurrent_activation=activations.serialize(self.recurrent_activation),
+                      **options, implementation=self.implementation)
+        return config
+
+
+class LSTMCell(_GatedCell):
     """Long short-term memory (Hochreiter & Schmidhuber 1997) with Keras's gate order
     i, f, c, o; ``unit_forget_bias`` starts the forget-gate bias at 1."""
 
@@ -166,12 +186,9 @@ class LSTMCell(_Cell):
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
                  unit_forget_bias=True, implementation=2, **kwargs):
-        super().__init__(units, activation=activation, **kwargs)
-        self.recurrent_activation = activations.get(recurrent_activation)
+        super().__init__(units, activation, recurrent_activation, implementation, **kwargs)
         self.unit_forget_bias = unit_forget_bias
-        self.implementation = 1 if self.recurrent_dropout else implementation
         self.state_size = [self.units, self.units]
-        self.output_size = self.units
 
     def build(self, input_shape):
         self._add_kernels(as_shape(input_shape)[-1])
@@ -204,14 +221,10 @@ class LSTMCell(_Cell):
         return h, [h, c]
 
     def get_config(self) -> dict:
-        config = self._base_config()
-        config.update(recurrent_activation=activations.serialize(self.recurrent_activation),
-                      unit_forget_bias=self.unit_forget_bias,
-                      implementation=self.implementation)
-        return config
+        return self._gated_config(unit_forget_bias=self.unit_forget_bias)
 
 
-class GRUCell(_Cell):
+class GRUCell(_GatedCell):
     """Gated recurrent unit (Cho et al. 2014) with Keras's gate order z, r, h;
     ``reset_after`` (the default, cuDNN's form) applies the reset gate after the recurrent
     matmul and keeps a separate recurrent bias (bias shape (2, 3 * units))."""
@@ -220,12 +233,9 @@ class GRUCell(_Cell):
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
                  reset_after=True, implementation=2, **kwargs):
-        super().__init__(units, activation=activation, **kwargs)
-        self.recurrent_activation = activations.get(recurrent_activation)
+        super().__init__(units, activation, recurrent_activation, implementation, **kwargs)
         self.reset_after = reset_after
-        self.implementation = 1 if self.recurrent_dropout else implementation
         self.state_size = self.units
-        self.output_size = self.units
 
     def build(self, input_shape):
         self._add_kernels(as_shape(input_shape)[-1])
@@ -268,10 +278,7 @@ class GRUCell(_Cell):
         return out, [out]
 
     def get_config(self) -> dict:
-        config = self._base_config()
-        config.update(recurrent_activation=activations.serialize(self.recurrent_activation),
-                      reset_after=self.reset_after, implementation=self.implementation)
-        return config
+        return self._gated_config(reset_after=self.reset_after)
 
 
 def _state_sizes(cell) -> list:
