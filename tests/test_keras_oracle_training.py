@@ -8,7 +8,7 @@ tf_keras's ``optimizers.legacy`` classes are the oracle for the optimizer arithm
 test_keras_optimizers.py). TensorFlow is imported only through the ``real_tf`` fixture.
 
 Tolerances are float32 ones, per model in ``CASES`` with the reason beside each. Measured on
-x86-64 (numpy backend, OpenBLAS): History losses differ by at most 2.4e-7 and weights by at
+x86-64 (numpy backend, OpenBLAS): History losses differ by at most 1.2e-7 and weights by at
 most 4.8e-7 absolute (a BatchNormalization moving variance of magnitude 4.7, i.e. a few ulps);
 the bounds leave about a hundredfold margin for other BLAS builds and summation orders.
 
