@@ -6,7 +6,9 @@ no device sync), picks the kernel module from the array type, runs
 ``forward`` and records the call on any GradientTape that watches an input.
 
 An allocation failure inside ``forward`` becomes TF's ResourceExhaustedError naming the op
-(``allocation.py``).
+(``allocation.py``). An input that is a symbolic value (a KerasTensor, while a functional
+Keras model is built) refuses conversion; the op then hands the call to the hook the keras
+package installed (``set_symbolic_hook``), which records it as a layer.
 """
 
 from __future__ import annotations
@@ -18,9 +20,32 @@ import numpy as np
 from . import backend, tape
 from .allocation import allocation_failure
 from .convert import to_array
+from .nest import flatten
 from .tensor import Tensor, Variable, wrap
 
 REGISTRY: dict = {}  # op name -> Op
+
+# Symbolic inputs (Keras's KerasTensors): values not computed yet. Core never imports Keras;
+# the keras package installs the types and the hook (``set_symbolic_hook``).
+_symbolic_types: tuple = ()
+_symbolic_hook = None
+
+
+def set_symbolic_hook(types: tuple, hook) -> None:
+    """Install ``hook(op, inputs, static)``, which an op calls in place of running when one
+    of its inputs (or a leaf of a list input) is an instance of ``types`` (None removes it).
+
+    The check costs nothing on the eager path: symbolic values refuse conversion to arrays
+    (a TypeError), and only then does the op look for them. What the hook returns is the
+    op's result (KerasTensors recorded as a layer of a functional model); NotImplemented
+    lets the conversion's TypeError propagate."""
+    global _symbolic_types, _symbolic_hook
+    _symbolic_types = tuple(types) if hook is not None else ()
+    _symbolic_hook = hook
+
+
+def _has_symbolic(inputs) -> bool:
+    return any(isinstance(x, _symbolic_types) for x in flatten(list(inputs)))
 
 
 class Op:
@@ -100,10 +125,17 @@ class Op:
         if pending:
             follow = anchor.dtype if (self.scalars_follow and anchor is not None) else None
             target_xp = xp if anchor is not None else None
-            for j, x in enumerate(inputs):
-                if arrays[j] is None:
-                    a = _convert_value(x, follow, self._arg(j), self.name, target_xp)
-                    arrays[j] = a
+            try:
+                for j, x in enumerate(inputs):
+                    if arrays[j] is None:
+                        a = _convert_value(x, follow, self._arg(j), self.name, target_xp)
+                        arrays[j] = a
+            except TypeError:  # a symbolic input refuses conversion: the hook records the call
+                if _symbolic_hook is not None and _has_symbolic(inputs):
+                    result = _symbolic_hook(self, inputs, static)
+                    if result is not NotImplemented:
+                        return result
+                raise
             if anchor is None:
                 xp = backend.xp_of(arrays[0]) if n else backend.default_xp()
         self.check(*arrays, **static)

@@ -25,6 +25,7 @@ from .call_context import get_mask, set_mask
 from .input_layer import InputLayer
 from .input_spec import InputSpec
 from .keras_tensor import KerasTensor
+from .op_lambda import TFOpLambda
 from .training import Model
 
 __all__ = ["Functional"]
@@ -61,6 +62,9 @@ class Functional(Model):
         self._name = backend.unique_object_name(to_snake_case(cls_name), zero_based=True)
 
     def _init_graph_network(self, inputs, outputs):
+        from .op_dispatch import forget
+
+        forget()  # the graph is complete: no function call on KerasTensors is in progress
         set_ = object.__setattr__
         if isinstance(inputs, list) and len(nest.flatten(inputs)) == 1:
             inputs = inputs[0]
@@ -232,9 +236,13 @@ class Functional(Model):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """A new functional model (new weights) from ``get_config``'s dict."""
-        from ..models.saving import reconstruct_from_config
+        from .op_dispatch import SlicingOpLambda
+        from .op_dispatch import TFOpLambda as OpLayer
 
-        inputs, outputs = reconstruct_from_config(config, custom_objects)
+        # op layers (``tf.concat`` on KerasTensors) find their function again by its symbol
+        custom_objects = {"TFOpLambda": OpLayer, "SlicingOpLambda": SlicingOpLambda,
+                          **(custom_objects or {})}
+        inputs, outputs = _reconstruct(config, custom_objects)
         return cls(inputs=inputs, outputs=outputs, name=config.get("name"))
 
 
@@ -338,6 +346,9 @@ def get_network_config(network) -> dict:
         for i, node in enumerate(layer._inbound_nodes):
             if node.is_input or f"{layer.name}_ib-{i}" not in network._network_nodes:
                 continue
+            if isinstance(layer, TFOpLambda):
+                inbound.append(_op_node_data(node, history_entry))
+                continue
             kwargs = {k: v for k, v in node.call_kwargs.items()
                       if not any(isinstance(t, KerasTensor) for t in nest.flatten(v))}
             inbound.append([history_entry(t, kwargs) for t in node.keras_inputs])
@@ -349,3 +360,101 @@ def get_network_config(network) -> dict:
 
     return {"name": network.name, "layers": layer_configs,
             "input_layers": coords(network.inputs), "output_layers": coords(network.outputs)}
+
+
+def _op_node_data(node, history_entry) -> list:
+    """An op layer's node as TF-Keras writes it: one entry per leaf of the first argument
+    (``["_CONSTANT_VALUE", -1, value, kwargs]`` for a leaf that is not a KerasTensor), each
+    with the keyword arguments, where KerasTensors are ``[layer, node, tensor]``
+    (``tf.matmul(a, b=t)``, ``x * t``)."""
+    def encode(value):
+        if isinstance(value, KerasTensor):
+            return history_entry(value)[:3]
+        if isinstance(value, (list, tuple)):
+            return type(value)(encode(v) for v in value)
+        if isinstance(value, dict):
+            return {k: encode(v) for k, v in value.items()}
+        return value
+
+    kwargs = encode(dict(node.call_kwargs))
+    first = node.call_args[0] if node.call_args else None
+    return [history_entry(t, kwargs) if isinstance(t, KerasTensor)
+            else ["_CONSTANT_VALUE", -1, t, kwargs] for t in nest.flatten(first)]
+
+
+def _reconstruct(config, custom_objects=None):
+    """(inputs, outputs) of the functional graph ``config`` describes, with new layers:
+    ``models.saving.reconstruct_from_config`` and, as TF-Keras reads them, constant leaves
+    of an op layer's first argument and KerasTensors among the keyword arguments."""
+    from ..models.saving import _deserialize_layer
+
+    created, pending = {}, collections.OrderedDict()
+    for layer_data in config["layers"]:
+        layer = _deserialize_layer(layer_data, custom_objects)
+        name = layer_data.get("name", layer.name)
+        created[name] = layer
+        if layer_data.get("inbound_nodes"):
+            pending[name] = list(layer_data["inbound_nodes"])
+
+    def tensor_of(name, node_index, tensor_index):
+        layer = created[name]
+        if len(layer._inbound_nodes) <= node_index:
+            return None
+        return nest.flatten(layer._inbound_nodes[node_index].outputs)[tensor_index]
+
+    class _NotYet(Exception):
+        pass
+
+    def decode(value):
+        if (isinstance(value, (list, tuple)) and len(value) == 3 and isinstance(value[0], str)
+                and value[0] in created and all(isinstance(v, int) for v in value[1:])):
+            t = tensor_of(*value)
+            if t is None:
+                raise _NotYet
+            return t
+        if isinstance(value, (list, tuple)):
+            return type(value)(decode(v) for v in value)
+        if isinstance(value, dict):
+            return {k: decode(v) for k, v in value.items()}
+        return value
+
+    def process(name, node_data) -> bool:
+        if isinstance(node_data, dict):  # tf-keras 2.13+ writes {"args", "kwargs"}
+            raise ValueError("from_config: the node format of Keras 3 configs is not read")
+        inputs, kwargs = [], {}
+        try:
+            for entry in node_data:
+                if entry[0] == "_CONSTANT_VALUE":
+                    inputs.append(entry[2])
+                else:
+                    t = tensor_of(entry[0], entry[1], entry[2])
+                    if t is None:
+                        return False
+                    inputs.append(t)
+                if len(entry) > 3 and entry[3]:
+                    kwargs = decode(dict(entry[3]))
+        except _NotYet:
+            return False
+        created[name](inputs[0] if len(inputs) == 1 else inputs, **kwargs)
+        return True
+
+    while pending:
+        progressed = False
+        for name in list(pending):
+            nodes = pending[name]
+            while nodes and process(name, nodes[0]):
+                nodes.pop(0)
+                progressed = True
+            if not nodes:
+                del pending[name]
+        if not progressed:
+            raise ValueError(f"from_config: cannot compute the inputs of layers {list(pending)}")
+
+    def ends(key):
+        coords = config[key]
+        if coords and not isinstance(coords[0], (list, tuple)):
+            coords = [coords]
+        tensors = [tensor_of(c[0], c[1], c[2]) for c in coords]
+        return tensors[0] if len(tensors) == 1 else tensors
+
+    return ends("input_layers"), ends("output_layers")

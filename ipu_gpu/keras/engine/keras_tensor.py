@@ -25,18 +25,22 @@ called twice (shared weights) has two nodes.
 
 Operators on KerasTensors (``+ - * / // % ** @``, unary ``- abs ~``, comparisons, ``& |``
 and ``[]``) record ``TFOpLambda`` layers named as TF-Keras names them
-(``tf.__operators__.add``, ``tf.math.multiply``, ``tf.__operators__.getitem``, ...).
-ipu_gpu functions (``tf.concat``, ``tf.reduce_mean``, ...) have no dispatch hook for
-KerasTensors: passing one raises TypeError pointing to ``keras.layers.Lambda``.
+(``tf.__operators__.add``, ``tf.math.multiply``, ``tf.__operators__.getitem``, ...), and so
+do ipu_gpu functions called on KerasTensors (``tf.concat`` -> a layer ``tf.concat``,
+``tf.reduce_mean`` -> ``tf.math.reduce_mean``): this module installs the op registry's
+symbolic hook, ``op_dispatch.dispatch``. A KerasTensor refuses conversion to an array
+(``__array__`` raises TypeError), which is how the registry tells it from a value.
 """
 
 from __future__ import annotations
 
 import collections
 import operator
+import sys
 
 import numpy as np
 
+from ...core import registry
 from ...core.spec import TensorShape, TensorSpec, as_shape, dtype_repr
 
 
@@ -124,8 +128,8 @@ class KerasTensor:
     # ---- what a symbolic value cannot do ----------------------------------------------------
     def _refuse(self, what: str):
         raise TypeError(f"Keras symbolic inputs/outputs do not implement `{what}`. You may be "
-                        "passing a Keras symbolic input/output to an ipu_gpu function, which "
-                        "cannot build a layer from it: wrap the computation in a "
+                        "passing a Keras symbolic input/output to Python code or an ipu_gpu "
+                        "function that needs its value: wrap the computation in a "
                         "`keras.layers.Lambda` layer, or use it in a custom layer's `call`.")
 
     def __len__(self):
@@ -140,10 +144,10 @@ class KerasTensor:
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError(f"You are passing {self!r}, an intermediate Keras symbolic "
-                        "input/output, to an ipu_gpu function that cannot take one. "
-                        "Functional model construction records layers and the Python "
-                        "operators only: wrap other computations in a `keras.layers.Lambda` "
-                        "layer, or write a custom layer.")
+                        "input/output, to code that needs its value. Functional model "
+                        "construction records layers, the Python operators and ipu_gpu ops "
+                        "called on KerasTensors: wrap other computations in a "
+                        "`keras.layers.Lambda` layer, or write a custom layer.")
 
     def __iter__(self):
         dims = None if self._shape.rank is None else self._shape.as_list()
@@ -174,28 +178,57 @@ class _Reference:
         return isinstance(other, _Reference) and other._tensor is self._tensor
 
 
-def _op_layer(symbol: str, fn, *args):
-    from .op_lambda import TFOpLambda
+def _op_layer(symbol: str, fn, *args, **kwargs):
+    from . import op_dispatch
 
-    return TFOpLambda(fn, symbol=symbol)(*args)
+    # inside an ipu_gpu function already recorded as one layer: its output (op_dispatch)
+    recorded = op_dispatch.recorded_output(sys._getframe(2))
+    if recorded is not None:
+        return recorded
+    cls = (op_dispatch.SlicingOpLambda if symbol == "tf.__operators__.getitem"
+           else op_dispatch.TFOpLambda)
+    return cls(fn, symbol=symbol)(*args, **kwargs)
 
 
-def _binary(symbol: str, fn):
+def _operator_function(name: str, fn, second: str):
+    """``fn`` as a function of named arguments, TF's (``x, y``; ``a, b`` for matmul), so an
+    op layer records ``x * 2.0`` as TF-Keras does: ``tf.math.multiply(x, y=2.0)``."""
+    if second == "b":
+        def function(a, b):
+            return fn(a, b)
+    else:
+        def function(x, y):
+            return fn(x, y)
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+def _binary(symbol: str, fn, second: str = "y"):
+    function = _operator_function(symbol.rsplit(".", 1)[-1], fn, second)
+    OPERATOR_FUNCTIONS[symbol.removeprefix("tf.")] = function
+
     def forward(self, other):
-        return _op_layer(symbol, fn, self, other)
+        return _op_layer(symbol, function, self, **{second: other})
 
     def reflected(self, other):
-        return _op_layer(symbol, fn, other, self)
+        return _op_layer(symbol, function, other, **{second: self})
 
     return forward, reflected
 
 
 def _unary(symbol: str, fn):
+    def function(x):
+        return fn(x)
+    function.__name__ = function.__qualname__ = symbol.rsplit(".", 1)[-1]
+    OPERATOR_FUNCTIONS[symbol.removeprefix("tf.")] = function
+
     def apply(self):
-        return _op_layer(symbol, fn, self)
+        return _op_layer(symbol, function, self)
     return apply
 
 
+# symbol (without "tf.") -> the function an operator's op layer calls (op_dispatch reads it)
+OPERATOR_FUNCTIONS: dict = {}
 # The TF symbols TF-Keras names its op layers after (``x + y`` -> "tf.__operators__.add").
 _BINARY = {
     "add": ("tf.__operators__.add", operator.add),
@@ -210,7 +243,7 @@ _BINARY = {
     "or": ("tf.math.logical_or", operator.or_),
 }
 for _name, (_symbol, _fn) in _BINARY.items():
-    _fwd, _ref = _binary(_symbol, _fn)
+    _fwd, _ref = _binary(_symbol, _fn, "b" if _name == "matmul" else "y")
     setattr(KerasTensor, f"__{_name}__", _fwd)
     setattr(KerasTensor, f"__r{_name}__", _ref)
 for _name, (_symbol, _fn) in {"lt": ("tf.math.less", operator.lt),
@@ -227,12 +260,29 @@ for _name, (_symbol, _fn) in {"neg": ("tf.math.negative", operator.neg),
 KerasTensor.__pos__ = lambda self: self
 
 
+def _getitem_function(tensor, slice_spec):
+    return tensor[slice_spec]
+
+
+_getitem_function.__name__ = _getitem_function.__qualname__ = "getitem"
+OPERATOR_FUNCTIONS["__operators__.getitem"] = _getitem_function
+
+
 def _getitem(self, key):
-    return _op_layer("tf.__operators__.getitem", operator.getitem, self, key)
+    return _op_layer("tf.__operators__.getitem", _getitem_function, self, slice_spec=key)
 
 
 KerasTensor.__getitem__ = _getitem
 KerasTensor.__array_priority__ = 200  # numpy defers its binary operators to ours
+
+
+def _dispatch_op(op, inputs, static):
+    from .op_dispatch import dispatch
+
+    return dispatch(op, inputs, static)
+
+
+registry.set_symbolic_hook((KerasTensor,), _dispatch_op)
 
 
 def keras_tensor_from_tensor(value, name=None) -> KerasTensor:

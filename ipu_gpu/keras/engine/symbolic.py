@@ -3,9 +3,11 @@
 Built-in layers (``Layer._shape_inference``) give their outputs from
 ``compute_output_signature``. Any other layer is probed: ``call`` runs on stand-in zeros
 (ones for bool) whose unknown dimensions are 2, then 3; an output dimension that changes
-between the two runs is unknown (None). During a probe, losses and metrics are not recorded
-and the layer's weights are restored afterwards, so a probe leaves no trace but built
-sub-layers. Randomness drawn inside a probed ``call`` does advance ipu_gpu's random streams.
+between the two runs is unknown (None). Where a run fails, the probe tries 4 and 8, then 16
+and 32 (a reshape may need a multiple), and raises the first error if none serve. During a
+probe, losses and metrics are not recorded and the layer's weights are restored afterwards,
+so a probe leaves no trace but built sub-layers. Randomness drawn inside a probed ``call``
+does advance ipu_gpu's random streams.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from .input_spec import assert_input_compatibility
 from .keras_tensor import KerasTensor
 from .node import Node
 
-_PROBE_SIZES = (2, 3)
+# sizes of the unknown dimensions in the two runs of a probe; the next pair where a run
+# fails (``tf.reshape(x, (-1, 8))`` of a (None, 4) input needs an even batch)
+_PROBE_SIZES = ((2, 3), (4, 8), (16, 32))
 
 
 def functional_call(layer, inputs, args, kwargs):
@@ -144,10 +148,31 @@ def symbolic_shape(x):
 
 
 def _probe_fn(fn, structure, name=None):
+    first_error = None
+    for sizes in _PROBE_SIZES:
+        try:
+            runs = _probe_runs(fn, structure, sizes, name)
+        except Exception as e:  # noqa: BLE001 - the first error is raised if no sizes serve
+            if first_error is None:
+                first_error = e
+            continue
+        break
+    else:
+        raise first_error
+    first, second = runs
+    flat_a, flat_b = nest.flatten(first), nest.flatten(second)
+    if len(flat_a) != len(flat_b):
+        raise ValueError(f"Layer {name}: `call` returned differently structured outputs for "
+                         "different batch sizes")
+    merged = [_merge(a, b, name) for a, b in zip(flat_a, flat_b)]
+    return nest.pack_sequence_as(first, merged)
+
+
+def _probe_runs(fn, structure, sizes, name):
     runs = []
     ctx = call_context.context()
     saved = getattr(ctx, "stand_ins", None)
-    for size in _PROBE_SIZES:
+    for size in sizes:
         made = {}
 
         def stand_in(v, size=size, made=made):
@@ -162,13 +187,7 @@ def _probe_fn(fn, structure, name=None):
             runs.append(fn(*concrete))
         finally:
             ctx.stand_ins = saved
-    first, second = runs
-    flat_a, flat_b = nest.flatten(first), nest.flatten(second)
-    if len(flat_a) != len(flat_b):
-        raise ValueError(f"Layer {name}: `call` returned differently structured outputs for "
-                         "different batch sizes")
-    merged = [_merge(a, b, name) for a, b in zip(flat_a, flat_b)]
-    return nest.pack_sequence_as(first, merged)
+    return runs
 
 
 def _stand_in(value, size, name):
