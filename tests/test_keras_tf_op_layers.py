@@ -162,9 +162,6 @@ def test_single_function_layer(tfk, case):
     assert ours_config["config"]["name"] == theirs_config["config"]["name"]
 
 
-@pytest.mark.xfail(reason="expand_dims/squeeze/stack in ipu_gpu/ops/shape.py compute the new "
-                          "shape in Python from x.shape, whose batch size is None, so no op "
-                          "ever sees the KerasTensor", raises=TypeError, strict=False)
 @pytest.mark.parametrize("fn", ["expand_dims", "stack", "squeeze"])
 def test_shape_functions_reading_the_batch_size(tfk, fn):
     import tensorflow as tf

@@ -93,8 +93,14 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     if not -ndim - 1 <= axis <= ndim:
         raise ValueError(f"expand_dims: axis must be in [{-ndim - 1}, {ndim}], got {axis}")
     a = axis % (ndim + 1)
-    shape = tuple(getattr(x, "shape", np.shape(x)))
+    shape = _known(getattr(x, "shape", np.shape(x)))
     return reshape(x, shape[:a] + (1,) + shape[a:])
+
+
+def _known(shape) -> tuple:
+    """``shape`` with an unknown dimension (a KerasTensor's batch) as reshape's -1."""
+    shape = tuple(shape)
+    return tuple(-1 if s is None else s for s in shape) if None in shape else shape
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002
@@ -104,10 +110,10 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
     if axes is None:
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
     for a in axes:
-        if shape[a] != 1:
+        if shape[a] != 1 and shape[a] is not None:
             raise ValueError(f"squeeze: axis {a} must have size 1, got {shape[a]} (shape "
                              f"{list(shape)})")
-    return reshape(input, tuple(s for i, s in enumerate(shape) if i not in axes))
+    return reshape(input, _known(s for i, s in enumerate(shape) if i not in axes))
 
 
 def _check_concat(*values, axis):
