@@ -312,3 +312,24 @@ def test_keras_tensor_captured_in_a_layer_call_is_refused():
     a = L.Input((3,))
     with pytest.raises(TypeError, match="Lambda"):
         L.Lambda(lambda x: x + ig.reduce_sum(a))(a)
+
+
+def test_configs_with_op_layers_rebuild_through_every_entry_point():
+    """``Model.from_config``, ``models.model_from_config`` and ``clone_model`` rebuild op
+    layers, the Keras activations called on KerasTensors included, with the same outputs."""
+    import ipu_gpu as ig
+    from ipu_gpu import keras
+
+    a = keras.Input((4,))
+    y = keras.activations.relu(keras.layers.Dense(3)(a))
+    model = keras.Model(a, ig.concat([y, y * 2.0], axis=-1))
+    config = model.get_config()
+    rebuilt = [keras.Model.from_config(config),
+               keras.models.model_from_config({"class_name": "Functional", "config": config}),
+               keras.models.clone_model(model)]
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    want = model.predict(x, verbose=0)
+    for other in rebuilt:
+        other.set_weights(model.get_weights())
+        assert [lay.name for lay in other.layers] == [lay.name for lay in model.layers]
+        np.testing.assert_array_equal(other.predict(x, verbose=0), want)

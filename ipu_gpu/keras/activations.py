@@ -32,7 +32,7 @@ def _symbolic(symbol: str):
         @functools.wraps(fn)
         def wrapper(x, *args, **kwargs):
             if isinstance(x, KerasTensor):
-                from .engine.op_lambda import TFOpLambda
+                from .engine.op_dispatch import TFOpLambda
 
                 return TFOpLambda(fn, symbol=symbol)(x, *args, **kwargs)
             return fn(x, *args, **kwargs)

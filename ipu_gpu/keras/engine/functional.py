@@ -383,9 +383,12 @@ def _op_node_data(node, history_entry) -> list:
 
 
 def _reconstruct(config, custom_objects=None):
-    """(inputs, outputs) of the functional graph ``config`` describes, with new layers:
-    ``models.saving.reconstruct_from_config`` and, as TF-Keras reads them, constant leaves
-    of an op layer's first argument and KerasTensors among the keyword arguments."""
+    """(inputs, outputs) of the functional graph ``config`` describes, with new layers,
+    reading, as TF-Keras does, constant leaves of an op layer's first argument and
+    KerasTensors among the keyword arguments.
+
+    Raises:
+      ValueError: a node whose inputs never become available; Keras 3's node format."""
     from ..models.saving import _deserialize_layer
 
     created, pending = {}, collections.OrderedDict()

@@ -36,10 +36,13 @@ class TFOpLambda(Layer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config["function"] = self.symbol
+        config["function"] = self.symbol.removeprefix("tf.") if self.symbol else self.symbol
         return config
 
     @classmethod
-    def from_config(cls, config):
-        raise NotImplementedError("TFOpLambda layers are rebuilt by the functional model from "
-                                  "their symbol; no symbol table is available yet")
+    def from_config(cls, config, custom_objects=None):
+        """The layer of the function ``config["function"]`` names (TF-Keras's symbol, such as
+        ``"math.multiply"``), found by ``op_dispatch``'s symbol table."""
+        from . import op_dispatch
+
+        return op_dispatch.TFOpLambda.from_config(config, custom_objects)

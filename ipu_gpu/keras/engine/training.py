@@ -1044,6 +1044,18 @@ class Model(Layer):
             if hasattr(layer, "reset_states") and getattr(layer, "stateful", False):
                 layer.reset_states()
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A model from its config: a functional model's config (``layers``,
+        ``input_layers``, ``output_layers``) rebuilds the graph, as TF-Keras does; any other
+        config holds the constructor's keyword arguments."""
+        if isinstance(config, dict) and {"layers", "input_layers",
+                                         "output_layers"} <= set(config):
+            from .functional import Functional
+
+            return Functional.from_config.__func__(cls, config, custom_objects)
+        return super().from_config(config)
+
     def get_config(self) -> dict:
         try:
             return Layer.get_config(self)

@@ -16,13 +16,11 @@ directory format is not written or read).
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 
 import numpy as np
 
-from ...core import nest
 from ..utils import hdf5_format
 
 __all__ = ["load_model", "model_from_config", "model_from_json", "save_model"]
@@ -233,8 +231,7 @@ def model_from_config(config, custom_objects=None):
         return _sequential_from_config(cls, inner, custom)
     if name in ("Functional", "Model") or (name in custom and issubclass(custom[name], Model)):
         cls = custom.get(name, Functional)
-        inputs, outputs = reconstruct_from_config(inner, custom)
-        return cls(inputs=inputs, outputs=outputs, name=inner.get("name"))
+        return Functional.from_config.__func__(cls, inner, custom)  # op layers, constants too
     from .. import layers
 
     return layers.deserialize(config, custom)
@@ -269,62 +266,3 @@ def _sequential_from_config(cls, config, custom_objects):
     if not model.inputs and build_shape and isinstance(build_shape, (list, tuple)):
         model.build(build_shape)
     return model
-
-
-def reconstruct_from_config(config, custom_objects=None):
-    """(inputs, outputs) of the functional graph a config describes, with new layers.
-
-    Raises:
-      ValueError: a node whose inputs never become available.
-    """
-    created = {}
-    pending = collections.OrderedDict()
-    for layer_data in config["layers"]:
-        layer = _deserialize_layer(layer_data, custom_objects)
-        created[layer_data.get("name", layer.name)] = layer
-        nodes = layer_data.get("inbound_nodes") or []
-        if nodes:
-            pending[layer_data.get("name", layer.name)] = list(nodes)
-
-    def tensor_of(name, node_index, tensor_index):
-        layer = created[name]
-        if len(layer._inbound_nodes) <= node_index:
-            return None
-        return nest.flatten(layer._inbound_nodes[node_index].outputs)[tensor_index]
-
-    def process(name, node_data) -> bool:
-        if isinstance(node_data, dict):  # tf-keras 2.13+ writes {"args", "kwargs"}
-            raise ValueError("reconstruct_from_config: the node format of Keras 3 configs is "
-                             "not read")
-        inputs, kwargs = [], {}
-        for entry in node_data:
-            t = tensor_of(entry[0], entry[1], entry[2])
-            if t is None:
-                return False
-            inputs.append(t)
-            if len(entry) > 3 and entry[3]:
-                kwargs = dict(entry[3])
-        created[name](inputs[0] if len(inputs) == 1 else inputs, **kwargs)
-        return True
-
-    while pending:
-        progressed = False
-        for name in list(pending):
-            nodes = pending[name]
-            while nodes and process(name, nodes[0]):
-                nodes.pop(0)
-                progressed = True
-            if not nodes:
-                del pending[name]
-        if not progressed:
-            raise ValueError(f"reconstruct_from_config: cannot compute the inputs of layers "
-                             f"{list(pending)}")
-
-    def ends(key):
-        coords = config[key]
-        if coords and not isinstance(coords[0], (list, tuple)):
-            coords = [coords]
-        tensors = [tensor_of(c[0], c[1], c[2]) for c in coords]
-        return tensors[0] if len(tensors) == 1 else tensors
-
-    return ends("input_layers"), ends("output_layers")
