@@ -25,27 +25,68 @@ from .tensor import Tensor, Variable, wrap
 
 REGISTRY: dict = {}  # op name -> Op
 
-# Symbolic inputs (Keras's KerasTensors): values not computed yet. Core never imports Keras;
-# the keras package installs the types and the hook (``set_symbolic_hook``).
+# Symbolic inputs (Keras's KerasTensors, TF1 graph tensors): values not computed yet. Core
+# imports neither; each package installs its types and hook (``set_symbolic_hook``).
 _symbolic_types: tuple = ()
 _symbolic_hook = None
+_handlers: dict = {}  # owner -> (types, hook)
 
 
-def set_symbolic_hook(types: tuple, hook) -> None:
-    """Install ``hook(op, inputs, static)``, which an op calls in place of running when one
-    of its inputs (or a leaf of a list input) is an instance of ``types`` (None removes it).
+def set_symbolic_hook(types: tuple, hook, owner: str = "keras") -> None:
+    """Install ``hook(op, inputs, static)`` for ``owner``, which an op calls in place of
+    running when one of its inputs (or a leaf of a list input) is an instance of ``types``
+    (``hook`` None removes the owner's).
 
     The check costs nothing on the eager path: symbolic values refuse conversion to arrays
     (a TypeError), and only then does the op look for them. What the hook returns is the
-    op's result (KerasTensors recorded as a layer of a functional model); NotImplemented
-    lets the conversion's TypeError propagate."""
+    op's result (KerasTensors recorded as a layer of a functional model, graph tensors as a
+    node of a TF1 graph); NotImplemented lets the conversion's TypeError propagate."""
     global _symbolic_types, _symbolic_hook
-    _symbolic_types = tuple(types) if hook is not None else ()
-    _symbolic_hook = hook
+    if hook is None:
+        _handlers.pop(owner, None)
+    else:
+        _handlers[owner] = (tuple(types), hook)
+    _symbolic_types = tuple(t for types_, _ in _handlers.values() for t in types_)
+    _symbolic_hook = _dispatch_symbolic if _handlers else None
+
+
+def _dispatch_symbolic(op, inputs, static):
+    leaves = flatten(list(inputs))
+    for types, hook in list(_handlers.values()):
+        if any(isinstance(x, types) for x in leaves):
+            result = hook(op, inputs, static)
+            if result is not NotImplemented:
+                return result
+    return NotImplemented
 
 
 def _has_symbolic(inputs) -> bool:
     return any(isinstance(x, _symbolic_types) for x in flatten(list(inputs)))
+
+
+_function_hooks: dict = {}  # owner -> (types, hook)
+
+
+def set_function_hook(types: tuple, hook, owner: str) -> None:
+    """Install ``hook(fn, args, kwargs)`` for public functions that do not reach an op
+    with their symbolic arguments (``symbolic_call``); ``hook`` None removes the owner's."""
+    if hook is None:
+        _function_hooks.pop(owner, None)
+    else:
+        _function_hooks[owner] = (tuple(types), hook)
+
+
+def symbolic_call(fn, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)`` recorded by the hook of its symbolic arguments' owner (a TF1
+    graph node), or NotImplemented when no argument is symbolic or no hook takes it. A
+    public function calls it before converting an argument that is not a Tensor."""
+    leaves = flatten([list(args), list(kwargs.values())])
+    for types, hook in list(_function_hooks.values()):
+        if any(isinstance(x, types) for x in leaves):
+            result = hook(fn, args, kwargs)
+            if result is not NotImplemented:
+                return result
+    return NotImplemented
 
 
 class Op:

@@ -49,7 +49,7 @@ import numpy as np
 from ..core import backend, capture, dtypes
 from ..core.convert import to_array
 from ..core.allocation import check_allocation
-from ..core.registry import register
+from ..core.registry import register, symbolic_call
 from ..core.tensor import Tensor, Variable, wrap
 from ..emulation import context
 from ..errors import InvalidArgumentError
@@ -1136,6 +1136,10 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None) -> Tensor:
     if isinstance(x, Tensor):
         xt = x
     else:
+        graph_node = symbolic_call(dropout, (x,), dict(rate=rate, noise_shape=noise_shape,
+                                                       seed=seed, name=name))
+        if graph_node is not NotImplemented:
+            return graph_node
         xt = wrap(to_array(x, arg="x", op="dropout"))
     d = xt.dtype
     if d.kind != "f":  # TF: ValueError "`x.dtype` must be a floating point tensor"

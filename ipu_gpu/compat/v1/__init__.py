@@ -25,3 +25,43 @@ nn.__dict__.update({n: getattr(_core.nn, n) for n in _core.nn.__all__})
 nn.xw_plus_b = _xw_plus_b
 nn.__all__ = sorted([*_core.nn.__all__, "xw_plus_b"])
 _sys.modules[nn.__name__] = nn
+
+# ---- graph mode (ipu_gpu.graph): Graph, Session, placeholders, graph variables ------------
+from ... import graph as _graph  # noqa: E402
+
+
+class _VariableMeta(type):
+    def __call__(cls, initial_value=None, trainable=True, collections=None,
+                 validate_shape=True, caching_device=None, name=None, variable_def=None,
+                 dtype=None, expected_shape=None, import_scope=None, constraint=None,
+                 use_resource=None, synchronization=None, aggregation=None, shape=None):
+        return _graph.make_variable(initial_value, trainable=trainable, name=name, dtype=dtype)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (_core.Variable, _graph.GraphVariable))
+
+
+class Variable(metaclass=_VariableMeta):
+    """``tf.compat.v1.Variable``: a graph variable inside ``with tf.Graph().as_default():`` (or
+    with a graph tensor as its initial value), initialized by ``sess.run(v.initializer)`` or
+    ``global_variables_initializer()``; elsewhere an eager Variable. Either way it joins the
+    default graph's ``global_variables`` (and ``trainable_variables``)."""
+
+
+_GRAPH_NAMES = ["Graph", "InteractiveSession", "Session", "get_default_graph", "gradients",
+                "global_variables", "global_variables_initializer", "group", "no_op",
+                "placeholder", "placeholder_with_default", "reset_default_graph",
+                "trainable_variables", "variables_initializer"]
+globals().update({n: getattr(_graph, n) for n in _GRAPH_NAMES})
+initialize_all_variables = _graph.global_variables_initializer
+
+# tf.compat.v1.train: TF2's tf.train plus the TF1 optimizers
+train = _types.ModuleType(f"{__name__}.train", "``tf.compat.v1.train``: TF2's ``tf.train`` "
+                          "plus TF1's graph-mode optimizers.")
+train.__dict__.update({n: getattr(_core.train, n) for n in getattr(
+    _core.train, "__all__", [n for n in dir(_core.train) if not n.startswith("_")])})
+train.GradientDescentOptimizer = _graph.GradientDescentOptimizer
+train.MomentumOptimizer = _graph.MomentumOptimizer
+_sys.modules[train.__name__] = train
+
+__all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "initialize_all_variables", "train"})

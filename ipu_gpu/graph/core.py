@@ -1,0 +1,369 @@
+"""TF1 graphs: ``Graph``, ``Operation`` and the symbolic ``GraphTensor``.
+
+A graph is the traced program. Ops called on graph tensors (placeholders, graph variables,
+the outputs of other graph ops) do not run: the op registry hands the call to ``_record``
+(``core/registry.set_symbolic_hook``), which adds an ``Operation`` to the tensors' graph and
+returns its output graph tensors. Each registered op therefore works in a graph without
+being written twice: a ``Session.run`` (``session.py``) interprets the graph by calling the
+same ops eagerly, so kernels, device choice and the emulated machine are the eager ones.
+Values that are not graph tensors (Python numbers, arrays, eager Tensors and Variables) are
+the node's constants; an op whose inputs are all constants runs at once, as TF folds
+constants. Shapes and dtypes of a recorded op's outputs come from running it on stand-in
+zeros (an unknown dimension probed at two sizes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+
+import numpy as np
+
+from ..core import nest, registry
+from ..core.spec import TensorShape
+from ..core.tensor import OPS, Tensor
+
+__all__ = ["Graph", "GraphTensor", "Operation", "get_default_graph", "reset_default_graph"]
+
+_local = threading.local()  # .stack: the graphs made default with ``as_default``
+_global_default = [None]
+
+
+class Graph:
+    """A TF1 graph: its operations by name, name scopes, collections (``tf.Graph``)."""
+
+    def __init__(self):
+        self._ops: list[Operation] = []
+        self._by_name: dict = {}
+        self._names: dict = {}
+        self._collections: dict = {}
+        self._finalized = False
+        self._scope: list[str] = []
+
+    # ---- default graph ------------------------------------------------------------------
+    def as_default(self):
+        """Make this graph the default graph of the calling thread inside the block."""
+        return _DefaultGraph(self)
+
+    # ---- names --------------------------------------------------------------------------
+    def unique_name(self, name: str) -> str:
+        """``name`` within the current name scope, made unique (``x``, ``x_1``, ...)."""
+        base = "/".join([*self._scope, name]) if self._scope else name
+        count = self._names.get(base, 0)
+        self._names[base] = count + 1
+        return base if count == 0 else f"{base}_{count}"
+
+    def name_scope(self, name: str | None):
+        """A block whose operations are named ``name/...``."""
+        return _NameScope(self, name)
+
+    # ---- operations ---------------------------------------------------------------------
+    def _add(self, op: Operation) -> Operation:
+        if self._finalized:
+            raise RuntimeError("Graph is finalized and cannot be modified.")
+        self._ops.append(op)
+        self._by_name[op.name] = op
+        return op
+
+    def get_operations(self) -> list:
+        return list(self._ops)
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        op = self._by_name.get(name)
+        if op is None:
+            raise KeyError(f"The name '{name}' refers to an Operation not in the graph.")
+        return op
+
+    def get_tensor_by_name(self, name: str) -> GraphTensor:
+        m = re.fullmatch(r"(.+):(\d+)", name)
+        if m is None:
+            raise ValueError(f"The name '{name}' looks like an (invalid) Operation name, not a "
+                             "Tensor. Tensor names must be of the form "
+                             "\"<op_name>:<output_index>\".")
+        op = self._by_name.get(m.group(1))
+        if op is None or int(m.group(2)) >= len(op.outputs):
+            raise KeyError(f"The name '{name}' refers to a Tensor which does not exist. The "
+                           f"operation, '{m.group(1)}', does not exist in the graph.")
+        return op.outputs[int(m.group(2))]
+
+    def finalize(self) -> None:
+        """No operation may be added from now on."""
+        self._finalized = True
+
+    @property
+    def finalized(self) -> bool:
+        return self._finalized
+
+    # ---- collections --------------------------------------------------------------------
+    def add_to_collection(self, name, value) -> None:
+        self._collections.setdefault(name, []).append(value)
+
+    def get_collection(self, name, scope=None) -> list:
+        items = list(self._collections.get(name, []))
+        if scope is None:
+            return items
+        return [x for x in items if re.match(scope, getattr(x, "name", "") or "")]
+
+    def get_collection_ref(self, name) -> list:
+        return self._collections.setdefault(name, [])
+
+
+class _DefaultGraph:
+    def __init__(self, graph):
+        self.graph = graph
+
+    def __enter__(self):
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(self.graph)
+        return self.graph
+
+    def __exit__(self, *exc):
+        _local.stack.pop()
+
+
+class _NameScope:
+    def __init__(self, graph, name):
+        self.graph, self.name = graph, name
+
+    def __enter__(self):
+        if self.name:
+            self.graph._scope.append(self.name.rstrip("/"))
+        return "/".join(self.graph._scope) + "/" if self.graph._scope else ""
+
+    def __exit__(self, *exc):
+        if self.name:
+            self.graph._scope.pop()
+
+
+def get_default_graph() -> Graph:
+    """The graph of the innermost ``as_default`` block, else the global default graph."""
+    stack = getattr(_local, "stack", None)
+    if stack:
+        return stack[-1]
+    if _global_default[0] is None:
+        _global_default[0] = Graph()
+    return _global_default[0]
+
+
+def reset_default_graph() -> None:
+    """Clears the default graph stack and resets the global default graph.
+
+    Raises:
+      AssertionError: inside a ``with graph.as_default():`` block (TF's check)."""
+    if getattr(_local, "stack", None):
+        raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. If "
+                             "you need a cleared graph, exit the nesting and create a new "
+                             "graph.")
+    _global_default[0] = Graph()
+
+
+def building() -> bool:
+    """True inside a ``with graph.as_default():`` block."""
+    return bool(getattr(_local, "stack", None))
+
+
+# ---- operations and tensors ---------------------------------------------------------------
+class Operation:
+    """A node: ``compute(values)`` gives its outputs' values from its inputs' values (the
+    graph tensors among ``inputs`` replaced by what they evaluate to in one run)."""
+
+    _ipu_operation = True
+
+    def __init__(self, graph: Graph, type_name: str, name: str, inputs, compute,
+                 control_inputs=()):
+        self.graph = graph
+        self.type = type_name
+        self.name = name
+        self.inputs_structure = inputs
+        self.compute = compute
+        self.control_inputs = list(control_inputs)
+        self.outputs: list[GraphTensor] = []
+
+    @property
+    def inputs(self) -> list:
+        return [x for x in nest.flatten(self.inputs_structure) if isinstance(x, GraphTensor)]
+
+    def run(self, feed_dict=None, session=None):
+        """Runs this operation in ``session`` (default: the default session)."""
+        from .session import default_session
+
+        (session or default_session()).run(self, feed_dict)
+
+    def __repr__(self) -> str:
+        return f"<tf.Operation '{self.name}' type={self.type}>"
+
+
+_ids = itertools.count(1).__next__
+
+
+class GraphTensor:
+    """The symbolic output ``value_index`` of graph operation ``op`` (TF1's ``tf.Tensor``):
+    its value exists only inside a ``Session.run``. It refuses conversion to an array."""
+
+    __array_priority__ = 200
+
+    def __init__(self, op: Operation, value_index: int, dtype, shape):
+        self.op = op
+        self.value_index = value_index
+        self._dtype = np.dtype(dtype)
+        self._shape = TensorShape(shape)
+        self._uid = _ids()
+
+    @property
+    def graph(self) -> Graph:
+        return self.op.graph
+
+    @property
+    def name(self) -> str:
+        return f"{self.op.name}:{self.value_index}"
+
+    @property
+    def dtype(self):
+        from ..core import dtypes
+
+        return dtypes.as_dtype(self._dtype)
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._shape
+
+    def get_shape(self) -> TensorShape:
+        return self._shape
+
+    def set_shape(self, shape) -> None:
+        self._shape = self._shape.merge_with(TensorShape(shape))
+
+    def eval(self, feed_dict=None, session=None):
+        """The value in ``session`` (default: the default session)."""
+        from .session import default_session
+
+        return (session or default_session()).run(self, feed_dict)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(f"Cannot convert a symbolic graph tensor ({self.name}) to a numpy "
+                        "array: run it in a tf.compat.v1.Session")
+
+    def __bool__(self):
+        raise TypeError("Using a `tf.Tensor` as a Python `bool` is not allowed in Graph "
+                        "execution. Use Eager execution or decorate this function with "
+                        "@tf.function.")
+
+    def __iter__(self):
+        raise TypeError("Tensor objects are only iterable when eager execution is enabled. To "
+                        "iterate over this tensor use tf.map_fn.")
+
+    def __len__(self):
+        raise TypeError(f"len is not well defined for symbolic Tensors. ({self.name}) Please "
+                        "call `x.shape` rather than `len(x)` for shape information.")
+
+    def __getitem__(self, key):
+        return OPS["getitem"](self, key)
+
+    def __repr__(self) -> str:
+        return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
+
+
+# The Python operators of graph tensors are the eager Tensor's (each calls the public op);
+# == and != stay identity, as in TF1, so graph tensors can key a feed_dict.
+for _name, _fn in list(vars(Tensor).items()):
+    if (_name.startswith("__") and _name.endswith("__") and callable(_fn)
+            and _name not in ("__eq__", "__ne__", "__hash__", "__init__", "__repr__",
+                              "__str__", "__array__", "__bool__", "__len__", "__iter__",
+                              "__getitem__", "__float__", "__int__", "__index__",
+                              "__dlpack__", "__dlpack_device__", "__class__", "__new__",
+                              "__init_subclass__", "__subclasshook__", "__getattribute__",
+                              "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__",
+                              "__sizeof__", "__dir__", "__format__", "__array_priority__",
+                              "__copy__", "__deepcopy__", "__complex__")):
+        setattr(GraphTensor, _name, _fn)
+
+
+def _graph_of(values) -> Graph:
+    graphs = {x.graph for x in nest.flatten(list(values)) if isinstance(x, GraphTensor)}
+    if len(graphs) > 1:
+        raise ValueError("Tensor must be from the same graph as the other inputs: inputs come "
+                         "from several graphs")
+    return graphs.pop()
+
+
+_PROBE_SIZES = (2, 3)
+
+
+def _stand_in(x, size):
+    if isinstance(x, GraphTensor):
+        shape = [size if d is None else d for d in x.shape.as_list()]
+        return Tensor(np.zeros(shape, x._dtype))
+    return x
+
+
+def infer_outputs(fn, inputs, static):
+    """([(dtype, shape)] of ``fn(*inputs, **static)``'s outputs, whether it returns a
+    sequence), from runs on stand-ins."""
+    runs = []
+    sequence = False
+    for size in _PROBE_SIZES:
+        stand_ins = nest.map_structure(lambda x, s=size: _stand_in(x, s), list(inputs))
+        out = fn(*stand_ins, **static)
+        sequence = isinstance(out, (list, tuple))
+        runs.append(out if sequence else [out])
+        if not any(None in x.shape.as_list() for x in nest.flatten(list(inputs))
+                   if isinstance(x, GraphTensor)):
+            break
+    first = runs[0]
+    specs = []
+    for j, t in enumerate(first):
+        shape = list(t.shape)
+        if len(runs) > 1:
+            other = runs[1][j].shape
+            shape = [d if d == e else None for d, e in zip(shape, other)]
+        specs.append((t.dtype, shape))
+    return specs, sequence
+
+
+def _evaluate(structure, values):
+    return nest.map_structure(lambda x: values[x] if isinstance(x, GraphTensor) else x,
+                              structure)
+
+
+def add_node(graph: Graph, type_name: str, name: str | None, inputs, run, specs,
+             control_inputs=()) -> Operation:
+    """A new operation of ``graph`` computing ``run(*evaluated inputs)`` with outputs of
+    ``specs`` [(dtype, shape)]; its outputs are ``op.outputs``."""
+    def compute(values):
+        out = run(*_evaluate(list(inputs), values))
+        return out if isinstance(out, (list, tuple)) else [out]
+    op = Operation(graph, type_name, graph.unique_name(name or type_name), inputs, compute,
+                   control_inputs)
+    op.outputs = [GraphTensor(op, j, d, s) for j, (d, s) in enumerate(specs)]
+    return graph._add(op)
+
+
+def record(op, inputs, static):
+    """The registry's hook: ``op(*inputs, **static)`` on graph tensors becomes a node."""
+    graph = _graph_of(inputs)
+    specs, sequence = infer_outputs(op, inputs, static)
+    node = add_node(graph, _TYPE_NAMES.get(op.name, op.name), None, inputs,
+                    lambda *xs: op(*xs, **static), specs)
+    return list(node.outputs) if sequence else node.outputs[0]
+
+
+_TYPE_NAMES = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "RealDiv",
+               "matmul": "MatMul", "relu": "Relu", "reduce_sum": "Sum", "reduce_mean": "Mean"}
+
+
+def record_function(fn, args, kwargs):
+    """A public function called with graph tensors it cannot pass to an op as they are
+    (``registry.symbolic_call``): one node that calls it on the run's values."""
+    inputs = [list(args), dict(kwargs)]
+    graph = _graph_of(inputs)
+    specs, sequence = infer_outputs(lambda a, k: fn(*a, **k), inputs, {})
+    node = add_node(graph, getattr(fn, "__name__", "Call").title().replace("_", ""), None,
+                    inputs, lambda a, k: fn(*a, **k), specs)
+    return list(node.outputs) if sequence else node.outputs[0]
+
+
+registry.set_symbolic_hook((GraphTensor,), record, owner="graph")
+registry.set_function_hook((GraphTensor,), record_function, owner="graph")

@@ -1,0 +1,382 @@
+"""The TF1 graph constructs that are not registered ops: placeholders, graph variables and
+their initializers and assignments, ``gradients``, ``group`` and ``no_op``, and the
+``tf.train`` optimizers that build on them.
+
+A graph variable (``tf.compat.v1.Variable`` inside a graph, or with a graph tensor as its
+initial value) is a graph tensor whose value is an eager ``Variable``, made when its
+initializer first runs: ops read it, the run's tape watches it, and reading it before
+``sess.run(initializer)`` raises FailedPreconditionError, as in TF.
+"""
+
+from __future__ import annotations
+
+from ..core import dtypes, nest
+from ..core.convert import convert_to_tensor
+from ..core.tensor import Tensor, Variable
+from ..errors import FailedPreconditionError, InvalidArgumentError
+from .core import Graph, GraphTensor, Operation, add_node, building, get_default_graph
+
+__all__ = ["GradientDescentOptimizer", "GraphVariable", "MomentumOptimizer", "gradients",
+           "global_variables", "global_variables_initializer", "group", "no_op",
+           "placeholder", "placeholder_with_default", "trainable_variables",
+           "variables_initializer"]
+
+GLOBAL_VARIABLES = "variables"
+TRAINABLE_VARIABLES = "trainable_variables"
+
+
+def _graph_for(*values) -> Graph:
+    for v in nest.flatten(list(values)):
+        if isinstance(v, GraphTensor):
+            return v.graph
+    return get_default_graph()
+
+
+# ---- placeholders ------------------------------------------------------------------------
+def placeholder(dtype, shape=None, name=None) -> GraphTensor:
+    """A graph tensor whose value every ``Session.run`` that needs it takes from its
+    ``feed_dict`` (``tf.compat.v1.placeholder``).
+
+    Raises:
+      InvalidArgumentError (at run time): it is not fed."""
+    d = dtypes.as_dtype(dtype, "placeholder: dtype")
+    shape = None if shape is None else list(shape)
+    graph = get_default_graph()
+    holder = {}
+
+    def unfed():
+        t = holder["t"]
+        dims = "<unknown>" if shape is None else "[" + ",".join(
+            "?" if s is None else str(s) for s in shape) + "]"
+        raise InvalidArgumentError(f"You must feed a value for placeholder tensor "
+                                   f"'{t.op.name}' with dtype {d.name} and shape {dims}")
+    op = add_node(graph, "Placeholder", name or "Placeholder", [], unfed,
+                  [(d, shape if shape is not None else None)])
+    op.placeholder = True
+    holder["t"] = op.outputs[0]
+    return op.outputs[0]
+
+
+def placeholder_with_default(input, shape, name=None) -> GraphTensor:  # noqa: A002
+    """A placeholder that gives ``input`` when it is not fed."""
+    value = convert_to_tensor(input)
+    graph = get_default_graph()
+    op = add_node(graph, "PlaceholderWithDefault", name or "PlaceholderWithDefault", [],
+                  lambda: value, [(value.dtype, list(shape) if shape is not None else None)])
+    return op.outputs[0]
+
+
+# ---- variables ---------------------------------------------------------------------------
+class GraphVariable(GraphTensor):
+    """A TF1 graph variable. Its value in a run is an eager ``Variable`` (made by the first
+    run of ``initializer``); ``assign``/``assign_add``/``assign_sub`` are graph ops."""
+
+    def __init__(self, graph: Graph, initial_value, trainable=True, name=None, dtype=None):
+        self._init_value = initial_value
+        self._variable = None
+        self._trainable = bool(trainable)
+        spec_dtype, spec_shape = _spec(initial_value, dtype)
+        op = Operation(graph, "VariableV2", graph.unique_name(name or "Variable"), [],
+                       self._read)
+        super().__init__(op, 0, spec_dtype, spec_shape)
+        op.outputs = [self]
+        graph._add(op)
+        self._cast = dtype
+        init = add_node(graph, "Assign", f"{op.name}/Assign", [initial_value],
+                        self._initialize, [])
+        self.initializer = init
+        graph.add_to_collection(GLOBAL_VARIABLES, self)
+        if self._trainable:
+            graph.add_to_collection(TRAINABLE_VARIABLES, self)
+
+    def _read(self, values=None):
+        if self._variable is None:
+            raise FailedPreconditionError(
+                f"Attempting to use uninitialized value {self.op.name}\n"
+                f"\t [[{{{{node {self.op.name}/read}}}}]]")
+        return [self._variable]
+
+    def _initialize(self, value):
+        if self._cast is not None:
+            from ..ops.math import cast
+
+            value = cast(value, self._cast)
+        if self._variable is None:
+            self._variable = Variable(value, trainable=self._trainable, name=self.op.name)
+        else:
+            self._variable.assign(value)
+        return []
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    def initialized_value(self):
+        return self._init_value
+
+    def _assign(self, how, value, name):
+        graph = self.graph
+
+        def run(var, v):
+            getattr(var, how)(v)
+            return var.read_value()
+        return add_node(graph, {"assign": "Assign", "assign_add": "AssignAdd",
+                                "assign_sub": "AssignSub"}[how], name or how, [self, value],
+                        run, [(self._dtype, self.shape.as_list())]).outputs[0]
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        return self._assign("assign", value, name)
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        return self._assign("assign_add", delta, name)
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        return self._assign("assign_sub", delta, name)
+
+    def read_value(self):
+        from ..ops.math import identity
+
+        return identity(self)
+
+    def value(self):
+        return self.read_value()
+
+    def __repr__(self) -> str:
+        return (f"<tf.Variable '{self.op.name}:0' shape={self.shape} "
+                f"dtype={self._dtype.name}_ref>")
+
+
+def _spec(value, dtype):
+    if isinstance(value, GraphTensor):
+        d = value._dtype if dtype is None else dtypes.as_dtype(dtype, "Variable: dtype")
+        return d, value.shape.as_list()
+    t = convert_to_tensor(value, dtype=None if dtype is None else dtypes.as_dtype(dtype))
+    return t.dtype, list(t.shape)
+
+
+def make_variable(initial_value, trainable=True, name=None, dtype=None):
+    """``tf.compat.v1.Variable``: a graph variable inside a graph (or with a graph-tensor
+    initial value), else an eager Variable recorded in the default graph's collections."""
+    if callable(initial_value):
+        initial_value = initial_value()
+    if building() or isinstance(initial_value, GraphTensor):
+        return GraphVariable(_graph_for(initial_value), initial_value, trainable, name, dtype)
+    v = Variable(initial_value, trainable=trainable, name=name, dtype=dtype)
+    graph = get_default_graph()
+    graph.add_to_collection(GLOBAL_VARIABLES, v)
+    if trainable:
+        graph.add_to_collection(TRAINABLE_VARIABLES, v)
+    return v
+
+
+def global_variables(scope=None) -> list:
+    return get_default_graph().get_collection(GLOBAL_VARIABLES, scope)
+
+
+def trainable_variables(scope=None) -> list:
+    return get_default_graph().get_collection(TRAINABLE_VARIABLES, scope)
+
+
+def variables_initializer(var_list, name="init") -> Operation:
+    """One operation running the initializers of ``var_list``'s graph variables."""
+    return group(*[v.initializer for v in var_list if isinstance(v, GraphVariable)],
+                 name=name)
+
+
+def global_variables_initializer() -> Operation:
+    return variables_initializer(global_variables())
+
+
+# ---- grouping ------------------------------------------------------------------------------
+def group(*inputs, name=None) -> Operation:
+    """An operation that runs ``inputs`` (operations or tensors) and has no output."""
+    deps = []
+    for x in nest.flatten(list(inputs)):
+        if isinstance(x, GraphTensor):
+            deps.append(x.op)
+        elif isinstance(x, Operation):
+            deps.append(x)
+    graph = deps[0].graph if deps else get_default_graph()
+    return add_node(graph, "NoOp", name or "group_deps", [], lambda: [], [],
+                    control_inputs=deps)
+
+
+def no_op(name=None) -> Operation:
+    return add_node(get_default_graph(), "NoOp", name or "NoOp", [], lambda: [], [])
+
+
+# ---- gradients -----------------------------------------------------------------------------
+def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
+              unconnected_gradients="none", **kwargs) -> list:
+    """Symbolic d(sum of ``ys``)/d``xs`` (``tf.gradients``): computed in a run by the run's
+    GradientTape, on the forward values that run computed; None for an ``xs`` the ``ys``
+    do not depend on."""
+    ys_list = ys if isinstance(ys, (list, tuple)) else [ys]
+    xs_list = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+    grad_list = (grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys]
+                 if grad_ys is not None else [None] * len(ys_list))
+    graph = _graph_for(ys_list, xs_list)
+    connected = [_depends(ys_list, x) for x in xs_list]
+    targets = [x for x, c in zip(xs_list, connected) if c]
+    if not targets:
+        return [None] * len(xs_list)
+    holder = {}
+
+    def run(*values):
+        n_y, n_x = len(ys_list), len(targets)
+        y_vals, x_vals = values[:n_y], values[n_y:n_y + n_x]
+        g_vals = values[n_y + n_x:]
+        tape = holder["run"].tape
+        out = tape.gradient(list(y_vals), list(x_vals),
+                            output_gradients=[g for g in g_vals] if grad_ys is not None
+                            else None)
+        return [g if g is not None else _zeros(x) for g, x in zip(out, x_vals)]
+    inputs = [*ys_list, *targets, *([g for g in grad_list] if grad_ys is not None else [])]
+    specs = [(x._dtype, x.shape.as_list()) if isinstance(x, GraphTensor)
+             else (x.dtype, list(x.shape)) for x in targets]
+    op = add_node(graph, "Gradients", name, inputs, run, specs)
+    op.needs_tape = True
+    compute = op.compute
+
+    def compute_with_run(values):
+        holder["run"] = values.run
+        return compute(values)
+    op.compute = compute_with_run
+    outs = iter(op.outputs)
+    return [next(outs) if c else None for c in connected]
+
+
+def _zeros(x):
+    from ..ops.creation import zeros_like
+
+    return zeros_like(x)
+
+
+def _depends(ys, x) -> bool:
+    """Whether any of ``ys`` is computed from ``x`` (a graph tensor or an eager Variable)."""
+    target_op = x.op if isinstance(x, GraphTensor) else None
+    seen, todo = set(), [y.op for y in ys if isinstance(y, GraphTensor)]
+    while todo:
+        op = todo.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if op is target_op:
+            return True
+        for leaf in nest.flatten(list(op.inputs_structure)):
+            if leaf is x:
+                return True
+            if isinstance(leaf, GraphTensor):
+                todo.append(leaf.op)
+    return False
+
+
+# ---- tf.train optimizers -----------------------------------------------------------------
+class _Optimizer:
+    """The part of TF1's ``tf.train.Optimizer`` the subclasses share: ``minimize`` =
+    ``compute_gradients`` + ``apply_gradients``; updates are graph assignments."""
+
+    def __init__(self, use_locking, name):
+        self._name = name
+
+    def compute_gradients(self, loss, var_list=None, gate_gradients=1,
+                          aggregation_method=None, colocate_gradients_with_ops=False,
+                          grad_loss=None):
+        """[(gradient, variable)] of ``loss`` for ``var_list`` (default: the trainable
+        variables)."""
+        if var_list is None:
+            var_list = trainable_variables()
+        var_list = list(var_list)
+        if not var_list:
+            raise ValueError("No variables to optimize.")
+        grads = gradients(loss, var_list, grad_ys=grad_loss)
+        return list(zip(grads, var_list))
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> Operation:
+        """An operation applying every (gradient, variable) pair's update, then incrementing
+        ``global_step``.
+
+        Raises:
+          ValueError: no pair has a gradient (TF's message)."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            raise ValueError(f"No gradients provided for any variable: "
+                             f"{[getattr(v, 'name', v) for _, v in grads_and_vars]}.")
+        updates = [self._apply(g, v) for g, v in pairs]
+        op = group(*updates, name=name or self._name)
+        if global_step is not None:
+            step = global_step.assign_add(1) if isinstance(global_step, GraphVariable) else None
+            if step is not None:
+                op = group(op, step, name=name or self._name)
+        return op
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None) -> Operation:
+        return self.apply_gradients(self.compute_gradients(loss, var_list,
+                                                           grad_loss=grad_loss),
+                                    global_step=global_step, name=name)
+
+
+class GradientDescentOptimizer(_Optimizer):
+    """``tf.compat.v1.train.GradientDescentOptimizer``: var -= learning_rate * grad."""
+
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(use_locking, name)
+        self._lr = learning_rate
+
+    def _apply(self, grad, var):
+        return _update(var, grad, lambda v, g, lr=self._lr: v.assign_sub(
+            _scaled(g, lr, v)))
+
+
+class MomentumOptimizer(_Optimizer):
+    """``tf.compat.v1.train.MomentumOptimizer``: accum = momentum * accum + grad;
+    var -= lr * accum (nesterov: var -= lr * (grad + momentum * accum))."""
+
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
+                 use_nesterov=False):
+        super().__init__(use_locking, name)
+        self._lr, self._momentum, self._nesterov = learning_rate, momentum, use_nesterov
+        self._slots: dict = {}
+
+    def get_slot_names(self) -> list:
+        return ["momentum"]
+
+    def get_slot(self, var, name):
+        return self._slots.get(id(var)) if name == "momentum" else None
+
+    def _apply(self, grad, var):
+        def step(v, g):
+            accum = self._slots.get(id(v))
+            if accum is None:
+                from ..ops.creation import zeros_like
+
+                accum = self._slots[id(v)] = Variable(zeros_like(v.read_value()),
+                                                      trainable=False)
+            accum.assign(accum.read_value() * self._momentum + g)
+            if self._nesterov:
+                v.assign_sub(_scaled(g + accum.read_value() * self._momentum, self._lr, v))
+            else:
+                v.assign_sub(_scaled(accum.read_value(), self._lr, v))
+        return _update(var, grad, step)
+
+
+def _scaled(g, lr, v):
+    if isinstance(lr, Tensor):
+        return g * lr
+    return g * float(lr)
+
+
+def _update(var, grad, step):
+    """A node running ``step(variable, gradient)`` on the run's eager values."""
+    graph = _graph_for(grad, var)
+
+    def run(v, g):
+        step(v, g)
+        return []
+    return add_node(graph, "ApplyGradient", "update", [var, grad], run, [])
+
+
+def is_graph_value(x) -> bool:
+    return isinstance(x, (GraphTensor, Operation))
