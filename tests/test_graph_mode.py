@@ -180,3 +180,63 @@ def test_the_op_table_runs_in_graph_mode_with_the_eager_numbers():
     # 124 of 139 on 2026-11-27; the rest take no array argument (zeros, range, eye, ...), a
     # list of arrays (concat, stack), or need concrete values while they build (pad)
     assert built >= 0.85 * tried, f"only {built} of {tried} ops build a graph"
+
+
+def _replicated_tf1_run(replicas, steps=4, executions=2, batch=8, lr=0.1):
+    """Graphcore's TF1 replication tutorial, in graph mode: a loops.repeat over an infeed,
+    compiled once on an ipu_scope, a CrossReplicaOptimizer, the loss through an outfeed; run
+    ``executions`` times by a Session. Returns (losses per execution, final weights)."""
+    from conftest import configure_ipus
+
+    from ipu_gpu.emulation import system
+    from ipu_gpu.ipu import (ipu_compiler, ipu_infeed_queue, ipu_outfeed_queue, loops,
+                             optimizers, scopes)
+
+    system.reset()
+    configure_ipus(replicas)
+    rng = np.random.default_rng(3)
+    x_all = rng.standard_normal((512, 5)).astype(np.float32)
+    y_all = (x_all @ np.array([1.0, -2.0, 0.5, 0.0, 3.0], np.float32))[:, None]
+    ds = ig.data.Dataset.from_tensor_slices((x_all, y_all)).batch(batch, drop_remainder=True)
+    with v1.Graph().as_default():
+        infeed = ipu_infeed_queue.IPUInfeedQueue(ds.repeat())
+        outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+
+        def body(x, y):
+            w = v1.Variable(np.zeros((5, 1), np.float32), name="w")
+            loss = ig.reduce_mean((ig.matmul(x, w) - y) ** 2)
+            train = optimizers.CrossReplicaOptimizer(
+                v1.train.GradientDescentOptimizer(lr)).minimize(loss)
+            return outfeed.enqueue(loss), train
+
+        with scopes.ipu_scope("/device:IPU:0"):
+            program = ipu_compiler.compile(lambda: loops.repeat(steps, body, [], infeed), [])
+        losses = outfeed.dequeue()
+        (w,) = v1.global_variables()
+        with v1.Session() as sess:
+            sess.run(infeed.initializer)
+            sess.run(v1.global_variables_initializer())
+            per_run = []
+            for _ in range(executions):
+                sess.run(program)
+                per_run.append(np.asarray(sess.run(losses)))
+            weights = sess.run(w)
+    system.reset()
+    return per_run, weights, x_all, y_all
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 4])
+def test_tf1_replication_program_equals_the_combined_batch(replicas, fresh_ipu_system):
+    """R replicas of batch 8 averaging their gradients (CrossReplicaOptimizer) train as one
+    replica on the combined batch of 8 * R; the outfeed holds every step's loss."""
+    steps, executions, batch, lr = 4, 2, 8, 0.1
+    per_run, weights, x_all, y_all = _replicated_tf1_run(replicas, steps, executions,
+                                                         batch, lr)
+    w = np.zeros((5, 1))
+    n = batch * replicas
+    for step in range(steps * executions):
+        xb = x_all[step * n:(step + 1) * n].astype(np.float64)
+        yb = y_all[step * n:(step + 1) * n].astype(np.float64)
+        w = w - lr * 2 * xb.T @ (xb @ w - yb) / n
+    np.testing.assert_allclose(weights, w, rtol=2e-5, atol=1e-5)
+    assert per_run[0].shape[0] == steps  # one loss per iteration (replicas stacked after)

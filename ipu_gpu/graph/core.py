@@ -40,6 +40,7 @@ class Graph:
         self._collections: dict = {}
         self._finalized = False
         self._scope: list[str] = []
+        self._control: list = []  # the operations of the enclosing control_dependencies
 
     # ---- default graph ------------------------------------------------------------------
     def as_default(self):
@@ -336,7 +337,7 @@ def add_node(graph: Graph, type_name: str, name: str | None, inputs, run, specs,
         out = run(*_evaluate(list(inputs), values))
         return out if isinstance(out, (list, tuple)) else [out]
     op = Operation(graph, type_name, graph.unique_name(name or type_name), inputs, compute,
-                   control_inputs)
+                   [*graph._control, *control_inputs])
     op.outputs = [GraphTensor(op, j, d, s) for j, (d, s) in enumerate(specs)]
     return graph._add(op)
 

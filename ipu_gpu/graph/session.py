@@ -105,6 +105,8 @@ class Session:
             return fetch
         if isinstance(fetch, (Tensor, np.ndarray, int, float, bool)) or fetch is None:
             return fetch
+        if getattr(type(fetch), "_ipu_operation", False):  # an eager IPU op (feed initializer)
+            return None
         raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a "
                         "string or Tensor. (Can not convert a "
                         f"{type(fetch).__name__} into a Tensor or Operation.)")
@@ -187,6 +189,12 @@ class _Run:
         self.done = set()
         self.graph = graph
         self.tape = None
+
+    def value(self, t: GraphTensor):
+        """The raw value (a Tensor, a Variable) of ``t`` in this run."""
+        if t not in self.values:
+            self.compute(t.op)
+        return self.values[t]
 
     def fetch(self, f):
         if isinstance(f, Operation):

@@ -29,6 +29,7 @@ raises OutOfRangeError; ALL with nothing new returns n = 0 arrays. ``buffer_dept
 from __future__ import annotations
 
 import enum
+import sys as _sys
 import threading
 
 import numpy as np
@@ -165,6 +166,9 @@ class IPUOutfeedQueue:
         Returns an operation (already run); return it from the loop body after the tensors,
         as with the SDK.
         """
+        graph = _sys.modules.get("ipu_gpu.graph")
+        if graph is not None and graph.program.is_symbolic(_nest.flatten(tensors)):
+            return self._traced_enqueue(graph, tensors)
         _capture.refuse("an outfeed enqueue (the host keeps every enqueued value)")
         ctx = _context.current()
         n_rep, r = (1, 0) if ctx is None else (int(ctx.replication_factor),
@@ -227,6 +231,12 @@ class IPUOutfeedQueue:
         if not isinstance(wait_for_completion, bool):
             raise TypeError(f"IPUOutfeedQueue.dequeue: wait_for_completion must be a bool, "
                             f"got {wait_for_completion!r}")
+        graph = _sys.modules.get("ipu_gpu.graph")
+        if graph is not None and graph.core.building():
+            return self._traced_dequeue(graph, wait_for_completion)
+        return self._dequeue_now(wait_for_completion)
+
+    def _dequeue_now(self, wait_for_completion):
         if wait_for_completion:
             self._wait()
         synthetic = _synthetic()
@@ -255,6 +265,31 @@ class IPUOutfeedQueue:
                     del lst[:n]
                 flat = self._stack_all(taken, n, n_rep)
         return _nest.pack_sequence_as(self._structure, [wrap(a) for a in flat])
+
+    # ---- in a TF1 graph ------------------------------------------------------------------
+    def _traced_enqueue(self, graph, tensors):
+        """A graph operation enqueueing the run's values of ``tensors``."""
+        leaves = _nest.flatten(tensors)
+        self._graph_leaves = [(getattr(t, "dtype", None), getattr(t, "shape", None))
+                              for t in leaves]
+        self._graph_structure = _nest.pack_sequence_as(tensors, [None] * len(leaves))
+        g = graph.core.get_default_graph()
+        return graph.core.add_node(g, "OutfeedEnqueue", f"{self._name}_enqueue", [tensors],
+                                   lambda values: (self.enqueue(values), [])[1], [])
+
+    def _traced_dequeue(self, graph, wait_for_completion):
+        """Graph tensors of what the runs enqueued, stacked as ``dequeue`` stacks them (the
+        leading sizes are known at run time only)."""
+        leaves = getattr(self, "_graph_leaves", None)
+        if leaves is None:
+            raise ValueError(f"Trying to dequeue an outfeed which has not been enqueued: "
+                             f"IPUOutfeedQueue {self._name!r} has no enqueue in the graph")
+        specs = [(d, None) for d, _ in leaves]
+        g = graph.core.get_default_graph()
+        node = graph.core.add_node(
+            g, "OutfeedDequeue", f"{self._name}_dequeue", [],
+            lambda: _nest.flatten(self._dequeue_now(wait_for_completion)), specs)
+        return _nest.pack_sequence_as(self._graph_structure, list(node.outputs))
 
     def _xp(self, taken):
         for per in taken:

@@ -15,6 +15,8 @@ dequeued), which is the only way to reach that state eagerly.
 
 from __future__ import annotations
 
+import sys
+
 from ..core.convert import convert_to_tensor
 from ..core.tensor import Tensor
 from ..emulation import context, engine, graph_replay
@@ -38,7 +40,40 @@ def _check_queue(infeed_queue):
                         f"{type(infeed_queue).__name__}")
 
 
+def _graph_mode(inputs) -> bool:
+    """A loop built inside a TF1 graph (or on graph tensors) is traced, not run."""
+    graph = sys.modules.get("ipu_gpu.graph")
+    if graph is None:
+        return False
+    from ..graph import core, program
+
+    return core.building() or program.is_symbolic(_as_list(inputs))
+
+
+def _graph_outputs(values):
+    in_types = [v.dtype for v in values]
+    in_shapes = [tuple(v.shape) for v in values]
+
+    def check(tensors):
+        out_types = [t.dtype for t in tensors]
+        if out_types != in_types:
+            raise TypeError(f"Mismatch between input types and output types for loop body: "
+                            f"{[d.name for d in in_types]} vs {[d.name for d in out_types]}")
+        for j, (t, shape) in enumerate(zip(tensors, in_shapes)):
+            if tuple(t.shape) != shape:
+                raise ValueError(f"loop body: output {j} must keep the shape of loop-carried "
+                                 f"value {j} {list(shape)}, got {list(t.shape)}")
+        return tensors
+    return check
+
+
 def _loop(condition, body, inputs, infeed_queue, maximum_iterations):
+    if condition is None and _graph_mode(inputs):
+        from ..graph import GraphTensor, program
+
+        values = [x if isinstance(x, GraphTensor) else _tensor(x) for x in _as_list(inputs)]
+        return program.traced_repeat(maximum_iterations, body, values, infeed_queue,
+                                     _graph_outputs(values))
     values = [_tensor(x) for x in _as_list(inputs)]
     in_types = [v.dtype for v in values]
     in_shapes = [tuple(v.shape) for v in values]
@@ -106,6 +141,8 @@ def _body_outputs(outputs, in_types, in_shapes) -> list:
 
 
 def _result(values):
+    if not isinstance(values, list):  # traced in a graph: a graph tensor or operation
+        return values
     if not values:
         return engine.Operation("while_loop")
     return values[0] if len(values) == 1 else values

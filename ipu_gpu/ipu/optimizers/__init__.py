@@ -1,8 +1,9 @@
-"""``ipu.optimizers`` (Graphcore's ``tensorflow/python/ipu/optimizers``): so far only
-``GradientAccumulationReductionMethod``, the enum its gradient-accumulation optimizers take.
-The optimizer wrappers themselves (``GradientAccumulationOptimizerV2``,
-``CrossReplicaOptimizer``, ...) are not provided yet."""
+"""``ipu.optimizers`` (Graphcore's ``tensorflow/python/ipu/optimizers``): the
+``GradientAccumulationReductionMethod`` enum and ``CrossReplicaOptimizer`` (wrapping the TF1
+``tf.compat.v1.train`` optimizers of ``ipu_gpu.graph``). Not provided yet: the gradient
+accumulation optimizers, ``MapGradientOptimizer``, ``ShardedOptimizer``."""
 
 from ..gradient_accumulation import GradientAccumulationReductionMethod
+from .cross_replica_optimizer import CrossReplicaOptimizer
 
-__all__ = ["GradientAccumulationReductionMethod"]
+__all__ = ["CrossReplicaOptimizer", "GradientAccumulationReductionMethod"]
