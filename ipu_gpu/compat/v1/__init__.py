@@ -48,7 +48,8 @@ class Variable(metaclass=_VariableMeta):
     default graph's ``global_variables`` (and ``trainable_variables``)."""
 
 
-_GRAPH_NAMES = ["Graph", "InteractiveSession", "Session", "get_default_graph", "gradients",
+_GRAPH_NAMES = ["Graph", "InteractiveSession", "Session", "control_dependencies",
+                "get_default_graph", "gradients",
                 "global_variables", "global_variables_initializer", "group", "no_op",
                 "placeholder", "placeholder_with_default", "reset_default_graph",
                 "trainable_variables", "variables_initializer"]
