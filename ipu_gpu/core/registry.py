@@ -50,14 +50,19 @@ def set_symbolic_hook(types: tuple, hook, owner: str = "keras") -> None:
     _symbolic_hook = _dispatch_symbolic if _handlers else None
 
 
-def _dispatch_symbolic(op, inputs, static):
-    leaves = flatten(list(inputs))
-    for types, hook in list(_handlers.values()):
+def _first_taker(handlers: dict, leaves, *call):
+    """The result of the first hook (in ``handlers``: owner -> (types, hook)) whose types
+    one of ``leaves`` has and that takes ``call``; NotImplemented when none does."""
+    for types, hook in list(handlers.values()):
         if any(isinstance(x, types) for x in leaves):
-            result = hook(op, inputs, static)
+            result = hook(*call)
             if result is not NotImplemented:
                 return result
     return NotImplemented
+
+
+def _dispatch_symbolic(op, inputs, static):
+    return _first_taker(_handlers, flatten(list(inputs)), op, inputs, static)
 
 
 def _has_symbolic(inputs) -> bool:
@@ -80,13 +85,8 @@ def symbolic_call(fn, args: tuple, kwargs: dict):
     """``fn(*args, **kwargs)`` recorded by the hook of its symbolic arguments' owner (a TF1
     graph node), or NotImplemented when no argument is symbolic or no hook takes it. A
     public function calls it before converting an argument that is not a Tensor."""
-    leaves = flatten([list(args), list(kwargs.values())])
-    for types, hook in list(_function_hooks.values()):
-        if any(isinstance(x, types) for x in leaves):
-            result = hook(fn, args, kwargs)
-            if result is not NotImplemented:
-                return result
-    return NotImplemented
+    return _first_taker(_function_hooks, flatten([list(args), list(kwargs.values())]), fn,
+                        args, kwargs)
 
 
 class Op:

@@ -53,18 +53,20 @@ def _graph_mode(inputs) -> bool:
 def _graph_outputs(values):
     in_types = [v.dtype for v in values]
     in_shapes = [tuple(v.shape) for v in values]
+    return lambda tensors: _check_outputs(tensors, in_types, in_shapes)
 
-    def check(tensors):
-        out_types = [t.dtype for t in tensors]
-        if out_types != in_types:
-            raise TypeError(f"Mismatch between input types and output types for loop body: "
-                            f"{[d.name for d in in_types]} vs {[d.name for d in out_types]}")
-        for j, (t, shape) in enumerate(zip(tensors, in_shapes)):
-            if tuple(t.shape) != shape:
-                raise ValueError(f"loop body: output {j} must keep the shape of loop-carried "
-                                 f"value {j} {list(shape)}, got {list(t.shape)}")
-        return tensors
-    return check
+
+def _check_outputs(tensors, in_types, in_shapes) -> list:
+    """``tensors``, having checked them against the loop-carried values (TF's errors)."""
+    out_types = [t.dtype for t in tensors]
+    if out_types != in_types:
+        raise TypeError(f"Mismatch between input types and output types for loop body: "
+                        f"{[d.name for d in in_types]} vs {[d.name for d in out_types]}")
+    for j, (t, shape) in enumerate(zip(tensors, in_shapes)):
+        if tuple(t.shape) != shape:
+            raise ValueError(f"loop body: output {j} must keep the shape of loop-carried value "
+                             f"{j} {list(shape)}, got {list(t.shape)}")
+    return tensors
 
 
 def _loop(condition, body, inputs, infeed_queue, maximum_iterations):
@@ -129,15 +131,7 @@ def _body_outputs(outputs, in_types, in_shapes) -> list:
             raise ValueError("IPU loop body must return zero or more Tensor values followed "
                              "by zero or more Operations.")
         tensors.append(o if type(o) is Tensor else _tensor(o))
-    out_types = [t.dtype for t in tensors]
-    if out_types != in_types:
-        raise TypeError(f"Mismatch between input types and output types for loop body: "
-                        f"{[d.name for d in in_types]} vs {[d.name for d in out_types]}")
-    for j, (t, shape) in enumerate(zip(tensors, in_shapes)):
-        if tuple(t.shape) != shape:
-            raise ValueError(f"loop body: output {j} must keep the shape of loop-carried value "
-                             f"{j} {list(shape)}, got {list(t.shape)}")
-    return tensors
+    return _check_outputs(tensors, in_types, in_shapes)
 
 
 def _result(values):
