@@ -14,6 +14,7 @@ zeros (an unknown dimension probed at two sizes).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import threading
@@ -45,7 +46,7 @@ class Graph:
     # ---- default graph ------------------------------------------------------------------
     def as_default(self):
         """Make this graph the default graph of the calling thread inside the block."""
-        return _DefaultGraph(self)
+        return pushed(_local, self)
 
     # ---- names --------------------------------------------------------------------------
     def unique_name(self, name: str) -> str:
@@ -110,19 +111,17 @@ class Graph:
         return self._collections.setdefault(name, [])
 
 
-class _DefaultGraph:
-    def __init__(self, graph):
-        self.graph = graph
-
-    def __enter__(self):
-        stack = getattr(_local, "stack", None)
-        if stack is None:
-            stack = _local.stack = []
-        stack.append(self.graph)
-        return self.graph
-
-    def __exit__(self, *exc):
-        _local.stack.pop()
+@contextlib.contextmanager
+def pushed(local, item):
+    """``item`` on top of the calling thread's ``local.stack`` inside the block."""
+    stack = getattr(local, "stack", None)
+    if stack is None:
+        stack = local.stack = []
+    stack.append(item)
+    try:
+        yield item
+    finally:
+        stack.pop()
 
 
 class _NameScope:

@@ -19,7 +19,7 @@ from ..core import nest
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor, Variable
 from ..errors import InvalidArgumentError
-from .core import Graph, GraphTensor, Operation, get_default_graph
+from .core import Graph, GraphTensor, Operation, get_default_graph, pushed
 
 __all__ = ["InteractiveSession", "Session", "default_session"]
 
@@ -52,14 +52,17 @@ class Session:
 
     # ---- context ----------------------------------------------------------------------------
     def as_default(self):
-        return _SessionScope(self)
+        """Make this session the default session (``eval``/``run`` without one) inside the
+        block."""
+        return pushed(_local, self)
 
     def __enter__(self):
-        _SessionScope(self).__enter__()
+        self._default = pushed(_local, self)
+        self._default.__enter__()
         return self
 
     def __exit__(self, *exc):
-        _local.stack.pop()
+        self._default.__exit__(None, None, None)
         self.close()
 
     def close(self) -> None:
@@ -150,19 +153,6 @@ class _Interactive:
     current = None
 
 
-class _SessionScope:
-    def __init__(self, session):
-        self.session = session
-
-    def __enter__(self):
-        stack = getattr(_local, "stack", None)
-        if stack is None:
-            stack = _local.stack = []
-        stack.append(self.session)
-        return self.session
-
-    def __exit__(self, *exc):
-        _local.stack.pop()
 
 
 def _needs_tape(fetches) -> bool:
