@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 PROGRAMS = Path(__file__).with_name("programs")
@@ -149,3 +150,25 @@ def test_the_readme_example_runs_unmodified(tmp_path):
     assert r.returncode == 0, r.stderr
     w = [float(v) for v in r.stdout.strip().strip("[]").split()]
     assert w == pytest.approx([0.25, 0.5, 0.75, 1.0], abs=1e-3)
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 4])
+def test_a_tf1_replication_program_runs_unmodified_in_graph_mode(replicas):
+    """Graphcore's TF1 replication example shape (default graph, compile once, Session.run
+    many times): the weights after 3 executions of 4 iterations equal plain gradient descent
+    on the combined batch of 8 * R (CrossReplicaOptimizer averages), and the outfeed holds
+    [iterations, replicas] losses."""
+    r = _run("tf1_replication.py", "--replicas", replicas)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    shape = "(4,)" if replicas == 1 else f"(4, {replicas})"
+    assert lines[0].startswith(f"execution 0 losses {shape} mean ")
+    got = np.array([float(v) for v in lines[-1].split()[1:]])
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1024, 5)).astype(np.float32).astype(np.float64)
+    y = x @ np.array([[1.0], [-2.0], [0.5], [0.0], [3.0]])
+    w, n = np.zeros((5, 1)), 8 * replicas
+    for step in range(12):
+        xb, yb = x[step * n:(step + 1) * n], y[step * n:(step + 1) * n]
+        w = w - 0.1 * 2 * xb.T @ (xb @ w - yb) / n
+    np.testing.assert_allclose(got, w.ravel(), rtol=1e-5, atol=2e-6)

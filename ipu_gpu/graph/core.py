@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
+import sys
 import threading
 
 import numpy as np
@@ -161,8 +162,13 @@ def reset_default_graph() -> None:
 
 
 def building() -> bool:
-    """True inside a ``with graph.as_default():`` block."""
-    return bool(getattr(_local, "stack", None))
+    """True inside a ``with graph.as_default():`` block, and everywhere in a TF1 program
+    (``compat.behavior``: TF 1.15 builds graphs by default; ``enable_eager_execution``
+    switches that off)."""
+    if getattr(_local, "stack", None):
+        return True
+    behavior = sys.modules.get("ipu_gpu.compat.behavior")
+    return behavior is not None and behavior.tf_version() == 1
 
 
 # ---- operations and tensors ---------------------------------------------------------------

@@ -139,7 +139,8 @@ def traced_repeat(n, body, inputs, infeed_queue, apply_outputs):
 
 def traced_compile(computation, inputs, device):
     """``ipu_compiler.compile`` in a graph: the computation's outputs as graph tensors of
-    one ``IpuProgram`` node (a list, or a NoOp operation when it returns none)."""
+    one ``IpuProgram`` node (a list, or a NoOp operation when it returns none); ``device()``
+    gives the emulated device when the node runs."""
     from ..emulation import engine
 
     graph = get_default_graph()
@@ -156,7 +157,7 @@ def traced_compile(computation, inputs, device):
 
         def replica():
             return _inner_run(outer, inside, {}, graph, tensors, ops)
-        out = engine.run(device, replica)
+        out = engine.run(device(), replica)
         return out if out else []
     specs = [(_dtype(t), _shape(t)) for t in tensors]
     node = add_node(graph, "IpuProgram", "cluster", [], run, specs,

@@ -247,7 +247,8 @@ class _RunValues(collections.abc.Mapping):
 
 def _numpy(v):
     if isinstance(v, Tensor):
-        return v.numpy()
+        a = v.numpy()
+        return a[()] if a.ndim == 0 else a  # a scalar fetches as a numpy scalar, as in TF
     if isinstance(v, list):
         return [_numpy(x) for x in v]
     return v

@@ -91,12 +91,14 @@ def compile(computation, inputs=None):  # noqa: A001 - Graphcore's name
     where = placement.current()
     if where.device_index is None or where.outside_compilation is not None:
         raise RuntimeError(_NOT_ON_IPU)
-    device = _system.current_system().device(where.device_index)
     graph = sys.modules.get("ipu_gpu.graph")
     if graph is not None and (graph.core.building() or graph.program.is_symbolic(inputs)):
         from ..graph import program  # in a TF1 graph: traced now, run by each Session.run
 
-        return program.traced_compile(computation, list(inputs), device)
+        index = where.device_index  # the system may be configured after the graph is built
+        return program.traced_compile(
+            computation, list(inputs), lambda: _system.current_system().device(index))
+    device = _system.current_system().device(where.device_index)
     args = [nest.map_structure(_to_tensor, x) for x in inputs]
     result = engine.run(device, computation, args)
     if result is None or engine.is_operation(result):

@@ -21,6 +21,8 @@ run operations read it from there. How they map Graphcore's graph attributes:
 
 from __future__ import annotations
 
+import sys
+
 import contextlib
 
 import numpy as np
@@ -64,7 +66,9 @@ def ipu_scope(device):
         such device. RuntimeError: if no IPU system is configured.
     """
     index = _system.parse_device(device)
-    _system.current_system().device(index)  # raises naming what to configure
+    graph = sys.modules.get("ipu_gpu.graph")
+    if graph is None or not graph.core.building():  # a TF1 graph may be built first
+        _system.current_system().device(index)  # raises naming what to configure
     with _placement.push(device=f"/device:IPU:{index}", device_index=index):
         with ipu_jit_scope(0):
             yield

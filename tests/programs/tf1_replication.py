@@ -1,0 +1,67 @@
+"""A TF1 program in the style of Graphcore's replication feature example (TF 1.15 SDK):
+the default graph, an infeed of batches, a loops.repeat training loop compiled once on an
+ipu_scope, CrossReplicaOptimizer, the loss through an outfeed, and a Session running the
+compiled loop several times. Linear regression on fixed synthetic data, so the final weights
+can be checked against the combined-batch computation."""
+
+import argparse
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+from tensorflow.python import ipu
+from tensorflow.python.ipu import ipu_compiler, ipu_infeed_queue, ipu_outfeed_queue, loops
+from tensorflow.python.ipu import scopes
+
+tf.disable_v2_behavior()
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--replicas", type=int, default=1)
+parser.add_argument("--iterations", type=int, default=4)
+parser.add_argument("--executions", type=int, default=3)
+parser.add_argument("--batch-size", type=int, default=8)
+parser.add_argument("--learning-rate", type=float, default=0.1)
+args = parser.parse_args()
+
+rng = np.random.default_rng(11)
+features = rng.standard_normal((1024, 5)).astype(np.float32)
+targets = (features @ np.array([[1.0], [-2.0], [0.5], [0.0], [3.0]], np.float32)).astype(
+    np.float32)
+
+dataset = tf.data.Dataset.from_tensor_slices((features, targets))
+dataset = dataset.batch(args.batch_size, drop_remainder=True).repeat()
+infeed_queue = ipu_infeed_queue.IPUInfeedQueue(dataset)
+outfeed_queue = ipu_outfeed_queue.IPUOutfeedQueue()
+
+
+def training_step(x, y):
+    weights = tf.Variable(tf.zeros([5, 1]), name="weights")
+    prediction = tf.matmul(x, weights)
+    loss = tf.reduce_mean(tf.square(prediction - y))
+    optimizer = ipu.optimizers.CrossReplicaOptimizer(
+        tf.train.GradientDescentOptimizer(args.learning_rate))
+    train_op = optimizer.minimize(loss)
+    return outfeed_queue.enqueue(loss), train_op
+
+
+def training_loop():
+    return loops.repeat(args.iterations, training_step, [], infeed_queue)
+
+
+with scopes.ipu_scope("/device:IPU:0"):
+    compiled_loop = ipu_compiler.compile(training_loop, [])
+
+dequeue_losses = outfeed_queue.dequeue()
+
+config = ipu.config.IPUConfig()
+config.auto_select_ipus = args.replicas
+config.configure_ipu_system()
+
+with tf.Session() as sess:
+    sess.run(infeed_queue.initializer)
+    sess.run(tf.global_variables_initializer())
+    for execution in range(args.executions):
+        sess.run(compiled_loop)
+        losses = sess.run(dequeue_losses)
+        print(f"execution {execution} losses {np.shape(losses)} mean {np.mean(losses):.6f}")
+    weights = sess.run(tf.global_variables()[0])
+    print("weights " + " ".join(f"{w:.7f}" for w in weights.ravel()))
