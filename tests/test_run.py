@@ -152,13 +152,14 @@ def test_the_readme_example_runs_unmodified(tmp_path):
     assert w == pytest.approx([0.25, 0.5, 0.75, 1.0], abs=1e-3)
 
 
-@pytest.mark.parametrize("replicas", [1, 2, 4])
-def test_a_tf1_replication_program_runs_unmodified_in_graph_mode(replicas):
+@pytest.mark.parametrize("replicas, ga", [(1, 1), (2, 1), (4, 1), (1, 2), (2, 4), (4, 2)])
+def test_a_tf1_replication_program_runs_unmodified_in_graph_mode(replicas, ga):
     """Graphcore's TF1 replication example shape (default graph, compile once, Session.run
     many times): the weights after 3 executions of 4 iterations equal plain gradient descent
-    on the combined batch of 8 * R (CrossReplicaOptimizer averages), and the outfeed holds
-    [iterations, replicas] losses."""
-    r = _run("tf1_replication.py", "--replicas", replicas)
+    on the combined batch of 8 * R * GA (the replicas' gradients averaged, the mini-batches'
+    summed: GA times the learning rate), and the outfeed holds [iterations, replicas]
+    losses."""
+    r = _run("tf1_replication.py", "--replicas", replicas, "--gradient-accumulation", ga)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     shape = "(4,)" if replicas == 1 else f"(4, {replicas})"
@@ -167,8 +168,8 @@ def test_a_tf1_replication_program_runs_unmodified_in_graph_mode(replicas):
     rng = np.random.default_rng(11)
     x = rng.standard_normal((1024, 5)).astype(np.float32).astype(np.float64)
     y = x @ np.array([[1.0], [-2.0], [0.5], [0.0], [3.0]])
-    w, n = np.zeros((5, 1)), 8 * replicas
-    for step in range(12):
+    w, n = np.zeros((5, 1)), 8 * replicas * ga
+    for step in range(12 // ga):
         xb, yb = x[step * n:(step + 1) * n], y[step * n:(step + 1) * n]
-        w = w - 0.1 * 2 * xb.T @ (xb @ w - yb) / n
+        w = w - 0.1 * ga * 2 * xb.T @ (xb @ w - yb) / n
     np.testing.assert_allclose(got, w.ravel(), rtol=1e-5, atol=2e-6)

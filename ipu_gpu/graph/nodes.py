@@ -302,7 +302,7 @@ class _Optimizer:
         if not pairs:
             raise ValueError(f"No gradients provided for any variable: "
                              f"{[getattr(v, 'name', v) for _, v in grads_and_vars]}.")
-        updates = [self._apply(g, v) for g, v in pairs]
+        updates = [_update(v, g, self._eager_update) for g, v in pairs]
         op = group(*updates, name=name or self._name)
         if global_step is not None:
             step = global_step.assign_add(1) if isinstance(global_step, GraphVariable) else None
@@ -325,9 +325,8 @@ class GradientDescentOptimizer(_Optimizer):
         super().__init__(use_locking, name)
         self._lr = learning_rate
 
-    def _apply(self, grad, var):
-        return _update(var, grad, lambda v, g, lr=self._lr: v.assign_sub(
-            _scaled(g, lr, v)))
+    def _eager_update(self, v, g):
+        v.assign_sub(_scaled(g, self._lr, v))
 
 
 class MomentumOptimizer(_Optimizer):
@@ -346,20 +345,17 @@ class MomentumOptimizer(_Optimizer):
     def get_slot(self, var, name):
         return self._slots.get(id(var)) if name == "momentum" else None
 
-    def _apply(self, grad, var):
-        def step(v, g):
-            accum = self._slots.get(id(v))
-            if accum is None:
-                from ..ops.creation import zeros_like
+    def _eager_update(self, v, g):
+        accum = self._slots.get(id(v))
+        if accum is None:
+            from ..ops.creation import zeros_like
 
-                accum = self._slots[id(v)] = Variable(zeros_like(v.read_value()),
-                                                      trainable=False)
-            accum.assign(accum.read_value() * self._momentum + g)
-            if self._nesterov:
-                v.assign_sub(_scaled(g + accum.read_value() * self._momentum, self._lr, v))
-            else:
-                v.assign_sub(_scaled(accum.read_value(), self._lr, v))
-        return _update(var, grad, step)
+            accum = self._slots[id(v)] = Variable(zeros_like(v.read_value()), trainable=False)
+        accum.assign(accum.read_value() * self._momentum + g)
+        if self._nesterov:
+            v.assign_sub(_scaled(g + accum.read_value() * self._momentum, self._lr, v))
+        else:
+            v.assign_sub(_scaled(accum.read_value(), self._lr, v))
 
 
 def _scaled(g, lr, v):

@@ -1,8 +1,9 @@
 """A TF1 program in the style of Graphcore's replication feature example (TF 1.15 SDK):
 the default graph, an infeed of batches, a loops.repeat training loop compiled once on an
 ipu_scope, CrossReplicaOptimizer, the loss through an outfeed, and a Session running the
-compiled loop several times. Linear regression on fixed synthetic data, so the final weights
-can be checked against the combined-batch computation."""
+compiled loop several times, optionally accumulating gradients over mini-batches
+(CrossReplicaGradientAccumulationOptimizerV2). Linear regression on fixed synthetic data,
+so the final weights can be checked against the combined-batch computation."""
 
 import argparse
 
@@ -20,6 +21,7 @@ parser.add_argument("--iterations", type=int, default=4)
 parser.add_argument("--executions", type=int, default=3)
 parser.add_argument("--batch-size", type=int, default=8)
 parser.add_argument("--learning-rate", type=float, default=0.1)
+parser.add_argument("--gradient-accumulation", type=int, default=1)
 args = parser.parse_args()
 
 rng = np.random.default_rng(11)
@@ -37,8 +39,12 @@ def training_step(x, y):
     weights = tf.Variable(tf.zeros([5, 1]), name="weights")
     prediction = tf.matmul(x, weights)
     loss = tf.reduce_mean(tf.square(prediction - y))
-    optimizer = ipu.optimizers.CrossReplicaOptimizer(
-        tf.train.GradientDescentOptimizer(args.learning_rate))
+    sgd = tf.train.GradientDescentOptimizer(args.learning_rate)
+    if args.gradient_accumulation > 1:
+        optimizer = ipu.optimizers.CrossReplicaGradientAccumulationOptimizerV2(
+            sgd, num_mini_batches=args.gradient_accumulation)
+    else:
+        optimizer = ipu.optimizers.CrossReplicaOptimizer(sgd)
     train_op = optimizer.minimize(loss)
     return outfeed_queue.enqueue(loss), train_op
 
