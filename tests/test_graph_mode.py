@@ -240,3 +240,65 @@ def test_tf1_replication_program_equals_the_combined_batch(replicas, fresh_ipu_s
         w = w - lr * 2 * xb.T @ (xb @ w - yb) / n
     np.testing.assert_allclose(weights, w, rtol=2e-5, atol=1e-5)
     assert per_run[0].shape[0] == steps  # one loss per iteration (replicas stacked after)
+
+
+def _tf1_dense(c, x, units, activation=None, name=None):
+    """What tf.layers.dense builds (real TF 2.21 has no tf.layers under Keras 3)."""
+    with c.variable_scope(name):
+        kernel = c.get_variable("kernel", [int(x.shape[-1]), units])
+        bias = c.get_variable("bias", [units], initializer=c.zeros_initializer())
+        out = c.nn.bias_add(c.matmul(x, kernel), bias)
+    return activation(out) if activation is not None else out
+
+
+def _dense_model_losses(c, steps=5):
+    """A tf.layers/get_variable model (constant initial values, so both libraries start
+    equal) trained with GradientDescent in ``c`` (real tf.compat.v1 or ipu_gpu's)."""
+    dense = ((lambda c, x, u, activation=None, name=None: c.layers.dense(
+        x, u, activation=activation, name=name)) if c is v1 else _tf1_dense)
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((12, 4)).astype(np.float32)
+    ys = rng.standard_normal((12, 2)).astype(np.float32)
+    with c.Graph().as_default():
+        x = c.placeholder(c.float32, [None, 4])
+        y = c.placeholder(c.float32, [None, 2])
+        with c.variable_scope("net", initializer=c.constant_initializer(0.05)):
+            h = dense(c, x, 6, activation=c.nn.relu, name="hidden")
+            w = c.get_variable("extra", [6, 2], initializer=c.random_uniform_initializer(
+                -0.1, 0.1, seed=1))
+            out = c.matmul(h, c.ones_like(w) * 0.1) + dense(c, h, 2, name="head")
+        loss = c.reduce_mean(c.square(out - y))
+        train = c.train.GradientDescentOptimizer(0.1).minimize(loss)
+        names = sorted(v.name for v in c.global_variables())
+        with c.variable_scope("net", reuse=True):
+            again = c.get_variable("hidden/kernel")
+        with c.Session() as sess:
+            sess.run(c.global_variables_initializer())
+            losses = [sess.run([loss, train], feed_dict={x: xs, y: ys})[0] for _ in range(steps)]
+            return np.array(losses), names, again.name
+
+
+def test_variable_scopes_and_layers_match_real_tf1(real_tf):
+    ours, our_names, our_again = _dense_model_losses(v1)
+    theirs, their_names, their_again = _dense_model_losses(real_tf.compat.v1)
+    assert our_names == their_names and our_again == their_again
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_get_variable_reuse_errors_are_tfs(real_tf):
+    for c in (v1, real_tf.compat.v1):
+        with c.Graph().as_default():
+            with c.variable_scope("s"):
+                c.get_variable("v", [2])
+            with pytest.raises(ValueError, match="Variable s/v already exists, disallowed. Did "
+                                                 "you mean to set reuse=True or "
+                                                 "reuse=tf.AUTO_REUSE in VarScope?"):
+                with c.variable_scope("s"):
+                    c.get_variable("v", [2])
+            with pytest.raises(ValueError, match="Variable s/w does not exist, or was not "
+                                                 "created with tf.get_variable()"):
+                with c.variable_scope("s", reuse=True):
+                    c.get_variable("w", [2])
+            with c.variable_scope("s", reuse=c.AUTO_REUSE):
+                assert c.get_variable("v", [2]).name == "s/v:0"
+                assert c.get_variable("u", [1]).name == "s/u:0"

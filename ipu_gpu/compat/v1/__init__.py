@@ -66,3 +66,21 @@ train.MomentumOptimizer = _graph.MomentumOptimizer
 _sys.modules[train.__name__] = train
 
 __all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "initialize_all_variables", "train"})
+
+# ---- variable scopes, get_variable, the *_initializer factories, tf.layers -----------------
+from . import variable_scope as _vs  # noqa: E402
+
+_SCOPE_NAMES = ["AUTO_REUSE", "constant_initializer", "get_variable", "get_variable_scope",
+                "glorot_normal_initializer", "glorot_uniform_initializer", "ones_initializer",
+                "random_normal_initializer", "random_uniform_initializer",
+                "truncated_normal_initializer", "variable_scope",
+                "variance_scaling_initializer", "zeros_initializer"]
+globals().update({n: getattr(_vs, n) for n in _SCOPE_NAMES})
+
+layers = _types.ModuleType(f"{__name__}.layers", "``tf.compat.v1.layers``: dense, flatten, "
+                           "dropout on get_variable.")
+layers.dense, layers.flatten, layers.dropout = _vs.dense, _vs.flatten, _vs.dropout
+layers.__all__ = ["dense", "dropout", "flatten"]
+_sys.modules[layers.__name__] = layers
+
+__all__ = sorted({*__all__, *_SCOPE_NAMES, "layers"})
