@@ -1,6 +1,6 @@
 """The TF1 graph constructs that are not registered ops: placeholders, graph variables and
-their initializers and assignments, ``gradients``, ``group`` and ``no_op``, and the
-``tf.train`` optimizers that build on them.
+their initializers and assignments, ``gradients``, ``group`` and ``no_op`` (the ``tf.train``
+optimizers that build on them are in ``optimizers.py``).
 
 A graph variable (``tf.compat.v1.Variable`` inside a graph, or with a graph tensor as its
 initial value) is a graph tensor whose value is an eager ``Variable``, made when its
@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from ..core import dtypes, nest
 from ..core.convert import convert_to_tensor
-from ..core.tensor import Tensor, Variable
+from ..core.tensor import Variable
 from ..errors import FailedPreconditionError, InvalidArgumentError
 from .core import Graph, GraphTensor, Operation, add_node, building, get_default_graph
 
-__all__ = ["GradientDescentOptimizer", "GraphVariable", "MomentumOptimizer", "gradients",
-           "global_variables", "global_variables_initializer", "group", "no_op",
-           "placeholder", "placeholder_with_default", "trainable_variables",
+__all__ = ["GraphVariable", "gradients", "global_variables", "global_variables_initializer",
+           "group", "no_op", "placeholder", "placeholder_with_default", "trainable_variables",
            "variables_initializer"]
 
 GLOBAL_VARIABLES = "variables"
@@ -269,109 +268,6 @@ def _depends(ys, x) -> bool:
             if isinstance(leaf, GraphTensor):
                 todo.append(leaf.op)
     return False
-
-
-# ---- tf.train optimizers -----------------------------------------------------------------
-class _Optimizer:
-    """The part of TF1's ``tf.train.Optimizer`` the subclasses share: ``minimize`` =
-    ``compute_gradients`` + ``apply_gradients``; updates are graph assignments."""
-
-    def __init__(self, use_locking, name):
-        self._name = name
-
-    def compute_gradients(self, loss, var_list=None, gate_gradients=1,
-                          aggregation_method=None, colocate_gradients_with_ops=False,
-                          grad_loss=None):
-        """[(gradient, variable)] of ``loss`` for ``var_list`` (default: the trainable
-        variables)."""
-        if var_list is None:
-            var_list = trainable_variables()
-        var_list = list(var_list)
-        if not var_list:
-            raise ValueError("No variables to optimize.")
-        grads = gradients(loss, var_list, grad_ys=grad_loss)
-        return list(zip(grads, var_list))
-
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> Operation:
-        """An operation applying every (gradient, variable) pair's update, then incrementing
-        ``global_step``.
-
-        Raises:
-          ValueError: no pair has a gradient (TF's message)."""
-        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        if not pairs:
-            raise ValueError(f"No gradients provided for any variable: "
-                             f"{[getattr(v, 'name', v) for _, v in grads_and_vars]}.")
-        updates = [_update(v, g, self._eager_update) for g, v in pairs]
-        op = group(*updates, name=name or self._name)
-        if global_step is not None:
-            step = global_step.assign_add(1) if isinstance(global_step, GraphVariable) else None
-            if step is not None:
-                op = group(op, step, name=name or self._name)
-        return op
-
-    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
-                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
-                 grad_loss=None) -> Operation:
-        return self.apply_gradients(self.compute_gradients(loss, var_list,
-                                                           grad_loss=grad_loss),
-                                    global_step=global_step, name=name)
-
-
-class GradientDescentOptimizer(_Optimizer):
-    """``tf.compat.v1.train.GradientDescentOptimizer``: var -= learning_rate * grad."""
-
-    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
-        super().__init__(use_locking, name)
-        self._lr = learning_rate
-
-    def _eager_update(self, v, g):
-        v.assign_sub(_scaled(g, self._lr, v))
-
-
-class MomentumOptimizer(_Optimizer):
-    """``tf.compat.v1.train.MomentumOptimizer``: accum = momentum * accum + grad;
-    var -= lr * accum (nesterov: var -= lr * (grad + momentum * accum))."""
-
-    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
-                 use_nesterov=False):
-        super().__init__(use_locking, name)
-        self._lr, self._momentum, self._nesterov = learning_rate, momentum, use_nesterov
-        self._slots: dict = {}
-
-    def get_slot_names(self) -> list:
-        return ["momentum"]
-
-    def get_slot(self, var, name):
-        return self._slots.get(id(var)) if name == "momentum" else None
-
-    def _eager_update(self, v, g):
-        accum = self._slots.get(id(v))
-        if accum is None:
-            from ..ops.creation import zeros_like
-
-            accum = self._slots[id(v)] = Variable(zeros_like(v.read_value()), trainable=False)
-        accum.assign(accum.read_value() * self._momentum + g)
-        if self._nesterov:
-            v.assign_sub(_scaled(g + accum.read_value() * self._momentum, self._lr, v))
-        else:
-            v.assign_sub(_scaled(accum.read_value(), self._lr, v))
-
-
-def _scaled(g, lr, v):
-    if isinstance(lr, Tensor):
-        return g * lr
-    return g * float(lr)
-
-
-def _update(var, grad, step):
-    """A node running ``step(variable, gradient)`` on the run's eager values."""
-    graph = _graph_for(grad, var)
-
-    def run(v, g):
-        step(v, g)
-        return []
-    return add_node(graph, "ApplyGradient", "update", [var, grad], run, [])
 
 
 def is_graph_value(x) -> bool:

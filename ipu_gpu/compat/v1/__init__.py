@@ -61,8 +61,9 @@ train = _types.ModuleType(f"{__name__}.train", "``tf.compat.v1.train``: TF2's ``
                           "plus TF1's graph-mode optimizers.")
 train.__dict__.update({n: getattr(_core.train, n) for n in getattr(
     _core.train, "__all__", [n for n in dir(_core.train) if not n.startswith("_")])})
-train.GradientDescentOptimizer = _graph.GradientDescentOptimizer
-train.MomentumOptimizer = _graph.MomentumOptimizer
+for _name in ("AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
+              "MomentumOptimizer", "RMSPropOptimizer"):
+    setattr(train, _name, getattr(_graph, _name))
 _sys.modules[train.__name__] = train
 
 __all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "initialize_all_variables", "train"})

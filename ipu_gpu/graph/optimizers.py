@@ -1,0 +1,234 @@
+"""TF1's ``tf.train`` optimizers on graphs: ``GradientDescentOptimizer``,
+``MomentumOptimizer``, ``AdamOptimizer``, ``RMSPropOptimizer``, ``AdagradOptimizer``, in
+TF 1.15's arithmetic (its ``training_ops`` kernels).
+
+``minimize`` = ``compute_gradients`` (a ``gradients`` node) + ``apply_gradients``: one node
+per variable calling ``_eager_update(variable, gradient)`` on the run's eager values (which
+the ``ipu.optimizers`` accumulation wrappers call too), grouped, then ``_finish`` (Adam's
+beta powers) once per step. Slots are per-replica variables made on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..core.tensor import Tensor, Variable
+from .core import Operation, add_node
+from .nodes import _graph_for, gradients, group, trainable_variables
+
+__all__ = ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
+           "MomentumOptimizer", "RMSPropOptimizer"]
+
+
+class _Optimizer:
+    """The part of TF1's ``tf.train.Optimizer`` the subclasses share."""
+
+    def __init__(self, use_locking, name):
+        self._name = name
+        self._slots: dict = {}  # (slot name, id(variable)) -> Variable
+        self._lock = threading.Lock()  # replicas (threads) make each slot once
+
+    def compute_gradients(self, loss, var_list=None, gate_gradients=1,
+                          aggregation_method=None, colocate_gradients_with_ops=False,
+                          grad_loss=None):
+        """[(gradient, variable)] of ``loss`` for ``var_list`` (default: the trainable
+        variables).
+
+        Raises:
+          ValueError: no variables to optimize (TF's message)."""
+        if var_list is None:
+            var_list = trainable_variables()
+        var_list = list(var_list)
+        if not var_list:
+            raise ValueError("No variables to optimize.")
+        grads = gradients(loss, var_list, grad_ys=grad_loss)
+        return list(zip(grads, var_list))
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> Operation:
+        """An operation applying every (gradient, variable) pair's update, then incrementing
+        ``global_step``.
+
+        Raises:
+          ValueError: no pair has a gradient (TF's message)."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            raise ValueError(f"No gradients provided for any variable: "
+                             f"{[getattr(v, 'name', v) for _, v in grads_and_vars]}.")
+        graph = _graph_for([g for g, _ in pairs], [v for _, v in pairs])
+        updates = [add_node(graph, "ApplyGradient", "update", [v, g],
+                            lambda var, grad: (self._eager_update(var, grad), [])[1], [])
+                   for g, v in pairs]
+        op = group(*updates, name=name or self._name)
+        finish = self._finish_node(graph, op)
+        if finish is not None:
+            op = group(op, finish, name=name or self._name)
+        if global_step is not None and hasattr(global_step, "assign_add"):
+            step = global_step.assign_add(1)
+            if isinstance(step, Operation) or hasattr(step, "op"):
+                op = group(op, step, name=name or self._name)
+        return op
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None) -> Operation:
+        """``apply_gradients(compute_gradients(loss, var_list))``."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list,
+                                                           grad_loss=grad_loss),
+                                    global_step=global_step, name=name)
+
+    # ---- slots ----------------------------------------------------------------------------
+    def _slot(self, v, name, fill):
+        key = (name, id(v))
+        slot = self._slots.get(key)
+        if slot is None:
+            with self._lock:
+                slot = self._slots.get(key)
+                if slot is None:
+                    from ..ops.creation import fill as fill_op
+
+                    value = v.read_value()
+                    slot = self._slots[key] = Variable(
+                        fill_op(list(value.shape), _const(fill, value)), trainable=False)
+        return slot
+
+    def get_slot_names(self) -> list:
+        return sorted({name for name, _ in self._slots})
+
+    def get_slot(self, var, name):
+        return self._slots.get((name, id(var)))
+
+    def _finish_node(self, graph, after):
+        return None
+
+    def _eager_update(self, v, g):
+        raise NotImplementedError
+
+
+def _const(value, like):
+    import numpy as np
+
+    return np.asarray(value, dtype=like.dtype)
+
+
+def _lr(lr, v):
+    return lr if isinstance(lr, Tensor) else float(lr)
+
+
+class GradientDescentOptimizer(_Optimizer):
+    """``tf.compat.v1.train.GradientDescentOptimizer``: var -= learning_rate * grad."""
+
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(use_locking, name)
+        self._lr = learning_rate
+
+    def _eager_update(self, v, g):
+        v.assign_sub(g * _lr(self._lr, v))
+
+
+class MomentumOptimizer(_Optimizer):
+    """``tf.compat.v1.train.MomentumOptimizer``: accum = momentum * accum + grad;
+    var -= lr * accum (nesterov: var -= lr * (grad + momentum * accum))."""
+
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
+                 use_nesterov=False):
+        super().__init__(use_locking, name)
+        self._lr, self._momentum, self._nesterov = learning_rate, momentum, use_nesterov
+
+    def _eager_update(self, v, g):
+        accum = self._slot(v, "momentum", 0.0)
+        accum.assign(accum.read_value() * self._momentum + g)
+        lr = _lr(self._lr, v)
+        if self._nesterov:  # TF's kernel: var -= grad * lr + accum * momentum * lr
+            v.assign_sub(g * lr + accum.read_value() * self._momentum * lr)
+        else:
+            v.assign_sub(accum.read_value() * lr)
+
+
+class AdamOptimizer(_Optimizer):
+    """``tf.compat.v1.train.AdamOptimizer``: m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g²,
+    var -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + epsilon); the beta powers advance
+    once per step, after every variable's update."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08,
+                 use_locking=False, name="Adam"):
+        super().__init__(use_locking, name)
+        self._lr, self._b1, self._b2, self._eps = learning_rate, beta1, beta2, epsilon
+        self._powers = None
+
+    def _beta_powers(self, like):
+        if self._powers is None:
+            with self._lock:
+                if self._powers is None:
+                    self._powers = (Variable(_const(self._b1, like), trainable=False),
+                                    Variable(_const(self._b2, like), trainable=False))
+        return self._powers
+
+    def _eager_update(self, v, g):
+        import ipu_gpu as core
+
+        value = v.read_value()
+        b1_power, b2_power = self._beta_powers(value)
+        m, s = self._slot(v, "m", 0.0), self._slot(v, "v", 0.0)
+        lr = (_lr(self._lr, v) * core.sqrt(1.0 - b2_power.read_value())
+              / (1.0 - b1_power.read_value()))
+        # TF's kernel: m += (g - m)(1 - b1); v += (g² - v)(1 - b2)
+        m.assign(m.read_value() + (g - m.read_value()) * (1.0 - self._b1))
+        s.assign(s.read_value() + (g * g - s.read_value()) * (1.0 - self._b2))
+        v.assign_sub(lr * m.read_value() / (core.sqrt(s.read_value()) + self._eps))
+
+    def _finish_node(self, graph, after):
+        def finish():
+            if self._powers is not None:
+                b1_power, b2_power = self._powers
+                b1_power.assign(b1_power.read_value() * self._b1)
+                b2_power.assign(b2_power.read_value() * self._b2)
+            return []
+        return add_node(graph, "AdamFinish", "Adam_finish", [], finish, [],
+                        control_inputs=[after])
+
+
+class RMSPropOptimizer(_Optimizer):
+    """``tf.compat.v1.train.RMSPropOptimizer``: ms = decay ms + (1 - decay) g² (ms starts at
+    ones), mom = momentum mom + lr g / sqrt(ms + epsilon), var -= mom; centered subtracts
+    the squared mean gradient mg = decay mg + (1 - decay) g under the root."""
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10,
+                 use_locking=False, centered=False, name="RMSProp"):
+        super().__init__(use_locking, name)
+        self._lr, self._decay, self._momentum = learning_rate, decay, momentum
+        self._eps, self._centered = epsilon, centered
+
+    def _eager_update(self, v, g):
+        import ipu_gpu as core
+
+        ms, mom = self._slot(v, "rms", 1.0), self._slot(v, "momentum", 0.0)
+        # TF's kernel: ms += (g² - ms)(1 - decay); mg += (g - mg)(1 - decay)
+        ms.assign(ms.read_value() + (g * g - ms.read_value()) * (1.0 - self._decay))
+        denom = ms.read_value()
+        if self._centered:
+            mg = self._slot(v, "mg", 0.0)
+            mg.assign(mg.read_value() + (g - mg.read_value()) * (1.0 - self._decay))
+            denom = denom - mg.read_value() * mg.read_value()
+        mom.assign(mom.read_value() * self._momentum
+                   + g * _lr(self._lr, v) / core.sqrt(denom + self._eps))
+        v.assign_sub(mom.read_value())
+
+
+class AdagradOptimizer(_Optimizer):
+    """``tf.compat.v1.train.AdagradOptimizer``: acc += g² (acc starts at
+    ``initial_accumulator_value``), var -= lr g / sqrt(acc)."""
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False,
+                 name="Adagrad"):
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value must be positive: "
+                             f"{initial_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._lr, self._init = learning_rate, initial_accumulator_value
+
+    def _eager_update(self, v, g):
+        import ipu_gpu as core
+
+        acc = self._slot(v, "accumulator", self._init)
+        acc.assign(acc.read_value() + g * g)
+        v.assign_sub(g * _lr(self._lr, v) * core.math.rsqrt(acc.read_value()))
