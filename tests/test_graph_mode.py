@@ -313,3 +313,24 @@ def test_get_variable_reuse_errors_are_tfs(real_tf):
             with c.variable_scope("s", reuse=c.AUTO_REUSE):
                 assert c.get_variable("v", [2]).name == "s/v:0"
                 assert c.get_variable("u", [1]).name == "s/u:0"
+
+
+def test_keras_layers_on_graph_tensors_make_their_weights_once():
+    from ipu_gpu import keras
+
+    xs = RNG.standard_normal((3, 4)).astype(np.float32)
+    with v1.Graph().as_default():
+        x = v1.placeholder(ig.float32, [None, 4])
+        dense = keras.layers.Dense(3, activation="tanh")
+        y = dense(x)
+        y2 = dense(x * 2.0)  # the same layer again: no new weights
+        assert y.shape.as_list() == [None, 3] and len(dense.weights) == 2
+        loss = ig.reduce_sum(y2)
+        train = v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, var_list=dense.trainable_weights)
+        with v1.Session() as sess:
+            got = sess.run(y, feed_dict={x: xs})
+            kernel, bias = (w.numpy() for w in dense.weights)
+            sess.run(train, feed_dict={x: xs})
+    np.testing.assert_allclose(got, np.tanh(xs @ kernel + bias), rtol=1e-6, atol=1e-6)
+    assert not np.array_equal(dense.weights[0].numpy(), kernel)  # trained in the session

@@ -239,6 +239,10 @@ class GraphTensor:
     def get_shape(self) -> TensorShape:
         return self._shape
 
+    @property
+    def ndim(self) -> int:
+        return self._shape.rank
+
     def set_shape(self, shape) -> None:
         self._shape = self._shape.merge_with(TensorShape(shape))
 
