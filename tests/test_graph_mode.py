@@ -334,3 +334,29 @@ def test_keras_layers_on_graph_tensors_make_their_weights_once():
             sess.run(train, feed_dict={x: xs})
     np.testing.assert_allclose(got, np.tanh(xs @ kernel + bias), rtol=1e-6, atol=1e-6)
     assert not np.array_equal(dense.weights[0].numpy(), kernel)  # trained in the session
+
+
+def _decayed_run(c):
+    xs = [[1.0, 2.0], [3.0, 1.0]]
+    with c.Graph().as_default():
+        x = c.placeholder(c.float32, [None, 2])
+        w = c.Variable(np.ones((2, 1), np.float32))
+        loss = c.reduce_mean(c.square(c.matmul(x, w) - 1.0))
+        step = c.train.get_or_create_global_step()
+        lr = c.train.exponential_decay(0.1, step, 2, 0.5, staircase=True)
+        piecewise = c.train.piecewise_constant(step, [1, 3], [1.0, 0.5, 0.1])
+        train = c.train.GradientDescentOptimizer(lr).minimize(loss, global_step=step)
+        with c.Session() as sess:
+            sess.run(c.global_variables_initializer())
+            seen = []
+            for _ in range(5):
+                seen.append(sess.run([loss, lr, piecewise], feed_dict={x: xs}))
+                sess.run(train, feed_dict={x: xs})
+            return np.array(seen), sess.run(step)
+
+
+def test_global_step_and_learning_rate_decays_match_real_tf1(real_tf):
+    ours, our_step = _decayed_run(v1)
+    theirs, their_step = _decayed_run(real_tf.compat.v1)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    assert our_step == their_step == 5

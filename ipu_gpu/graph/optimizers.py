@@ -10,10 +10,11 @@ beta powers) once per step. Slots are per-replica variables made on first use.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from ..core.tensor import Tensor, Variable
-from .core import Operation, add_node
+from .core import GraphTensor, Operation, add_node
 from .nodes import _graph_for, gradients, group, trainable_variables
 
 __all__ = ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
@@ -55,8 +56,13 @@ class _Optimizer:
             raise ValueError(f"No gradients provided for any variable: "
                              f"{[getattr(v, 'name', v) for _, v in grads_and_vars]}.")
         graph = _graph_for([g for g, _ in pairs], [v for _, v in pairs])
-        updates = [add_node(graph, "ApplyGradient", "update", [v, g],
-                            lambda var, grad: (self._eager_update(var, grad), [])[1], [])
+        lr = self._lr if isinstance(getattr(self, "_lr", None), GraphTensor) else None
+
+        def update(var, grad, lr_value):
+            with learning_rate_value(lr_value):
+                self._eager_update(var, grad)
+            return []
+        updates = [add_node(graph, "ApplyGradient", "update", [v, g, lr], update, [])
                    for g, v in pairs]
         op = group(*updates, name=name or self._name)
         finish = self._finish_node(graph, op)
@@ -110,7 +116,28 @@ def _const(value, like):
     return np.asarray(value, dtype=like.dtype)
 
 
+_run = threading.local()  # .lr: a graph-tensor learning rate's value in the running update
+
+
+@contextlib.contextmanager
+def learning_rate_value(value):
+    """Inside the block, an optimizer whose learning rate is a graph tensor (a decayed rate)
+    reads ``value``, the tensor's value in the running step."""
+    previous = getattr(_run, "lr", None)
+    _run.lr = value
+    try:
+        yield
+    finally:
+        _run.lr = previous
+
+
 def _lr(lr, v):
+    if isinstance(lr, GraphTensor):
+        value = getattr(_run, "lr", None)
+        if value is None:
+            raise RuntimeError("a graph-tensor learning rate is read outside its optimizer's "
+                               "update")
+        return value
     return lr if isinstance(lr, Tensor) else float(lr)
 
 
@@ -232,3 +259,67 @@ class AdagradOptimizer(_Optimizer):
         acc = self._slot(v, "accumulator", self._init)
         acc.assign(acc.read_value() + g * g)
         v.assign_sub(g * _lr(self._lr, v) * core.math.rsqrt(acc.read_value()))
+
+
+# ---- global step and learning-rate decays ---------------------------------------------------
+GLOBAL_STEP = "global_step"
+
+
+def get_or_create_global_step(graph=None):
+    """The graph's int64 ``global_step`` variable (made, at 0 and not trainable, on first
+    use), which ``minimize(..., global_step=)`` increments once per step."""
+    import numpy as np
+
+    from .core import get_default_graph
+    from .nodes import make_variable
+
+    graph = graph or get_default_graph()
+    found = graph.get_collection(GLOBAL_STEP)
+    if found:
+        return found[0]
+    step = make_variable(np.int64(0), trainable=False, name="global_step")
+    graph.add_to_collection(GLOBAL_STEP, step)
+    return step
+
+
+def get_global_step(graph=None):
+    """The graph's global step variable, or None."""
+    from .core import get_default_graph
+
+    found = (graph or get_default_graph()).get_collection(GLOBAL_STEP)
+    return found[0] if found else None
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                      name=None):
+    """``learning_rate * decay_rate ** (global_step / decay_steps)`` (the exponent floored
+    with ``staircase``), in float32 as TF 1.15 computes it.
+
+    Raises:
+      ValueError: ``global_step`` is None (TF's message)."""
+    import ipu_gpu as core
+
+    if global_step is None:
+        raise ValueError("global_step is required for exponential_decay.")
+    p = core.cast(global_step, core.float32) / float(decay_steps)
+    if staircase:
+        p = core.floor(p)
+    return float(learning_rate) * core.pow(core.constant(float(decay_rate)), p)
+
+
+def piecewise_constant(x, boundaries, values, name=None):
+    """``values[0]`` while ``x <= boundaries[0]``, ``values[i]`` while
+    ``boundaries[i-1] < x <= boundaries[i]``, ``values[-1]`` after the last boundary.
+
+    Raises:
+      ValueError: ``len(values) != len(boundaries) + 1`` (TF's message)."""
+    import ipu_gpu as core
+
+    if len(values) != len(boundaries) + 1:
+        raise ValueError("The length of boundaries should be 1 less than the length of "
+                         "values")
+    result = core.constant(values[0], dtype=core.float32) + core.cast(x, core.float32) * 0.0
+    for b, v in zip(boundaries, values[1:]):
+        result = core.where(core.cast(x, core.float32) > float(b),
+                            core.constant(v, dtype=core.float32) + result * 0.0, result)
+    return result

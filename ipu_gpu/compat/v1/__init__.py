@@ -64,6 +64,11 @@ train.__dict__.update({n: getattr(_core.train, n) for n in getattr(
 for _name in ("AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
               "MomentumOptimizer", "RMSPropOptimizer"):
     setattr(train, _name, getattr(_graph, _name))
+from ...graph import optimizers as _graph_optimizers  # noqa: E402
+
+for _name in ("exponential_decay", "get_global_step", "get_or_create_global_step",
+              "piecewise_constant"):
+    setattr(train, _name, getattr(_graph_optimizers, _name))
 _sys.modules[train.__name__] = train
 
 __all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "initialize_all_variables", "train"})

@@ -69,7 +69,13 @@ class GradientAccumulationOptimizerV2:
         n, method, opt, cross = self._n, self._method, self._opt, self._cross_replica
         lock = threading.Lock()  # replicas (threads) make the shared state objects once
 
-        def step(grads, variables):
+        from ...graph.core import GraphTensor
+        from ...graph.optimizers import learning_rate_value
+
+        lr = getattr(opt, "_lr", None)
+        lr = lr if isinstance(lr, GraphTensor) else None
+
+        def step(grads, variables, lr_value):
             with lock:
                 if state["count"] is None:
                     state["count"] = Variable(0, trainable=False)
@@ -93,14 +99,15 @@ class GradientAccumulationOptimizerV2:
                 for v in variables:
                     acc = state["acc"][id(v)]
                     total = _cast(acc.read_value(), v.dtype)
-                    opt._eager_update(v, cross_replica_mean(total) if cross else total)
+                    with learning_rate_value(lr_value):
+                        opt._eager_update(v, cross_replica_mean(total) if cross else total)
                     acc.assign(acc.read_value() * 0.0)
             return []
 
         grads = [g for g, _ in pairs]
         variables = [v for _, v in pairs]
         return add_node(graph, "GradientAccumulation", name or self._name,
-                        [grads, variables], step, [])
+                        [grads, variables, lr], step, [])
 
     def _zeros_for(self, v):
         from ...ops.creation import zeros_like
