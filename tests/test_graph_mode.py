@@ -360,3 +360,29 @@ def test_global_step_and_learning_rate_decays_match_real_tf1(real_tf):
     theirs, their_step = _decayed_run(real_tf.compat.v1)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)
     assert our_step == their_step == 5
+
+
+def test_saver_round_trips_and_keeps_max_to_keep(tmp_path):
+    prefix = str(tmp_path / "model")
+    with v1.Graph().as_default():
+        w = v1.Variable(np.arange(4, dtype=np.float32), name="w")
+        v1.train.get_or_create_global_step()
+        bump = w.assign_add(np.ones(4, np.float32))
+        saver = v1.train.Saver(max_to_keep=2)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            paths = []
+            for i in range(3):
+                sess.run(bump)
+                paths.append(saver.save(sess, prefix, global_step=i))
+    assert paths[-1] == f"{prefix}-2"
+    assert v1.train.latest_checkpoint(str(tmp_path)) == f"{prefix}-2"
+    assert sorted(p.name for p in tmp_path.glob("*.npz")) == ["model-1.npz", "model-2.npz"]
+    with v1.Graph().as_default():
+        w2 = v1.Variable(np.zeros(4, np.float32), name="w")
+        v1.train.get_or_create_global_step()
+        with v1.Session() as sess:
+            v1.train.Saver().restore(sess, v1.train.latest_checkpoint(str(tmp_path)))
+            np.testing.assert_array_equal(sess.run(w2), np.arange(4) + 3.0)
+            with pytest.raises(ValueError, match="not a valid checkpoint"):
+                v1.train.Saver().restore(sess, prefix + "-9")

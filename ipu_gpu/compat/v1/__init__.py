@@ -69,6 +69,9 @@ from ...graph import optimizers as _graph_optimizers  # noqa: E402
 for _name in ("exponential_decay", "get_global_step", "get_or_create_global_step",
               "piecewise_constant"):
     setattr(train, _name, getattr(_graph_optimizers, _name))
+from ...graph import saver as _saver  # noqa: E402
+
+train.Saver, train.latest_checkpoint = _saver.Saver, _saver.latest_checkpoint
 _sys.modules[train.__name__] = train
 
 __all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "initialize_all_variables", "train"})

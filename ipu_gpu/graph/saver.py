@@ -1,0 +1,124 @@
+"""``tf.compat.v1.train.Saver`` and ``latest_checkpoint``.
+
+The checkpoint format is ipu_gpu's own, documented here and stable: ``save(sess, prefix,
+global_step=N)`` writes ``<prefix>-<N>.npz`` (numpy's npz: one array per variable, keyed by
+the variable's name without ``:0``) and a TF-style state file ``checkpoint`` beside it::
+
+    model_checkpoint_path: "<prefix>-<N>"
+    all_model_checkpoint_paths: "<older prefix>"
+    all_model_checkpoint_paths: "<prefix>-<N>"
+
+``restore(sess, path)`` assigns every saved variable (a graph variable not yet initialized is
+initialized by it, as TF's restore does). ``max_to_keep`` checkpoints are kept, oldest deleted.
+TF's own checkpoint files (``.index``/``.data-*``) are not read or written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from ..core.tensor import Variable
+from .nodes import GraphVariable, global_variables
+
+__all__ = ["Saver", "latest_checkpoint"]
+
+_STATE = "checkpoint"
+
+
+def _key(var) -> str:
+    name = var.op.name if isinstance(var, GraphVariable) else getattr(var, "name", "")
+    return re.sub(r":\d+$", "", name)
+
+
+class Saver:
+    """Saves and restores variables (default: every global variable of the default graph).
+
+    Raises:
+      ValueError: no variables to save (TF's message)."""
+
+    def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
+                 keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False,
+                 saver_def=None, builder=None, defer_build=False, allow_empty=False,
+                 write_version=2, pad_step_number=False, save_relative_paths=False,
+                 filename=None):
+        if isinstance(var_list, dict):
+            self._vars = dict(var_list)
+        else:
+            var_list = global_variables() if var_list is None else list(var_list)
+            self._vars = {_key(v): v for v in var_list}
+        if not self._vars and not allow_empty:
+            raise ValueError("No variables to save")
+        self._max_to_keep = max_to_keep
+        self._kept: list[str] = []
+
+    def save(self, sess, save_path, global_step=None, latest_filename=None,
+             meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
+             strip_default_attrs=False, save_debug_info=False) -> str:
+        """Writes the variables' values; returns the checkpoint's path prefix."""
+        if global_step is not None:
+            step = global_step if isinstance(global_step, (int, np.integer)) else \
+                int(sess.run(global_step))
+            prefix = f"{save_path}-{int(step)}"
+        else:
+            prefix = str(save_path)
+        values = {key: np.asarray(sess.run(var)) for key, var in self._vars.items()}
+        directory = os.path.dirname(prefix) or "."
+        os.makedirs(directory, exist_ok=True)
+        np.savez(prefix + ".npz", **values)
+        if prefix in self._kept:
+            self._kept.remove(prefix)
+        self._kept.append(prefix)
+        while self._max_to_keep and len(self._kept) > self._max_to_keep:
+            old = self._kept.pop(0)
+            if os.path.exists(old + ".npz"):
+                os.remove(old + ".npz")
+        if write_state:
+            with open(os.path.join(directory, latest_filename or _STATE), "w") as f:
+                f.write(f'model_checkpoint_path: "{prefix}"\n')
+                for p in self._kept:
+                    f.write(f'all_model_checkpoint_paths: "{p}"\n')
+        return prefix
+
+    def restore(self, sess, save_path) -> None:
+        """Assigns every variable its value in the checkpoint ``save_path`` (a prefix).
+
+        Raises:
+          ValueError: ``save_path`` is None; NotFoundError-like ValueError for a missing
+            checkpoint or variable."""
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        path = save_path if save_path.endswith(".npz") else save_path + ".npz"
+        if not os.path.exists(path):
+            raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
+        with np.load(path) as data:
+            for key, var in self._vars.items():
+                if key not in data:
+                    raise ValueError(f"Key {key} not found in checkpoint {save_path}")
+                _assign(var, data[key])
+
+
+def _assign(var, value) -> None:
+    if isinstance(var, GraphVariable):
+        if var._variable is None:
+            var._variable = Variable(value, trainable=var.trainable, name=var.op.name)
+        else:
+            var._variable.assign(value)
+    else:
+        var.assign(value)
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    """The prefix of the newest checkpoint the ``checkpoint`` state file in
+    ``checkpoint_dir`` names, or None."""
+    state = os.path.join(checkpoint_dir, latest_filename or _STATE)
+    if not os.path.exists(state):
+        return None
+    with open(state) as f:
+        for line in f:
+            m = re.match(r'model_checkpoint_path: "(.*)"', line.strip())
+            if m:
+                return m.group(1)
+    return None
