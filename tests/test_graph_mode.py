@@ -386,3 +386,28 @@ def test_saver_round_trips_and_keeps_max_to_keep(tmp_path):
             np.testing.assert_array_equal(sess.run(w2), np.arange(4) + 3.0)
             with pytest.raises(ValueError, match="not a valid checkpoint"):
                 v1.train.Saver().restore(sess, prefix + "-9")
+
+
+def _control_flow(c):
+    with c.Graph().as_default():
+        x = c.placeholder(c.float32, [3])
+        w = c.Variable(np.array([1.0, -2.0, 0.5], np.float32))
+        picked = c.cond(c.reduce_sum(x) > 0.0, lambda: x * w, lambda: x - w)
+        i0 = c.placeholder_with_default(np.int32(0), [])
+        total0 = x * 0.0  # graph tensors: the loop is one traced node
+        _, total = c.while_loop(lambda i, t: i < 4, lambda i, t: (i + 1, t + picked * 0.5),
+                                [i0, total0])
+        loss = c.reduce_sum(total ** 2)
+        (grad,) = c.gradients(loss, [w])
+        with c.Session() as sess:
+            sess.run(c.global_variables_initializer())
+            return [sess.run([picked, total, grad], feed_dict={x: v})
+                    for v in ([1.0, 2.0, 3.0], [-1.0, -2.0, 0.0])]
+
+
+def test_cond_and_while_loop_match_real_tf1(real_tf):
+    ours = _control_flow(v1)
+    theirs = _control_flow(real_tf.compat.v1)
+    for a, b in zip(ours, theirs):
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, rtol=1e-6)

@@ -262,7 +262,7 @@ def _depends(ys, x) -> bool:
         seen.add(id(op))
         if op is target_op:
             return True
-        for leaf in nest.flatten(list(op.inputs_structure)):
+        for leaf in [*nest.flatten(list(op.inputs_structure)), *getattr(op, "captured", ())]:
             if leaf is x:
                 return True
             if isinstance(leaf, GraphTensor):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import numpy as np
+
 from ..core import nest
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor
@@ -24,7 +26,8 @@ from .core import GraphTensor, Operation, add_node, get_default_graph
 from .nodes import placeholder
 from .session import _needs_tape, _Run
 
-__all__ = ["control_dependencies", "is_symbolic", "traced_compile", "traced_repeat"]
+__all__ = ["cond", "control_dependencies", "is_symbolic", "traced_compile", "traced_repeat",
+           "while_loop"]
 
 _local = threading.local()
 
@@ -131,6 +134,7 @@ def traced_repeat(n, body, inputs, infeed_queue, apply_outputs):
         return current if current else []
     specs = [(_dtype(t), _shape(t)) for t in tensors]
     node = add_node(graph, "Repeat", "repeat", [values], run, specs)
+    _capture(node, graph, inside)
     _track_outer(node)
     if not node.outputs:
         return node
@@ -168,6 +172,21 @@ def traced_compile(computation, inputs, device):
     return list(node.outputs)
 
 
+def _capture(node, graph, *insides) -> None:
+    """The operations outside ``insides`` (id sets) whose outputs the inside operations read
+    run before ``node`` (so each runs once per run, its value shared) and count as its inputs
+    for ``gradients``."""
+    inside = set().union(*insides)
+    captured = []
+    for op in graph._ops:
+        if id(op) in inside:
+            for t in op.inputs:
+                if id(t.op) not in inside and t.op is not node and t.op not in captured:
+                    captured.append(t.op)
+    node.control_inputs.extend(captured)
+    node.captured = [t for op in captured for t in op.outputs]
+
+
 # The outer run's values reach a program's or loop's inner runs through the node's compute
 # (``_RunValues``); ``_track_outer`` wraps the compute to remember them per thread.
 def _track_outer(node):
@@ -197,3 +216,112 @@ def _shape(v):
     if isinstance(v, GraphTensor):
         return v.shape.as_list()
     return list(v.shape)
+
+
+# ---- tf.cond and tf.while_loop ----------------------------------------------------------------
+def _traced(graph, fn, *args):
+    """(fn's outputs, the ids of the operations calling it made)."""
+    start = len(graph._ops)
+    out = fn(*args)
+    return out, {id(op) for op in graph._ops[start:]}
+
+
+def _as_outputs(out) -> tuple:
+    """(flat outputs, the structure to pack them in)."""
+    return nest.flatten(out), out
+
+
+def cond(pred, true_fn=None, false_fn=None, strict=False, name=None):
+    """``tf.cond``: ``true_fn()`` if ``pred`` else ``false_fn()``. With a graph-tensor
+    predicate both branches are traced and the node runs the one the predicate picks, each
+    run.
+
+    Raises:
+      TypeError: a branch is not callable.
+      ValueError: the branches return different structures or dtypes (TF's checks)."""
+    if not callable(true_fn) or not callable(false_fn):
+        raise TypeError("cond: true_fn and false_fn must be callable")
+    if not isinstance(pred, GraphTensor):
+        return true_fn() if bool(pred) else false_fn()
+    graph = pred.graph
+    t_out, t_inside = _traced(graph, true_fn)
+    f_out, f_inside = _traced(graph, false_fn)
+    t_flat, structure = _as_outputs(t_out)
+    f_flat, _ = _as_outputs(f_out)
+    if len(t_flat) != len(f_flat):
+        raise ValueError("true_fn and false_fn arguments to tf.cond must have the same number, "
+                         "type, and overall structure of return values.")
+    for a, b in zip(t_flat, f_flat):
+        if _dtype(a) != _dtype(b):
+            raise ValueError(f"Outputs of true_fn and false_fn must have the same type: "
+                             f"{_dtype(a)}, {_dtype(b)}")
+    tensors_t = [t for t in t_flat if not isinstance(t, Operation)]
+    tensors_f = [t for t in f_flat if not isinstance(t, Operation)]
+
+    def run(p):
+        outer = _current_outer()
+        take = bool(np.asarray(p.numpy() if hasattr(p, "numpy") else p))
+        tensors, inside = (tensors_t, t_inside) if take else (tensors_f, f_inside)
+        return _inner_run(outer, inside, {}, graph, tensors, []) or []
+    specs = [(_dtype(a), _merged_shape(a, b)) for a, b in zip(tensors_t, tensors_f)]
+    node = add_node(graph, "Cond", name or "cond", [pred], run, specs)
+    _capture(node, graph, t_inside, f_inside)
+    _track_outer(node)
+    return nest.pack_sequence_as(structure, list(node.outputs)) if node.outputs else node
+
+
+def while_loop(cond_fn, body, loop_vars, shape_invariants=None, parallel_iterations=10,
+               back_prop=True, swap_memory=False, name=None, maximum_iterations=None,
+               return_same_structure=False):
+    """``tf.while_loop``: ``loop_vars = body(*loop_vars)`` while ``cond_fn(*loop_vars)``. On
+    graph tensors, ``cond_fn`` and ``body`` are traced once on placeholders and the node
+    loops at run time."""
+    values = list(loop_vars) if isinstance(loop_vars, (list, tuple)) else [loop_vars]
+    single = not isinstance(loop_vars, (list, tuple))
+    if not any(isinstance(v, GraphTensor) for v in nest.flatten(values)):
+        i = 0
+        while (maximum_iterations is None or i < maximum_iterations) and bool(cond_fn(*values)):
+            out = body(*values)
+            values = list(out) if isinstance(out, (list, tuple)) else [out]
+            i += 1
+        return values[0] if single else values
+    graph = _graph_of_values(values)
+    holders = [placeholder(_dtype(v), _shape(v), name="while_input") for v in values]
+    holder_ops = {id(h.op) for h in holders}
+    (c_out, c_inside) = _traced(graph, cond_fn, *holders)
+    (b_out, b_inside) = _traced(graph, body, *holders)
+    c_inside, b_inside = c_inside | holder_ops, b_inside | holder_ops
+    b_flat = list(b_out) if isinstance(b_out, (list, tuple)) else [b_out]
+
+    def run(values_in):
+        outer = _current_outer()
+        current = list(values_in)
+        i = 0
+        while maximum_iterations is None or i < maximum_iterations:
+            feeds = dict(zip(holders, current))
+            (keep,) = _inner_run(outer, c_inside, feeds, graph, [c_out], [])
+            if not bool(np.asarray(keep.numpy() if hasattr(keep, "numpy") else keep)):
+                break
+            current = _inner_run(outer, b_inside, feeds, graph, b_flat, [])
+            i += 1
+        return current
+    specs = [(_dtype(v), _shape(v)) for v in values]
+    node = add_node(graph, "While", name or "while", [values], run, specs)
+    _capture(node, graph, c_inside, b_inside)
+    _track_outer(node)
+    outs = list(node.outputs)
+    return outs[0] if single else outs
+
+
+def _graph_of_values(values):
+    for v in nest.flatten(values):
+        if isinstance(v, GraphTensor):
+            return v.graph
+    return get_default_graph()
+
+
+def _merged_shape(a, b):
+    sa, sb = _shape(a), _shape(b)
+    if sa is None or sb is None or len(sa) != len(sb):
+        return None
+    return [x if x == y else None for x, y in zip(sa, sb)]

@@ -54,6 +54,7 @@ _GRAPH_NAMES = ["Graph", "InteractiveSession", "Session", "control_dependencies"
                 "placeholder", "placeholder_with_default", "reset_default_graph",
                 "trainable_variables", "variables_initializer"]
 globals().update({n: getattr(_graph, n) for n in _GRAPH_NAMES})
+cond, while_loop = _graph.program.cond, _graph.program.while_loop
 initialize_all_variables = _graph.global_variables_initializer
 
 # tf.compat.v1.train: TF2's tf.train plus the TF1 optimizers
@@ -74,7 +75,8 @@ from ...graph import saver as _saver  # noqa: E402
 train.Saver, train.latest_checkpoint = _saver.Saver, _saver.latest_checkpoint
 _sys.modules[train.__name__] = train
 
-__all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "initialize_all_variables", "train"})
+__all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "cond", "initialize_all_variables",
+                   "train", "while_loop"})
 
 # ---- variable scopes, get_variable, the *_initializer factories, tf.layers -----------------
 from . import variable_scope as _vs  # noqa: E402
