@@ -411,3 +411,32 @@ def test_cond_and_while_loop_match_real_tf1(real_tf):
     for a, b in zip(ours, theirs):
         for x, y in zip(a, b):
             np.testing.assert_allclose(x, y, rtol=1e-6)
+
+
+def test_ipu_optimizer_wrappers():
+    from ipu_gpu.ipu import optimizers
+
+    def one_run(make, steps=1):
+        with v1.Graph().as_default():
+            v = v1.Variable(np.array([1.0, 2.0, 3.0], np.float32))
+            loss = ig.reduce_sum(v * ig.constant([5.0, 4.0, 3.0]))
+            train = make(v1.train.GradientDescentOptimizer(1.0)).minimize(loss)
+            with v1.Session() as sess:
+                sess.run(v1.global_variables_initializer())
+                for _ in range(steps):
+                    sess.run(train)
+                return sess.run(v)
+
+    # Graphcore's docstring example: a decay of 0.01 turns gradients 5, 4, 3 into 5.01, ...
+    decayed = one_run(lambda o: optimizers.MapGradientOptimizer(o, lambda g, v: g + 0.01 * v))
+    np.testing.assert_allclose(decayed, [1 - 5.01, 2 - 4.02, 3 - 3.03], rtol=1e-6)
+    np.testing.assert_array_equal(one_run(optimizers.ShardedOptimizer), [-4.0, -2.0, 0.0])
+    np.testing.assert_array_equal(one_run(optimizers.IpuOptimizer), [-4.0, -2.0, 0.0])
+    # V1 accumulation sums 2 mini-batches: nothing moves after 1 step, twice the step after 2
+    accumulated = lambda o: optimizers.GradientAccumulationOptimizer(o, 2)  # noqa: E731
+    np.testing.assert_array_equal(one_run(accumulated, 1), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(one_run(accumulated, 2), [-9.0, -6.0, -3.0])
+    with pytest.raises(ValueError, match="Only GradientDescentOptimizer and MomentumOptimizer"):
+        optimizers.GradientAccumulationOptimizer(v1.train.AdamOptimizer(), 2)
+    with pytest.raises(ValueError, match="num mini batches must be >= 1"):
+        optimizers.GradientAccumulationOptimizerV2(v1.train.AdamOptimizer(), 0)
