@@ -440,3 +440,31 @@ def test_ipu_optimizer_wrappers():
         optimizers.GradientAccumulationOptimizer(v1.train.AdamOptimizer(), 2)
     with pytest.raises(ValueError, match="num mini batches must be >= 1"):
         optimizers.GradientAccumulationOptimizerV2(v1.train.AdamOptimizer(), 0)
+
+
+def _tf1_losses(c):
+    rng = np.random.default_rng(9)
+    logits = rng.standard_normal((6, 4)).astype(np.float32)
+    labels = np.array([0, 3, 1, 1, 2, 0], np.int32)
+    weights = np.array([1.0, 0.0, 2.0, 1.0, 0.0, 0.5], np.float32)
+    preds = rng.standard_normal((6, 1)).astype(np.float32)
+    with c.Graph().as_default():
+        lg = c.placeholder(c.float32, [None, 4])
+        out = [c.losses.sparse_softmax_cross_entropy(labels, lg),
+               c.losses.sparse_softmax_cross_entropy(labels, lg, weights=weights),
+               c.losses.softmax_cross_entropy(np.eye(4, dtype=np.float32)[labels], lg,
+                                              label_smoothing=0.1),
+               c.losses.mean_squared_error(np.zeros((6, 1), np.float32), preds,
+                                           reduction=c.losses.Reduction.MEAN,
+                                           weights=weights[:, None]),
+               c.losses.mean_squared_error(np.ones((6, 1), np.float32), preds,
+                                           reduction=c.losses.Reduction.NONE,
+                                           loss_collection=None)]
+        total = c.losses.get_total_loss()
+        with c.Session() as sess:
+            return sess.run(out + [total], feed_dict={lg: logits})
+
+
+def test_tf1_losses_match_real_tf1(real_tf):
+    for a, b in zip(_tf1_losses(v1), _tf1_losses(real_tf.compat.v1)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)

@@ -311,26 +311,50 @@ def _stand_in(x, size):
 
 def infer_outputs(fn, inputs, static):
     """([(dtype, shape)] of ``fn(*inputs, **static)``'s outputs, whether it returns a
-    sequence), from runs on stand-ins."""
-    runs = []
-    sequence = False
-    for size in _PROBE_SIZES:
+    sequence), from runs on stand-ins: an unknown dimension is probed at two sizes (output
+    dimensions that follow it are unknown); when the op refuses those (a constant input fixes
+    the size), at the sizes the constant inputs have."""
+    leaves = nest.flatten(list(inputs))
+    unknown = any(isinstance(x, GraphTensor) and None in (x.shape.as_list() or [])
+                  for x in leaves)
+    try:
+        runs, sequence = _probe(fn, inputs, static, _PROBE_SIZES if unknown else (1,))
+    except Exception:  # noqa: BLE001 - a constant fixes the unknown size: try its sizes
+        if not unknown:
+            raise
+        sizes = sorted({int(d) for x in leaves if not isinstance(x, GraphTensor)
+                        for d in getattr(x, "shape", ()) if int(d) > 0})
+        for size in sizes:
+            try:
+                runs, sequence = _probe(fn, inputs, static, (size,))
+                break
+            except Exception:  # noqa: BLE001 - the next candidate size
+                continue
+        else:
+            raise
+    first = runs[0]
+    specs = []
+    return _specs(runs, first, specs), sequence
+
+
+def _probe(fn, inputs, static, sizes):
+    runs, sequence = [], False
+    for size in sizes:
         stand_ins = nest.map_structure(lambda x, s=size: _stand_in(x, s), list(inputs))
         out = fn(*stand_ins, **static)
         sequence = isinstance(out, (list, tuple))
         runs.append(out if sequence else [out])
-        if not any(None in x.shape.as_list() for x in nest.flatten(list(inputs))
-                   if isinstance(x, GraphTensor)):
-            break
-    first = runs[0]
-    specs = []
+    return runs, sequence
+
+
+def _specs(runs, first, specs):
     for j, t in enumerate(first):
         shape = list(t.shape)
         if len(runs) > 1:
             other = runs[1][j].shape
             shape = [d if d == e else None for d, e in zip(shape, other)]
         specs.append((t.dtype, shape))
-    return specs, sequence
+    return specs
 
 
 def _evaluate(structure, values):

@@ -94,4 +94,7 @@ layers.dense, layers.flatten, layers.dropout = _vs.dense, _vs.flatten, _vs.dropo
 layers.__all__ = ["dense", "dropout", "flatten"]
 _sys.modules[layers.__name__] = layers
 
-__all__ = sorted({*__all__, *_SCOPE_NAMES, "layers"})
+from . import losses  # noqa: E402
+
+_sys.modules.setdefault(f"{__name__}.losses", losses)
+__all__ = sorted({*__all__, *_SCOPE_NAMES, "layers", "losses"})
