@@ -97,6 +97,9 @@ TARGETS = [
      "(issue 16)"),
     ("keras_fit-b32-", "tensorflow", 1.5, "the same at batch 32 at most 1.5× tf-keras "
      "(issue 16)"),
+    ("tf1_graph_train", "tensorflow", 1.0, "TF1 graph mode: Session.run of a compiled "
+     "100-iteration loops.repeat MLP training loop over an infeed at most 1.0× real TF1 graph "
+     "mode running 100 sess.run(train_op) (issue 17)"),
     ("step_vs_kernels", "kernels", 1.15, "an eager training step at most 1.15× its own GEMMs "
      "and convolutions run back to back through the same kernels (issue 15)"),
     ("ctc_loss_fwd_bwd", "torch", 0.5, "CTC loss fwd+bwd at most 0.5× torch's time (issue 3)"),

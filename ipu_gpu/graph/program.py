@@ -68,19 +68,24 @@ def _split(outputs):
     return tensors, [o for o in ops if isinstance(o, Operation)]
 
 
-def _inner_run(outer_values, inside: set, feeds: dict, graph, tensors, ops):
+def _tape_needed(tensors, ops) -> bool:
+    """Whether evaluating ``tensors`` and ``ops`` reaches a gradients node (decided once,
+    when a body is traced, not every iteration)."""
+    return _needs_tape([*[t for t in tensors if isinstance(t, GraphTensor)], *ops])
+
+
+def _inner_run(outer_values, inside: set, feeds: dict, graph, tensors, ops, needs):
     """One evaluation of ``tensors`` and ``ops``: values of nodes outside ``inside`` are
-    reused from the outer run, those inside computed afresh."""
+    reused from the outer run, those inside computed afresh (on a tape when ``needs``)."""
     seed = {t: v for t, v in outer_values.items() if id(t.op) not in inside}
     seed.update(feeds)
     run = _Run(seed, graph)
-    fetches = [*[t for t in tensors if isinstance(t, GraphTensor)], *ops]
 
     def go():
         for op in ops:
             run.compute(op)
         return [run.value(t) if isinstance(t, GraphTensor) else t for t in tensors]
-    if _needs_tape(fetches):
+    if needs:
         with GradientTape(persistent=True) as tape:
             run.tape = tape
             return go()
@@ -130,8 +135,9 @@ def traced_repeat(n, body, inputs, infeed_queue, apply_outputs):
             if infeed_queue is not None:
                 element = infeed_queue._next_element()
                 feeds.update(zip(flat_holders, nest.flatten(element)))
-            current = _inner_run(outer, inside, feeds, graph, tensors, ops)
+            current = _inner_run(outer, inside, feeds, graph, tensors, ops, needs)
         return current if current else []
+    needs = _tape_needed(tensors, ops)
     specs = [(_dtype(t), _shape(t)) for t in tensors]
     node = add_node(graph, "Repeat", "repeat", [values], run, specs)
     _capture(node, graph, inside)
@@ -160,9 +166,10 @@ def traced_compile(computation, inputs, device):
         outer = _current_outer()
 
         def replica():
-            return _inner_run(outer, inside, {}, graph, tensors, ops)
+            return _inner_run(outer, inside, {}, graph, tensors, ops, needs)
         out = engine.run(device(), replica)
         return out if out else []
+    needs = _tape_needed(tensors, ops)
     specs = [(_dtype(t), _shape(t)) for t in tensors]
     node = add_node(graph, "IpuProgram", "cluster", [], run, specs,
                     control_inputs=[])
@@ -261,8 +268,10 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None):
     def run(p):
         outer = _current_outer()
         take = bool(np.asarray(p.numpy() if hasattr(p, "numpy") else p))
-        tensors, inside = (tensors_t, t_inside) if take else (tensors_f, f_inside)
-        return _inner_run(outer, inside, {}, graph, tensors, []) or []
+        tensors, inside, needs = ((tensors_t, t_inside, needs_t) if take
+                                  else (tensors_f, f_inside, needs_f))
+        return _inner_run(outer, inside, {}, graph, tensors, [], needs) or []
+    needs_t, needs_f = _tape_needed(tensors_t, []), _tape_needed(tensors_f, [])
     specs = [(_dtype(a), _merged_shape(a, b)) for a, b in zip(tensors_t, tensors_f)]
     node = add_node(graph, "Cond", name or "cond", [pred], run, specs)
     _capture(node, graph, t_inside, f_inside)
@@ -299,12 +308,13 @@ def while_loop(cond_fn, body, loop_vars, shape_invariants=None, parallel_iterati
         i = 0
         while maximum_iterations is None or i < maximum_iterations:
             feeds = dict(zip(holders, current))
-            (keep,) = _inner_run(outer, c_inside, feeds, graph, [c_out], [])
+            (keep,) = _inner_run(outer, c_inside, feeds, graph, [c_out], [], needs_c)
             if not bool(np.asarray(keep.numpy() if hasattr(keep, "numpy") else keep)):
                 break
-            current = _inner_run(outer, b_inside, feeds, graph, b_flat, [])
+            current = _inner_run(outer, b_inside, feeds, graph, b_flat, [], needs_b)
             i += 1
         return current
+    needs_c, needs_b = _tape_needed([c_out], []), _tape_needed(b_flat, [])
     specs = [(_dtype(v), _shape(v)) for v in values]
     node = add_node(graph, "While", name or "while", [values], run, specs)
     _capture(node, graph, c_inside, b_inside)
