@@ -187,10 +187,8 @@ class Operation:
         self.compute = compute
         self.control_inputs = list(control_inputs)
         self.outputs: list[GraphTensor] = []
-
-    @property
-    def inputs(self) -> list:
-        return [x for x in nest.flatten(self.inputs_structure) if isinstance(x, GraphTensor)]
+        # the graph tensors among the inputs, found once (a run asks for them per node)
+        self.inputs = [x for x in nest.flatten(inputs) if isinstance(x, GraphTensor)]
 
     def run(self, feed_dict=None, session=None):
         """Runs this operation in ``session`` (default: the default session)."""
@@ -357,17 +355,31 @@ def _specs(runs, first, specs):
     return specs
 
 
-def _evaluate(structure, values):
-    return nest.map_structure(lambda x: values[x] if isinstance(x, GraphTensor) else x,
-                              structure)
+def _evaluator(structure):
+    """A function of a run's values giving ``structure`` with its graph tensors replaced,
+    planned once: a flat list of inputs (the common case) is filled by position."""
+    structure = list(structure)
+    if all(not isinstance(x, (list, tuple, dict)) for x in structure):
+        slots = [(j, x) for j, x in enumerate(structure) if isinstance(x, GraphTensor)]
+
+        def flat(values):
+            out = list(structure)
+            for j, t in slots:
+                out[j] = values[t]
+            return out
+        return flat
+    return lambda values: nest.map_structure(
+        lambda x: values[x] if isinstance(x, GraphTensor) else x, structure)
 
 
 def add_node(graph: Graph, type_name: str, name: str | None, inputs, run, specs,
              control_inputs=()) -> Operation:
     """A new operation of ``graph`` computing ``run(*evaluated inputs)`` with outputs of
     ``specs`` [(dtype, shape)]; its outputs are ``op.outputs``."""
+    evaluate = _evaluator(inputs)
+
     def compute(values):
-        out = run(*_evaluate(list(inputs), values))
+        out = run(*evaluate(values))
         return out if isinstance(out, (list, tuple)) else [out]
     op = Operation(graph, type_name, graph.unique_name(name or type_name), inputs, compute,
                    [*graph._control, *control_inputs])
