@@ -44,7 +44,10 @@ bool = bool_  # noqa: A001 - tf.bool
 
 __version__ = "0.1.0"
 
+newaxis = None  # tf.newaxis: indexing with it inserts an axis of size 1, as numpy's
+
 __all__ = [
+    "newaxis",
     "BackendError", "GradientTape", "Tensor", "TensorShape", "UnconnectedGradients", "Variable",
     "abs", "add", "argmax", "argmin", "as_dtype", "backend_name", "bool", "cast", "errors",
     "clip_by_value", "concat", "constant", "convert_to_tensor", "divide", "double", "equal",

@@ -74,6 +74,7 @@ TABLE: dict[str, Alias] = {
     "tensorflow.linalg": Alias("ipu_gpu.linalg"),
     "tensorflow.sparse": Alias("ipu_gpu.sparse"),
     "tensorflow.keras": Alias("ipu_gpu.keras", recursive=True),
+    "tensorflow.optimizers": Alias("ipu_gpu.keras.optimizers", recursive=True),
     "tensorflow.python": Alias(NAMESPACE),
     "tensorflow.python.ipu": Alias("ipu_gpu.ipu", recursive=True),
     "tensorflow.python.keras": Alias("ipu_gpu.keras", recursive=True),

@@ -197,3 +197,12 @@ def test_star_imports_bind_the_targets_public_names(hooked):
          "from tensorflow.python.framework.dtypes import *\n", ns)
     assert ns["IPUConfig"] is ipu_gpu.ipu.config.IPUConfig
     assert ns["float32"] is ipu_gpu.float32 and "Tensor" not in ns  # the whitelist only
+
+
+def test_tf_newaxis_and_tf_optimizers(hooked):
+    tf = _import("tensorflow")
+    assert tf.newaxis is None
+    assert ipu_gpu.constant([1.0, 2.0])[tf.newaxis].shape == (1, 2)
+    from ipu_gpu.keras import optimizers
+
+    assert tf.optimizers.SGD is optimizers.SGD and tf.optimizers.Adam is optimizers.Adam

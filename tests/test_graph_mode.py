@@ -468,3 +468,30 @@ def _tf1_losses(c):
 def test_tf1_losses_match_real_tf1(real_tf):
     for a, b in zip(_tf1_losses(v1), _tf1_losses(real_tf.compat.v1)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def _tf1_metrics(c):
+    labels = np.array([0, 1, 2, 1, 0, 2], np.int64)
+    preds = np.array([0, 1, 1, 1, 2, 2], np.int64)
+    with c.Graph().as_default():
+        lab = c.placeholder(c.int64, [None])
+        pre = c.placeholder(c.int64, [None])
+        acc, acc_update = c.metrics.accuracy(lab, pre)
+        avg, avg_update = c.metrics.mean(c.cast(lab, c.float32),
+                                         weights=c.cast(pre, c.float32))
+        with c.Session() as sess:
+            sess.run(c.local_variables_initializer())
+            seen = [sess.run([acc, avg])]
+            for lo, hi in ((0, 3), (3, 6)):
+                feed = {lab: labels[lo:hi], pre: preds[lo:hi]}
+                seen.append(sess.run([acc_update, avg_update], feed_dict=feed))
+                seen.append(sess.run([acc, avg]))
+            names = sorted(v.name for v in c.local_variables())
+            return np.array(seen), names, len(c.global_variables())
+
+
+def test_tf1_metrics_match_real_tf1(real_tf):
+    ours, our_names, our_globals = _tf1_metrics(v1)
+    theirs, their_names, their_globals = _tf1_metrics(real_tf.compat.v1)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    assert our_names == their_names and our_globals == their_globals == 0

@@ -94,7 +94,18 @@ layers.dense, layers.flatten, layers.dropout = _vs.dense, _vs.flatten, _vs.dropo
 layers.__all__ = ["dense", "dropout", "flatten"]
 _sys.modules[layers.__name__] = layers
 
-from . import losses  # noqa: E402
+from . import losses, metrics  # noqa: E402,F401  (tf.compat.v1.losses and .metrics)
 
-_sys.modules.setdefault(f"{__name__}.losses", losses)
-__all__ = sorted({*__all__, *_SCOPE_NAMES, "layers", "losses"})
+
+def local_variables(scope=None) -> list:
+    """The default graph's local variables (``tf.metrics`` state)."""
+    return _graph.get_default_graph().get_collection(metrics.LOCAL_VARIABLES, scope)
+
+
+def local_variables_initializer():
+    """One operation initializing every local variable."""
+    return _graph.variables_initializer(local_variables(), name="init_local")
+
+
+__all__ = sorted({*__all__, *_SCOPE_NAMES, "layers", "local_variables",
+                  "local_variables_initializer", "losses", "metrics"})
