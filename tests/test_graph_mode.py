@@ -495,3 +495,21 @@ def test_tf1_metrics_match_real_tf1(real_tf):
     theirs, their_names, their_globals = _tf1_metrics(real_tf.compat.v1)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)
     assert our_names == their_names and our_globals == their_globals == 0
+
+
+def test_small_tf1_names():
+    v1.logging.set_verbosity(v1.logging.INFO)
+    assert v1.logging.get_verbosity() == v1.logging.INFO
+    v1.set_random_seed(3)
+    with v1.Graph().as_default() as graph:
+        v = v1.Variable(np.zeros(2, np.float32), name="v")
+        with v1.name_scope("block") as scope:
+            assert scope == "block/"
+            bumped = v1.assign_add(v, np.ones(2, np.float32))
+        assert bumped.op.name.startswith("block/")
+        assert graph.get_operation_by_name(bumped.op.name) is bumped.op
+        with v1.Session() as sess:
+            sess.run(v.initializer)
+            sess.run(bumped)
+            sess.run(v1.assign(v, sess.run(v) * 3.0))
+            np.testing.assert_array_equal(sess.run(v), [3.0, 3.0])

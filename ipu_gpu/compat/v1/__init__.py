@@ -107,5 +107,9 @@ def local_variables_initializer():
     return _graph.variables_initializer(local_variables(), name="init_local")
 
 
-__all__ = sorted({*__all__, *_SCOPE_NAMES, "layers", "local_variables",
+from . import tf1_misc as _misc  # noqa: E402
+
+globals().update({n: getattr(_misc, n) for n in _misc.__all__})
+_sys.modules[f"{__name__}.logging"] = _misc.logging
+__all__ = sorted({*__all__, *_SCOPE_NAMES, *_misc.__all__, "layers", "local_variables",
                   "local_variables_initializer", "losses", "metrics"})

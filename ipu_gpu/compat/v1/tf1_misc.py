@@ -1,0 +1,54 @@
+"""Small TF1 names programs reach for: ``assign``/``assign_add``/``assign_sub``,
+``set_random_seed``, ``name_scope``, and ``tf.logging`` (onto Python's ``tensorflow``
+logger, as TF 1.15's ``tf_logging``)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging as _logging
+import types
+
+__all__ = ["assign", "assign_add", "assign_sub", "logging", "name_scope", "set_random_seed"]
+
+
+def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+    """``ref.assign(value)``: a graph op on a graph variable, at once on an eager one."""
+    return ref.assign(value)
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    return ref.assign_add(value)
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    return ref.assign_sub(value)
+
+
+def set_random_seed(seed):
+    """The graph-level random seed (TF 1.15's name for ``tf.random.set_seed``)."""
+    import ipu_gpu
+
+    ipu_gpu.random.set_seed(seed)
+
+
+@contextlib.contextmanager
+def name_scope(name, default_name=None, values=None):
+    """A name scope for the default graph's operations (``outer/inner/op``); yields the
+    scope's name with a trailing slash."""
+    from ... import graph
+
+    with graph.get_default_graph().name_scope(name or default_name) as scope:
+        yield scope
+
+
+_logger = _logging.getLogger("tensorflow")
+logging = types.ModuleType("tensorflow.compat.v1.logging", "``tf.logging`` (TF 1.15).")
+logging.DEBUG, logging.INFO, logging.WARN = _logging.DEBUG, _logging.INFO, _logging.WARNING
+logging.ERROR, logging.FATAL = _logging.ERROR, _logging.FATAL
+logging.set_verbosity = _logger.setLevel
+logging.get_verbosity = _logger.getEffectiveLevel
+logging.debug, logging.info, logging.warning = _logger.debug, _logger.info, _logger.warning
+logging.warn, logging.error, logging.fatal = _logger.warning, _logger.error, _logger.critical
+logging.log = _logger.log
+logging.__all__ = ["DEBUG", "ERROR", "FATAL", "INFO", "WARN", "debug", "error", "fatal",
+                   "get_verbosity", "info", "log", "set_verbosity", "warn", "warning"]
