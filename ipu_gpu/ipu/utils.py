@@ -182,8 +182,9 @@ def move_variable_initialization_to_cpu(graph=None):
     Returns:
       None
 
-    In the emulator this does nothing: there is no graph, and a variable is initialised on
-    the host or device where it is created.
+    In the emulator this changes nothing: a graph variable's initializer already runs on the
+    host (a ``Session.run`` of it), and an eager variable is initialised where it is
+    created.
     """
     del graph
 
