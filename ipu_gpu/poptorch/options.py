@@ -112,7 +112,8 @@ class OptionsDict:
     def __setattr__(self, option, value):
         self.checkIsFrozen(option)
         if option.startswith("_"):
-            if "_values" in self.__dict__ and option not in self.__dict__:
+            if ("_values" in self.__dict__ and option not in self.__dict__
+                    and option != "__class__"):  # popdist swaps a group's class
                 raise AttributeError(
                     f"Invalid private attribute {option}. "
                     f"Valid attributes: {list(self.__dict__.keys())}")
