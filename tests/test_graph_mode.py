@@ -513,3 +513,18 @@ def test_small_tf1_names():
             sess.run(bumped)
             sess.run(v1.assign(v, sess.run(v) * 3.0))
             np.testing.assert_array_equal(sess.run(v), [3.0, 3.0])
+
+
+def test_random_ops_in_a_graph_draw_once_per_run():
+    with v1.Graph().as_default():
+        noise = ig.random.normal([4], seed=1)
+        doubled = noise * 2.0
+        v = v1.Variable(ig.random.uniform([3]))
+        with v1.Session() as sess:
+            a, b = sess.run([noise, doubled])
+            np.testing.assert_array_equal(b, a * 2.0)  # one draw shared within the run
+            assert not np.array_equal(sess.run(noise), a)  # a new draw per run
+            sess.run(v.initializer)
+            first = sess.run(v)
+            sess.run(v.initializer)
+            assert not np.array_equal(sess.run(v), first)  # the initializer draws again

@@ -81,6 +81,25 @@ def set_function_hook(types: tuple, hook, owner: str) -> None:
         _function_hooks[owner] = (tuple(types), hook)
 
 
+_recording_probe = None  # () -> the owner recording input-free calls now (a TF1 graph), or None
+
+
+def set_recording_probe(probe) -> None:
+    """Install ``probe()``: the hook owner recording, right now, calls whose inputs are all
+    concrete (TF1 graph construction records random ops, drawn per run), or None."""
+    global _recording_probe
+    _recording_probe = probe
+
+
+def recorded_call(fn, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)`` as a node of the graph being built when one is (a random op
+    in a TF1 graph draws per run, not once at construction), else NotImplemented."""
+    owner = _recording_probe() if _recording_probe is not None else None
+    if owner is None or owner not in _function_hooks:
+        return NotImplemented
+    return _function_hooks[owner][1](fn, args, kwargs)
+
+
 def symbolic_call(fn, args: tuple, kwargs: dict):
     """``fn(*args, **kwargs)`` recorded by the hook of its symbolic arguments' owner (a TF1
     graph node), or NotImplemented when no argument is symbolic or no hook takes it. A

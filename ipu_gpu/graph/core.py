@@ -164,11 +164,31 @@ def reset_default_graph() -> None:
 def building() -> bool:
     """True inside a ``with graph.as_default():`` block, and everywhere in a TF1 program
     (``compat.behavior``: TF 1.15 builds graphs by default; ``enable_eager_execution``
-    switches that off)."""
+    switches that off); never inside ``eager_scope`` (a Session running the graph, weights a
+    Keras layer makes) or inside an IPU program's replica (a traced program running)."""
+    if getattr(_local, "eager", 0):
+        return False
     if getattr(_local, "stack", None):
         return True
     behavior = sys.modules.get("ipu_gpu.compat.behavior")
-    return behavior is not None and behavior.tf_version() == 1
+    if behavior is None or behavior.tf_version() != 1:
+        return False
+    context = sys.modules.get("ipu_gpu.emulation.context")
+    return context is None or context.current() is None
+
+
+@contextlib.contextmanager
+def eager_scope():
+    """Inside the block nothing is recorded: calls run at once (graph mode suspended)."""
+    _local.eager = getattr(_local, "eager", 0) + 1
+    try:
+        yield
+    finally:
+        _local.eager -= 1
+
+
+def _recording_owner():
+    return "graph" if building() else None
 
 
 # ---- operations and tensors ---------------------------------------------------------------
@@ -294,7 +314,7 @@ def _graph_of(values) -> Graph:
     if len(graphs) > 1:
         raise ValueError("Tensor must be from the same graph as the other inputs: inputs come "
                          "from several graphs")
-    return graphs.pop()
+    return graphs.pop() if graphs else get_default_graph()  # a call with no graph input
 
 
 _PROBE_SIZES = (2, 3)
@@ -315,6 +335,11 @@ def infer_outputs(fn, inputs, static):
     leaves = nest.flatten(list(inputs))
     unknown = any(isinstance(x, GraphTensor) and None in (x.shape.as_list() or [])
                   for x in leaves)
+    with eager_scope():  # the stand-in runs compute; nothing they call is recorded
+        return _infer(fn, inputs, static, leaves, unknown)
+
+
+def _infer(fn, inputs, static, leaves, unknown):
     try:
         runs, sequence = _probe(fn, inputs, static, _PROBE_SIZES if unknown else (1,))
     except Exception:  # noqa: BLE001 - a constant fixes the unknown size: try its sizes
@@ -413,3 +438,4 @@ def record_function(fn, args, kwargs):
 
 registry.set_symbolic_hook((GraphTensor,), record, owner="graph")
 registry.set_function_hook((GraphTensor,), record_function, owner="graph")
+registry.set_recording_probe(_recording_owner)

@@ -19,7 +19,7 @@ from ..core import nest
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor, Variable
 from ..errors import InvalidArgumentError
-from .core import Graph, GraphTensor, Operation, get_default_graph, pushed
+from .core import Graph, GraphTensor, Operation, eager_scope, get_default_graph, pushed
 
 __all__ = ["InteractiveSession", "Session", "default_session"]
 
@@ -88,6 +88,10 @@ class Session:
         needs_tape = _needs_tape(nest.flatten(resolved) if not isinstance(resolved, (
             GraphTensor, Operation)) else [resolved])
         run = _Run(values, self.graph)
+        with eager_scope():  # the graph runs: what its nodes call is computed, not recorded
+            return self._evaluate(run, resolved, values, needs_tape)
+
+    def _evaluate(self, run, resolved, values, needs_tape):
         if needs_tape:
             with GradientTape(persistent=True) as tape:
                 for v in values.values():  # d/d(fed value): tf.gradients w.r.t. a placeholder

@@ -49,7 +49,7 @@ import numpy as np
 from ..core import backend, capture, dtypes
 from ..core.convert import to_array
 from ..core.allocation import check_allocation
-from ..core.registry import register, symbolic_call
+from ..core.registry import recorded_call, register, symbolic_call
 from ..core.tensor import Tensor, Variable, wrap
 from ..emulation import context
 from ..errors import InvalidArgumentError
@@ -547,6 +547,10 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=No
       TypeError: a non-float ``dtype``. ValueError: a ``mean``/``stddev`` Tensor of another
         dtype.
     """
+    node = recorded_call(normal, (shape,), dict(mean=mean, stddev=stddev, dtype=dtype,
+                                                seed=seed, name=name))
+    if node is not NotImplemented:  # built into a TF1 graph: drawn per Session.run
+        return node
     return _normal_from(
         "normal", raw_normal,
         lambda d, index, n: reserve(("RandomStandardNormal", d, index), stateful_seeds(seed),
@@ -558,6 +562,10 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
                      name=None) -> Tensor:
     """Normal values redrawn when more than two standard deviations from the mean
     (``tf.random.truncated_normal``); arguments and errors as ``normal``."""
+    node = recorded_call(truncated_normal, (shape,), dict(mean=mean, stddev=stddev,
+                                                          dtype=dtype, seed=seed, name=name))
+    if node is not NotImplemented:  # built into a TF1 graph: drawn per Session.run
+        return node
     return _normal_from(
         "truncated_normal", raw_truncated_normal,
         lambda d, index, n: reserve(("TruncatedNormal", d, index), stateful_seeds(seed), n * 256),
@@ -593,6 +601,10 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
       InvalidArgumentError: a malformed shape; non-scalar integer bounds;
         ``minval >= maxval`` for a non-empty integer output.
     """
+    node = recorded_call(uniform, (shape,), dict(minval=minval, maxval=maxval, dtype=dtype,
+                                                 seed=seed, name=name))
+    if node is not NotImplemented:  # built into a TF1 graph: drawn per Session.run
+        return node
     d = _dtype_in("uniform", dtype, _FLOATS + _INTS)
     if maxval is None:
         if d in _INTS:

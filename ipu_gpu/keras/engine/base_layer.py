@@ -15,6 +15,8 @@ later count). Variables assigned as attributes are tracked as weights.
 
 from __future__ import annotations
 
+import sys
+
 import functools
 import inspect
 import itertools
@@ -499,7 +501,7 @@ class Layer:
                 raise ValueError(f"An initializer for variable {name} of type {dtype} is "
                                  f"required for layer {self.name}. Received: {initializer}.")
         dims = tuple(as_shape(shape).as_list())
-        value = initializer(dims, dtype=dtype)
+        value = _eager_initial_value(initializer, dims, dtype)
         variable_class = KerasVariable
         policy_ = self._dtype_policy
         if autocast and dtype.kind == "f" and policy_.compute_dtype != policy_.variable_dtype:
@@ -1052,3 +1054,13 @@ def _mean_metric(name, dtype):
     except ImportError:
         return _MeanMetric(name, dtype)
     return Mean(name=name, dtype=dtype)
+
+
+def _eager_initial_value(initializer, dims, dtype):
+    """The initializer's value, computed now even while a TF1 graph is being built (a Keras
+    weight is an eager variable the graph's nodes read)."""
+    graph = sys.modules.get("ipu_gpu.graph")
+    if graph is None:
+        return initializer(dims, dtype=dtype)
+    with graph.core.eager_scope():
+        return initializer(dims, dtype=dtype)
