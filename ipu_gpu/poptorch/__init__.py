@@ -3,8 +3,10 @@
 This package holds PopTorch 3.4's options and enumerations: ``poptorch.Options`` with its
 groups (``Training``, ``Precision``, ``TensorLocations``, ``Distributed``, ``Jit``,
 ``_Popart``), the execution strategies and ``TensorLocationSettings``, and the enums
-(``poptorch.OutputMode``, ``poptorch.ReductionType``, ...). None of it needs PyTorch, so
-``import poptorch`` works without torch installed.
+(``poptorch.OutputMode``, ``poptorch.ReductionType``, ...), none of which needs PyTorch; and,
+loaded on first use and needing torch (the ``poptorch`` extra), the model wrappers
+(``trainingModel``, ``inferenceModel``: ``executor.py``), ``DataLoader``, ``optim``,
+``identity_loss`` and the block annotations.
 
 ``import ipu_gpu`` never imports this package (nor torch).
 """
@@ -18,9 +20,35 @@ from .options import (ConfigFileError, Options, ParallelPhasedExecution, Phase,
                       PipelinedExecution, SerialPhasedExecution, ShardedExecution, Stage,
                       TensorLocationSettings)
 
+from .errors import Error, RecoverableError, UnrecoverableError
+
+_TORCH_NAMES = {"trainingModel": "executor", "inferenceModel": "executor",
+                "PoplarExecutor": "executor", "identity_loss": "executor",
+                "DataLoader": "data", "AsynchronousDataAccessor": "data",
+                "BeginBlock": "blocks", "Block": "blocks", "BlockFunction": "blocks"}
+
+
+def __getattr__(name):
+    """The torch-backed names, imported on first use (``import poptorch`` needs no torch)."""
+    import importlib
+
+    if name == "optim" or name in _TORCH_NAMES:
+        try:
+            importlib.import_module("torch")
+        except ImportError:
+            raise ImportError(f"poptorch.{name} needs PyTorch: pip install 'ipu-gpu[poptorch]'")\
+                from None
+        if name == "optim":
+            return importlib.import_module(f"{__name__}.optim")
+        module = importlib.import_module(f"{__name__}.{_TORCH_NAMES[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["AnchorMode", "AutoStage", "CommGroupType", "ConfigFileError", "ConnectionType",
            "DataLoaderMode", "HalfFloatCastingBehavior", "Liveness", "MatMulSerializationMode",
            "MeanReductionStrategy", "MultiConvPlanType", "Options", "OutputMode", "OverlapMode",
            "ParallelPhasedExecution", "Phase", "PipelinedExecution", "ReductionType",
            "SerialPhasedExecution", "ShardedExecution", "SharingStrategy", "Stage",
-           "SyncPattern", "TensorLocationSettings", "VariableRetrievalMode", "enums", "options"]
+           "SyncPattern", "TensorLocationSettings", "VariableRetrievalMode", "enums", "options",
+           "Error", "RecoverableError", "UnrecoverableError", "optim", *_TORCH_NAMES]

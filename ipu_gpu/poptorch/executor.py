@@ -1,0 +1,319 @@
+"""``poptorch.trainingModel`` / ``inferenceModel``: the user's ``torch.nn.Module`` run on
+PyTorch with PopTorch's batching arithmetic (research/poptorch_semantics.md sections 2, 3, 7).
+
+One call takes a batch of ``N = S * R * A`` micro-batches (S ``deviceIterations``, R
+``replicationFactor``, A ``Training.gradientAccumulation``, 1 for inference): dim 0 of every
+tensor argument is viewed as ``[S, A, R, B, ...]``. For each device iteration s, every
+(accumulation step a, replica r) micro-batch runs ``forward`` with the weights of the start
+of the iteration; in training its loss is back-propagated and the gradients are reduced over
+the A * R micro-batches (mean by default, ``ReductionType.Sum`` sums) before one optimizer
+step, so one call makes S steps. Outputs are assembled per ``outputMode`` (All, Final, Sum,
+EveryN; training default Final, inference All) with the leading factor k (a micro-batch
+output keeps its shape when k is 1).
+
+The loss: a tensor returned by ``poptorch.identity_loss`` among the outputs, else the last
+0-dim output that requires a gradient (PopTorch lowers torch's loss functions to identity
+losses; the emulator cannot see inside ``forward``); none is ``poptorch.Error("Couldn't find
+a loss in graph!")``.
+
+Replicas share the host module (their weights stay identical under the gradient reduction);
+deviation: a buffer a replica changes in ``forward`` (BatchNorm statistics) is one copy
+updated by every replica in turn.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .enums import OutputMode, ReductionType
+from .errors import Error
+from .optim import _max_grad_norm
+
+__all__ = ["PoplarExecutor", "identity_loss", "inferenceModel", "trainingModel"]
+
+
+def identity_loss(x, reduction):
+    """``x`` reduced by ``reduction`` ('sum', 'mean' or 'none') and marked as the model's
+    final loss.
+
+    Raises:
+      AssertionError: another reduction (PopTorch's message)."""
+    if reduction == "sum":
+        out = x.sum()
+    elif reduction == "mean":
+        out = x.mean()
+    elif reduction == "none":
+        out = x.clone()
+    else:
+        raise AssertionError("Unsupported reduction type!")
+    out._poptorch_loss = True
+    return out
+
+
+def _leaves(x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [leaf for item in x for leaf in _leaves(item)]
+    if isinstance(x, dict):
+        return [leaf for item in x.values() for leaf in _leaves(item)]
+    return []
+
+
+def _map(fn, x):
+    if isinstance(x, torch.Tensor):
+        return fn(x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*[_map(fn, v) for v in x])
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map(fn, v) for v in x)
+    if isinstance(x, dict):
+        return {k: _map(fn, v) for k, v in x.items()}
+    return x
+
+
+def _find_loss(out):
+    leaves = _leaves(out)
+    marked = [t for t in leaves if getattr(t, "_poptorch_loss", False)]
+    if len(marked) > 1:
+        raise Error("Multiple independent losses found in graph. Graph must have one final "
+                    "loss. Wrap final graph loss in poptorch.identity_loss.")
+    if marked:
+        return marked[0]
+    scalars = [t for t in leaves if t.dim() == 0 and t.requires_grad]
+    if not scalars:
+        raise Error("Couldn't find a loss in graph!")
+    return scalars[-1]
+
+
+class PoplarExecutor:
+    """A wrapped model (what ``trainingModel``/``inferenceModel`` return): call it like the
+    module; ``options`` (frozen), ``model`` (the user's module) and PopTorch's methods."""
+
+    def __init__(self, model, options, training, optimizer=None):
+        from .options import Options
+
+        if getattr(model, "_poptorch_wrapped", False):
+            raise RuntimeError("Model has already been wrapped in 'poptorch.trainingModel'. "
+                               "Call model.destroy() on the model to unwrap before wrapping "
+                               "again.")
+        options = (options or Options()).clone()
+        if options.output_mode == OutputMode.Default.value:
+            options.outputMode(OutputMode.Final if training else OutputMode.All)
+        self.options = options
+        self.model = model
+        self.training = training
+        if training:
+            from . import optim
+
+            self.optimizer = optimizer if optimizer is not None else optim.SGD(
+                model.parameters(), lr=0.01)
+            model._poptorch_wrapped = True
+        else:
+            if optimizer is not None:
+                raise ValueError("An optimizer cannot be used with an inference model")
+            if options.Training.gradient_accumulation != 1:
+                raise Error("You must set gradientAccumulation to 1 for inference models "
+                            "(Options.Training.gradientAccumulation)")
+            self.optimizer = None
+        self._signature = None
+        self._attached = False
+
+    # ---- PopTorch's methods -------------------------------------------------------------
+    def compile(self, *args, **kwargs) -> None:
+        """Check and record the inputs' signature (the first call's job) without running."""
+        if self._signature is not None:
+            import warnings
+
+            warnings.warn("Call to compile() ignored: the executable is already compiled",
+                          stacklevel=2)
+            return
+        self._signature = self._check_first(args, kwargs)
+        self._attached = True
+
+    def isCompiled(self) -> bool:  # noqa: N802 - PopTorch's name
+        return self._signature is not None
+
+    def isAttachedToDevice(self) -> bool:  # noqa: N802
+        return self._attached
+
+    def detachFromDevice(self) -> None:  # noqa: N802
+        if not self._attached:
+            raise Error("Device is not attached")
+        self._attached = False
+
+    def attachToDevice(self) -> None:  # noqa: N802
+        if self._attached:
+            raise Error("Device is already attached")
+        self._attached = True
+
+    def copyWeightsToHost(self) -> None:  # noqa: N802
+        """The host module already holds the weights (they are shared)."""
+        self._needs_compiled()
+
+    def copyWeightsToDevice(self) -> None:  # noqa: N802
+        self._needs_compiled()
+
+    def setOptimizer(self, optimizer) -> None:  # noqa: N802
+        """Use ``optimizer`` (its hyper-parameters) from the next call on."""
+        self.optimizer = optimizer
+
+    def destroy(self) -> None:
+        """Unwrap the model (it can be wrapped again); the next call recompiles."""
+        self._signature = None
+        self._attached = False
+        if self.training:
+            self.model._poptorch_wrapped = False
+
+    def _needs_compiled(self):
+        if self._signature is None:
+            raise Error("Model has not been compiled or has been destroyed.")
+
+    def __getattr__(self, name):
+        if name in ("model", "options"):
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    # ---- a call ---------------------------------------------------------------------------
+    def _factors(self):
+        d = self.options
+        s = int(d.device_iterations)
+        r = int(d.replication_factor)
+        a = int(d.Training.gradient_accumulation) if self.training else 1
+        return s, r, a
+
+    def _check_first(self, args, kwargs):
+        s, r, a = self._factors()
+        n = s * r * a
+        for t in _leaves([list(args), kwargs]):
+            b = t.shape[0] if t.dim() else 1
+            if b % n != 0:
+                raise AssertionError(
+                    f"Invalid batch dimension: In the input {list(t.shape)}, the batch "
+                    f"dimension ({b}) must be a multiple of Options.deviceIterations({s}) * "
+                    f"(Options.replicationFactor({r}) / "
+                    f"Options.inputReplicaGrouping.input_group_size(1)) * "
+                    f"Options.Training.gradientAccumulation({a}) = {n} because it is used to "
+                    "calculate the batch size which will be executed on the device in any "
+                    "given iteration. For a full explanation see the batching semantics page "
+                    "of the documentation.")
+            if t.numel() == 0:
+                raise Error(f"Zero-sized tensors are unsupported (Got shape {list(t.shape)})")
+        return [(tuple(t.shape), t.dtype) for t in _leaves([list(args), kwargs])]
+
+    def _check_later(self, args, kwargs):
+        seen = [(tuple(t.shape), t.dtype) for t in _leaves([list(args), kwargs])]
+        if len(seen) != len(self._signature):
+            raise Error(f"Number of positional arguments mismatch: expected "
+                        f"{len(self._signature)} arguments but got {len(seen)}")
+        for j, ((shape, dtype), (want, want_dtype)) in enumerate(zip(seen, self._signature)):
+            if shape != want:
+                raise Error(f"Shape mismatch for input {j}: expected "
+                            f"{torch.Size(want)} but got {torch.Size(shape)}. To recompile "
+                            "with new inputs, call destroy() or make a new wrapper.")
+            if dtype != want_dtype:
+                raise Error(f"Data type mismatch for input {j}: expected {want_dtype} but got "
+                            f"{dtype}. To recompile, call destroy() or make a new wrapper.")
+
+    def __call__(self, *args, **kwargs):
+        if self._signature is None:
+            self.compile(*args, **kwargs)
+        else:
+            self._check_later(args, kwargs)
+        self._attached = True
+        s, r, a = self._factors()
+
+        def micro(t, si, ai, ri):
+            if not isinstance(t, torch.Tensor) or t.dim() == 0:
+                return t
+            v = t.reshape(s, a, r, t.shape[0] // (s * a * r), *t.shape[1:])
+            return v[si, ai, ri]
+
+        outs = {}
+        reduction = int(self.options.Training.accumulation_and_replication_reduction_type)
+        scale = 1.0 / (a * r) if reduction == ReductionType.Mean.value else 1.0
+        for si in range(s):
+            if self.training:
+                self.optimizer.zero_grad()
+            for ai in range(a):
+                for ri in range(r):
+                    xs = _map(lambda t, si=si, ai=ai, ri=ri: micro(t, si, ai, ri), list(args))
+                    kw = _map(lambda t, si=si, ai=ai, ri=ri: micro(t, si, ai, ri), kwargs)
+                    if self.training:
+                        out = self.model(*xs, **kw)
+                        loss = _find_loss(out)
+                        ls = float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
+                        (loss * (scale * ls)).backward()
+                    else:
+                        with torch.no_grad():
+                            out = self.model(*xs, **kw)
+                    outs[(si, ai, ri)] = _map(lambda t: t.detach().clone(), out)
+            if self.training:
+                self._step()
+        return self._assemble(outs, s, a, r)
+
+    def _step(self):
+        opt = self.optimizer
+        ls = float(getattr(opt, "loss_scaling", 1.0) or 1.0)
+        params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
+        if ls != 1.0:
+            for p in params:
+                p.grad.div_(ls)
+        norm = _max_grad_norm(opt)
+        if norm is not None:
+            torch.nn.utils.clip_grad_norm_(params, norm)
+        opt.step()
+
+    def _assemble(self, outs, s, a, r):
+        mode = OutputMode(int(self.options.output_mode))
+        order = [(si, ai, ri) for si in range(s) for ai in range(a) for ri in range(r)]
+        first = outs[order[0]]
+        if first is None:
+            return None
+        if mode == OutputMode.Final:
+            picked = [[outs[(s - 1, a - 1, ri)]] for ri in range(r)]
+            reduce = "stack"
+        elif mode == OutputMode.Sum:
+            picked = [[outs[(si, ai, ri)] for si in range(s) for ai in range(a)]
+                      for ri in range(r)]
+            reduce = "sum"
+        elif mode == OutputMode.EveryN:
+            period = int(self.options.output_return_period)
+            keep = [si for si in range(s) if si % period == period - 1]
+            picked = [[outs[(si, ai, ri)]] for si in keep for ai in range(a) for ri in range(r)]
+            reduce = "stack"
+        else:
+            picked = [[outs[key]] for key in order]
+            reduce = "stack"
+        k = len(picked)
+        flat_first = _leaves(first)
+
+        def combine(j):
+            groups = [[_leaves(o)[j] for o in group] for group in picked]
+            values = [torch.stack(g).sum(0) if reduce == "sum" else g[0] for g in groups]
+            if k == 1:
+                return values[0]
+            if values[0].dim() == 0:
+                return torch.stack(values)
+            return torch.cat(values, 0)
+        combined = [combine(j) for j in range(len(flat_first))]
+        it = iter(combined)
+        return _map(lambda _: next(it), first)
+
+
+def trainingModel(model, options=None, optimizer=None):  # noqa: N802 - PopTorch's name
+    """Wrap ``model`` for training: each call runs ``deviceIterations`` optimizer steps on
+    the batch (see the module doc); the default optimizer is ``poptorch.optim.SGD(lr=0.01)``.
+
+    Raises:
+      RuntimeError: the model is already wrapped (PopTorch's message)."""
+    if isinstance(model, PoplarExecutor):
+        model = model.model
+    return PoplarExecutor(model, options, True, optimizer)
+
+
+def inferenceModel(model, options=None):  # noqa: N802 - PopTorch's name
+    """Wrap ``model`` for inference (no gradients; outputMode default All)."""
+    if isinstance(model, PoplarExecutor):
+        model = model.model
+    return PoplarExecutor(model, options, False)

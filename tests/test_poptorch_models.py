@@ -1,0 +1,182 @@
+"""poptorch.trainingModel / inferenceModel / DataLoader / optim / identity_loss: PopTorch's
+batching arithmetic (research/poptorch_semantics.md sections 2, 3, 7) against plain PyTorch
+computing the same thing by hand."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ipu_gpu.poptorch as poptorch  # noqa: E402
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(5, 3)
+
+    def forward(self, x, y=None):
+        out = self.fc(x)
+        if y is None:
+            return out
+        return out, torch.nn.functional.cross_entropy(out, y)
+
+
+def _opts(s=1, r=1, a=1):
+    o = poptorch.Options().deviceIterations(s).replicationFactor(r)
+    o.Training.gradientAccumulation(a)
+    return o
+
+
+@pytest.mark.parametrize("s, r, a", [(1, 1, 1), (2, 1, 1), (1, 2, 2), (3, 2, 2)])
+def test_training_call_equals_s_steps_on_mean_gradients(s, r, a):
+    b = 4
+    x = torch.randn(s * a * r * b, 5)
+    y = torch.randint(0, 3, (s * a * r * b,))
+    ours, ref = Net(), Net()
+    model = poptorch.trainingModel(ours, _opts(s, r, a), poptorch.optim.SGD(ours.parameters(),
+                                                                             lr=0.1))
+    out, loss = model(x, y)
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    xs, ys = x.reshape(s, a, r, b, 5), y.reshape(s, a, r, b)
+    last = {}
+    for si in range(s):
+        opt.zero_grad()
+        for ai in range(a):
+            for ri in range(r):
+                o, lo = ref(xs[si, ai, ri], ys[si, ai, ri])
+                (lo / (a * r)).backward()
+                last[ri] = (o.detach(), lo.detach())
+        opt.step()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-6)
+    # Final: the last micro-batch of each replica; a scalar loss stays 0-dim when R == 1
+    if r == 1:
+        assert loss.dim() == 0 and out.shape == (b, 3)
+    else:
+        assert loss.shape == (r,) and out.shape == (r * b, 3)
+    torch.testing.assert_close(loss.reshape(-1), torch.stack([last[i][1] for i in range(r)]))
+
+
+@pytest.mark.parametrize("mode, k", [("All", 10), ("Final", 1), ("Sum", 1), ("EveryN", 2)])
+def test_inference_output_modes(mode, k):
+    net = Net()
+    opts = poptorch.Options().deviceIterations(10)
+    if mode == "EveryN":
+        opts.outputMode(poptorch.OutputMode.EveryN, 5)
+    else:
+        opts.outputMode(getattr(poptorch.OutputMode, mode))
+    x = torch.randn(10 * 2, 5)
+    out = poptorch.inferenceModel(net, opts)(x)
+    native = net(x).detach().reshape(10, 2, 3)
+    want = {"All": native.reshape(20, 3), "Final": native[-1],
+            "Sum": native.sum(0), "EveryN": native[[4, 9]].reshape(4, 3)}[mode]
+    torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+
+
+def test_batch_checks_and_errors():
+    net = Net()
+    model = poptorch.inferenceModel(net, poptorch.Options().deviceIterations(3))
+    with pytest.raises(AssertionError, match=r"Invalid batch dimension: In the input \[4, 5\], "
+                                             r"the batch dimension \(4\) must be a multiple of "
+                                             r"Options.deviceIterations\(3\)"):
+        model(torch.randn(4, 5))
+    model(torch.randn(6, 5))
+    with pytest.raises(poptorch.Error, match="Shape mismatch"):
+        model(torch.randn(9, 5))
+    model.destroy()
+    assert model(torch.randn(9, 5)).shape == (9, 3)  # recompiled for the new shape
+    training = poptorch.trainingModel(Net())
+    with pytest.raises(poptorch.Error, match="Couldn't find a loss in graph!"):
+        training(torch.randn(2, 5))
+    with pytest.raises(RuntimeError, match="Model has already been wrapped"):
+        poptorch.trainingModel(training.model)
+    with pytest.raises(ValueError, match="Only non-amsgrad Adam/AdamW optimizers are "
+                                         "supported."):
+        poptorch.optim.Adam(Net().parameters(), amsgrad=True)
+    with pytest.raises(AssertionError, match="Unsupported reduction type!"):
+        poptorch.identity_loss(torch.ones(2), "max")
+
+
+def test_identity_loss_marks_the_loss_and_sum_reduction_sums():
+    class Custom(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            out = x * self.w
+            return out, poptorch.identity_loss(out ** 2, reduction="sum")
+
+    ours = Custom()
+    opts = _opts(r=2)
+    opts.Training.accumulationAndReplicationReductionType(poptorch.ReductionType.Sum)
+    model = poptorch.trainingModel(ours, opts, poptorch.optim.SGD(ours.parameters(), lr=0.1))
+    x = torch.tensor([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]])
+    model(x)
+    grad = (2 * x ** 2).sum(0)  # summed over both replicas' micro-batches
+    torch.testing.assert_close(ours.w.detach(), torch.ones(3) - 0.1 * grad)
+
+
+def test_dataloader_combines_the_batches_of_one_call():
+    data = torch.utils.data.TensorDataset(torch.arange(100.0)[:, None])
+    opts = _opts(s=2, r=2, a=3)
+    loader = poptorch.DataLoader(opts, data, batch_size=2)
+    assert loader.combinedBatchSize == 24 and len(loader) == 100 // 24
+    (first,) = next(iter(loader))
+    assert first.shape == (24, 1)
+
+
+def test_loss_scaling_and_max_grad_norm_match_torch():
+    ours, ref = Net(), copy.deepcopy(Net())
+    x, y = torch.randn(8, 5), torch.randint(0, 3, (8,))
+    opt = poptorch.optim.SGD(ours.parameters(), lr=0.5, loss_scaling=128.0, max_grad_norm=0.1)
+    poptorch.trainingModel(ours, optimizer=opt)(x, y)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.5)
+    _, loss = ref(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(list(ref.parameters()), 0.1)
+    ref_opt.step()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_import_poptorch_runs_a_training_program(tmp_path):
+    """A PopTorch program in the tutorials' style runs through ipu-gpu run."""
+    import subprocess
+    import sys
+
+    prog = tmp_path / "train.py"
+    prog.write_text(
+        "import torch\nimport poptorch\n"
+        "class M(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(4, 2)\n        self.loss = torch.nn.MSELoss()\n"
+        "    def forward(self, x, y):\n        out = self.fc(x)\n"
+        "        return out, self.loss(out, y)\n"
+        "torch.manual_seed(0)\n"
+        "opts = poptorch.Options().deviceIterations(2)\n"
+        "data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 2))\n"
+        "loader = poptorch.DataLoader(opts, data, batch_size=4, shuffle=False)\n"
+        "model = M()\n"
+        "training = poptorch.trainingModel(model, opts, poptorch.optim.SGD(model.parameters(),"
+        " lr=0.05))\n"
+        "losses = [float(training(x, y)[1]) for x, y in loader]\n"
+        "print(len(losses), losses[-1] < losses[0])\n")
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+    env = {**__import__("os").environ, "PYTHONPATH": root}
+    r = subprocess.run([sys.executable, "-m", "ipu_gpu.cli", "run", str(prog)], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["8", "True"]
+
+
+def test_numpy_free_result_types():
+    out = poptorch.inferenceModel(Net())(torch.randn(2, 5))
+    assert isinstance(out, torch.Tensor) and not out.requires_grad
+    assert np.isfinite(out.numpy()).all()
