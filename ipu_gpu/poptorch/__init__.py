@@ -21,11 +21,15 @@ from .options import (ConfigFileError, Options, ParallelPhasedExecution, Phase,
                       TensorLocationSettings)
 
 from .errors import Error, RecoverableError, UnrecoverableError
+from .log_level import setLogLevel
 
 _TORCH_NAMES = {"trainingModel": "executor", "inferenceModel": "executor",
                 "PoplarExecutor": "executor", "identity_loss": "executor",
                 "DataLoader": "data", "AsynchronousDataAccessor": "data",
-                "BeginBlock": "blocks", "Block": "blocks", "BlockFunction": "blocks"}
+                "BeginBlock": "blocks", "Block": "blocks", "BlockFunction": "blocks",
+                **{name: "ops" for name in ("MultiConv", "NameScope", "dynamic_slice",
+                                            "dynamic_update", "nop", "recomputationCheckpoint",
+                                            "serializedMatMul", "set_available_memory")}}
 
 
 def __getattr__(name):
@@ -51,4 +55,5 @@ __all__ = ["AnchorMode", "AutoStage", "CommGroupType", "ConfigFileError", "Conne
            "ParallelPhasedExecution", "Phase", "PipelinedExecution", "ReductionType",
            "SerialPhasedExecution", "ShardedExecution", "SharingStrategy", "Stage",
            "SyncPattern", "TensorLocationSettings", "VariableRetrievalMode", "enums", "options",
-           "Error", "RecoverableError", "UnrecoverableError", "optim", *_TORCH_NAMES]
+           "Error", "RecoverableError", "UnrecoverableError", "optim", "setLogLevel",
+           *_TORCH_NAMES]
