@@ -180,3 +180,83 @@ def test_numpy_free_result_types():
     out = poptorch.inferenceModel(Net())(torch.randn(2, 5))
     assert isinstance(out, torch.Tensor) and not out.requires_grad
     assert np.isfinite(out.numpy()).all()
+
+
+def _tf_rmsprop_numpy(w, grads, lr, rho, eps, momentum, centered, weight_decay):
+    w = w.astype(np.float64)
+    ms, mom, mg = np.ones_like(w), np.zeros_like(w), np.zeros_like(w)
+    for g in grads:
+        g = g + weight_decay * w
+        ms = rho * ms + (1 - rho) * g * g
+        denom = ms
+        if centered:
+            mg = rho * mg + (1 - rho) * g
+            denom = ms - mg * mg
+        mom = momentum * mom + lr * g / np.sqrt(denom + eps)
+        w = w - mom
+    return w
+
+
+@pytest.mark.parametrize("momentum, centered, weight_decay",
+                         [(0.0, False, 0.0), (0.9, False, 0.0), (0.5, True, 0.1)])
+def test_rmsprop_tf_variant_matches_tensorflow_arithmetic(momentum, centered, weight_decay):
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((4, 3))
+    grads = [rng.standard_normal((4, 3)) for _ in range(5)]
+    param = torch.nn.Parameter(torch.from_numpy(w0.copy()))
+    opt = poptorch.optim.RMSprop([param], lr=0.02, alpha=0.9, eps=1e-6, momentum=momentum,
+                                 centered=centered, weight_decay=weight_decay,
+                                 use_tf_variant=True)
+    for g in grads:
+        param.grad = torch.from_numpy(g.copy())
+        opt.step()
+    ref = _tf_rmsprop_numpy(w0, grads, 0.02, 0.9, 1e-6, momentum, centered, weight_decay)
+    np.testing.assert_allclose(param.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    plain = torch.nn.Parameter(torch.from_numpy(w0.copy()))
+    torch_opt = poptorch.optim.RMSprop([plain], lr=0.02, alpha=0.9, eps=1e-6,
+                                       momentum=momentum, centered=centered)
+    for g in grads:
+        plain.grad = torch.from_numpy(g.copy())
+        torch_opt.step()
+    assert not np.allclose(plain.detach().numpy(), param.detach().numpy())
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_rmsprop_tf_variant_against_tensorflow_kernels(real_tf, centered):
+    tf = real_tf
+    rng = np.random.default_rng(4)
+    w0 = rng.standard_normal(6).astype(np.float32)
+    grads = [rng.standard_normal(6).astype(np.float32) for _ in range(4)]
+    var, ms = tf.Variable(w0), tf.Variable(np.ones(6, np.float32))
+    mom, mg = tf.Variable(np.zeros(6, np.float32)), tf.Variable(np.zeros(6, np.float32))
+    for g in grads:
+        args = dict(var=var.handle, ms=ms.handle, mom=mom.handle, lr=0.05, rho=0.9,
+                    momentum=0.8, epsilon=1e-7, grad=g)
+        if centered:
+            tf.raw_ops.ResourceApplyCenteredRMSProp(mg=mg.handle, **args)
+        else:
+            tf.raw_ops.ResourceApplyRMSProp(**args)
+    param = torch.nn.Parameter(torch.from_numpy(w0.copy()))
+    opt = poptorch.optim.RMSprop([param], lr=0.05, alpha=0.9, eps=1e-7, momentum=0.8,
+                                 centered=centered, use_tf_variant=True)
+    for g in grads:
+        param.grad = torch.from_numpy(g.copy())
+        opt.step()
+    np.testing.assert_allclose(param.detach().numpy(), var.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_rmsprop_tf_variant_trains_through_training_model():
+    model, ref = Net(), Net()
+    x, y = torch.randn(4, 5), torch.randint(0, 3, (4,))
+    training = poptorch.trainingModel(
+        model, _opts(), poptorch.optim.RMSprop(model.parameters(), lr=0.01, momentum=0.5,
+                                               use_tf_variant=True))
+    ref_opt = poptorch.optim.RMSprop(ref.parameters(), lr=0.01, momentum=0.5,
+                                     use_tf_variant=True)
+    for _ in range(3):
+        training(x, y)
+        ref_opt.zero_grad()
+        ref(x, y)[1].backward()
+        ref_opt.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)

@@ -93,11 +93,12 @@ class AdamW(torch.optim.AdamW, Optimizer):
 
 
 class RMSprop(torch.optim.RMSprop, Optimizer):
-    """``torch.optim.RMSprop`` with PopTorch's attributes.
+    """``torch.optim.RMSprop`` (L2 weight decay) with PopTorch's attributes.
 
-    Raises:
-      NotImplementedError: ``use_tf_variant=True`` (TF's RMSProp arithmetic is not emulated
-        for PopTorch yet; the PyTorch variant would give other numbers)."""
+    ``use_tf_variant=True`` gives TensorFlow's RMSProp instead, as PopTorch documents it: the
+    mean-square accumulator starts at ones, ``eps`` is added inside the square root, and the
+    learning rate is folded into the momentum buffer (``mom = momentum * mom + lr * g /
+    sqrt(ms + eps)``; ``w -= mom``), centred as TF centres it."""
 
     def __init__(self, params, lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
                  centered=False, foreach=None, maximize=None, differentiable=None,
@@ -108,7 +109,44 @@ class RMSprop(torch.optim.RMSprop, Optimizer):
         self._poptorch_init(loss_scaling, None, accum_type=accum_type,
                             first_order_momentum_accum_type=first_order_momentum_accum_type,
                             second_order_momentum_accum_type=second_order_momentum_accum_type)
-        if use_tf_variant:
-            raise NotImplementedError("poptorch.optim.RMSprop(use_tf_variant=True) is not "
-                                      "emulated yet: use the PyTorch variant")
-        self.use_tf_variant = use_tf_variant
+        self.use_tf_variant = bool(use_tf_variant)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One update: PyTorch's RMSprop, or TensorFlow's with ``use_tf_variant``."""
+        if not self.use_tf_variant:
+            return super().step(closure)
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    _tf_rmsprop_update(param, self.state[param], group)
+        return loss
+
+
+def _tf_rmsprop_update(param, state, group):
+    grad = param.grad
+    if group["weight_decay"]:
+        grad = grad.add(param, alpha=group["weight_decay"])
+    if not state:
+        state["step"] = torch.zeros(())
+        state["square_avg"] = torch.ones_like(param)
+        state["momentum_buffer"] = torch.zeros_like(param)
+        if group["centered"]:
+            state["grad_avg"] = torch.zeros_like(param)
+    state["step"] += 1
+    rho = group["alpha"]
+    square_avg = state["square_avg"]
+    square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+    denominator = square_avg
+    if group["centered"]:
+        grad_avg = state["grad_avg"]
+        grad_avg.mul_(rho).add_(grad, alpha=1 - rho)
+        denominator = square_avg - grad_avg * grad_avg
+    scaled = grad * group["lr"] / torch.sqrt(denominator + group["eps"])
+    buffer = state["momentum_buffer"]
+    buffer.mul_(group["momentum"]).add_(scaled)
+    param.sub_(buffer)
