@@ -418,3 +418,30 @@ def test_replicated_metric_reductions(ipus, method, loss, mse):
         logs = model.evaluate(x, y, batch_size=1, steps=4, verbose=0, return_dict=True)
     np.testing.assert_allclose(logs["loss"], loss)
     np.testing.assert_allclose(logs["mse"], mse)
+
+
+def test_fit_on_ipu_ends_each_epoch_line_with_samples_per_second(ipus, capsys):
+    """Beyond Keras: the last verbose=1 line of an epoch on an IPUStrategy reports samples/s
+    over all replicas after Keras's unchanged fields; host fit prints no such field."""
+    import re
+
+    ipus(2)
+    x, y = _data()
+    weights = _model().get_weights()
+    with IPUStrategy().scope():
+        model = _model(weights)
+        _compile(model, 0.1, steps_per_execution=2)
+        model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=1)
+    lines = [line.split("\r")[-1] for line in capsys.readouterr().out.split("\n")
+             if "samples/s" in line]
+    assert len(lines) == 2
+    steps = len(x) // 8 // 2  # the bar counts each replica's steps
+    for line in lines:
+        assert re.match(rf"\s*{steps}/{steps} \[=+\] - \d+s \d+[mu]?s/step - loss: ", line), line
+        rate = re.search(r"(?: - \w+: [0-9.e+-]+)+ - ([0-9.]+) samples/s$", line)
+        assert rate and float(rate.group(1)) > 0, line
+    _host_fit(weights, x, y, 0.1, 8)
+    model = _model(weights)
+    _compile(model, 0.1)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=1)
+    assert "samples/s" not in capsys.readouterr().out

@@ -412,6 +412,9 @@ class ProgbarLogger(Callback):
         self._train_step = self._test_step = self._predict_step = None
         self._call_batch_hooks = True
         self._called_in_fit = False
+        # Set by fit on an IPUStrategy before on_epoch_end: the epoch's samples, over all
+        # replicas, for the samples/s field ending the epoch's verbose=1 line.
+        self.epoch_samples = None
 
     def set_params(self, params):
         self.verbose = params["verbose"]
@@ -460,6 +463,9 @@ class ProgbarLogger(Callback):
         self._batch_update_progbar(batch, None)  # outputs are not metrics
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.progbar is not None:
+            self.progbar.samples = self.epoch_samples
+        self.epoch_samples = None
         self._finalize_progbar(logs, self._train_step)
 
     def on_test_end(self, logs=None):

@@ -170,6 +170,16 @@ def runner_for(model, mode):
     return Runner(model, strategy, mode)
 
 
+def _batch_size(element) -> int:
+    """The leading dimension of an infeed element's first tensor (1 for scalars)."""
+    x, _, _ = data_adapter.unpack_x_y_sample_weight(element)
+    for leaf in nest.flatten(x):
+        shape = getattr(leaf, "shape", None)
+        if shape is not None:
+            return int(shape[0]) if len(shape) else 1
+    return 1
+
+
 class Runner:
     """Runs the executions of one ``fit``/``evaluate``/``predict`` call on the device."""
 
@@ -192,6 +202,7 @@ class Runner:
         self.replication_factor = max(1, num_ipus // per_replica)
         self.ipus_per_replica = per_replica
         self.gradient_accumulation = 1
+        self.samples = 0  # samples the executions consumed, over all replicas
         self.counter = {"fit": model._train_counter, "evaluate": model._test_counter,
                         "predict": model._predict_counter}[mode]
 
@@ -242,6 +253,7 @@ class Runner:
         for predict, the outputs of every step and replica in data order."""
         r = self.replication_factor
         elements = [next(iterator) for _ in range(steps * r)]  # the execution's infeed
+        self.samples += sum(_batch_size(element) for element in elements)
         return self._execute(elements, steps, done)
 
     def run_single(self, data):

@@ -654,6 +654,8 @@ class Model(Layer):
             logs = None
             for epoch, iterator in handler.enumerate_epochs():
                 self.reset_metrics()
+                if runner is not None:
+                    runner.samples = 0
                 callbacks.on_epoch_begin(epoch)
                 with handler.catch_stop_iteration():
                     for step, n in handler.steps():
@@ -679,6 +681,8 @@ class Model(Layer):
                         batch_size=validation_batch_size or batch_size, steps=validation_steps,
                         callbacks=callbacks, return_dict=True)
                     epoch_logs.update({"val_" + name: v for name, v in val_logs.items()})
+                if runner is not None and callbacks._progbar is not None:
+                    callbacks._progbar.epoch_samples = runner.samples  # for samples/s
                 callbacks.on_epoch_end(epoch, epoch_logs)
                 training_logs = epoch_logs
                 if self.stop_training:

@@ -10,6 +10,9 @@ without the `` - 1s/epoch - 12ms/step`` tail):
   "dynamic" (stdout is a terminal, or Jupyter, PyCharm, or any POSIX system: Keras tests
   ``'posix' in sys.modules``, so on Linux and macOS the display is always dynamic, also when
   stdout is a file or a pipe); otherwise each update starts a new line.
+- ipu_gpu adds one field beyond Keras: when ``fit`` runs on an IPUStrategy, the final
+  ``verbose=1`` line of each epoch ends with `` - 1234.5 samples/s`` (the epoch's samples over
+  all replicas, divided by its wall time), after Keras's unchanged fields.
 - ``verbose=2``: one line when the bar finishes: ``100/100 - 1s - loss: ... - 1s/epoch -
   12ms/step``.
 
@@ -90,6 +93,9 @@ class Progbar:
         self._time_at_epoch_start = self._start
         self._time_at_epoch_end = None
         self._time_after_first_step = None
+        # ipu_gpu's addition: samples seen this epoch (fit on an IPUStrategy sets it); the
+        # final verbose=1 line then ends with `` - N samples/s``.
+        self.samples = None
 
     def update(self, current, values=None, finalize=None):
         """Updates the progress bar.
@@ -176,6 +182,8 @@ class Progbar:
         if previous_width > self._total_width:
             info += " " * (previous_width - self._total_width)
         if finalize:
+            if self.samples:
+                info += f" - {self.samples / max(now - self._start, 1e-9):.1f} samples/s"
             info += "\n"
         return message + info
 
