@@ -528,3 +528,44 @@ def test_random_ops_in_a_graph_draw_once_per_run():
             first = sess.run(v)
             sess.run(v.initializer)
             assert not np.array_equal(sess.run(v), first)  # the initializer draws again
+
+
+def _structured_compile(compile_fn, c, make_op):
+    """A computation returning a dict with nested lists and tuples, compiled in a graph by
+    ``compile_fn`` (ipu_compiler.compile or real TF's xla.compile, which Graphcore's
+    compile delegates to); returns (values, repr of the structure, the error message of a
+    structure holding an operation)."""
+    with c.Graph().as_default():
+        x = c.placeholder(np.float32, [2])
+        out = compile_fn(lambda a: {"b": a * 2, "a": [a + 1, (a - 1,)], "k": 3.0}, [x])
+        shape = {k: (type(v).__name__, type(v[1]).__name__) if isinstance(v, list)
+                 else hasattr(v, "op") for k, v in out.items()}
+        with c.Session() as sess:
+            got = sess.run(out, {x: [1.0, 2.0]})
+        with pytest.raises(ValueError) as err:
+            compile_fn(lambda a: {"b": a * 2, "op": make_op()}, [x])
+    return got, shape, str(err.value)
+
+
+def test_compile_keeps_a_dict_of_outputs_as_tf_does(real_tf, fresh_ipu_system):
+    from conftest import configure_ipus
+    from tensorflow.python.compiler.xla import xla
+
+    from ipu_gpu.ipu import ipu_compiler, scopes
+
+    configure_ipus(1)
+
+    def ours(fn, inputs):
+        with scopes.ipu_scope("/device:IPU:0"):
+            return ipu_compiler.compile(fn, inputs)
+
+    got, shape, message = _structured_compile(ours, v1, v1.no_op)
+    want, their_shape, their_message = _structured_compile(
+        xla.compile, real_tf.compat.v1, real_tf.no_op)
+    assert shape == their_shape == {"a": ("list", "tuple"), "b": True, "k": True}
+    assert isinstance(got["a"], list) and isinstance(got["a"][1], tuple)
+    for key in ("b", "k"):
+        np.testing.assert_array_equal(got[key], want[key])
+    np.testing.assert_array_equal(got["a"][0], want["a"][0])
+    np.testing.assert_array_equal(got["a"][1][0], want["a"][1][0])
+    assert message.split("Operation found")[0] == their_message.split("Operation found")[0]

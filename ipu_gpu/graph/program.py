@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from ..core import nest
+from ..core.convert import convert_to_tensor
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor
 from .core import GraphTensor, Operation, add_node, get_default_graph
@@ -74,17 +75,29 @@ def _tape_needed(tensors, ops) -> bool:
     return _needs_tape([*[t for t in tensors if isinstance(t, GraphTensor)], *ops])
 
 
-def _inner_run(outer_values, inside: set, feeds: dict, graph, tensors, ops, needs):
+def _inner_run(outer_values, inside: set, feeds: dict, graph, tensors, ops, needs,
+               plans=None):
     """One evaluation of ``tensors`` and ``ops``: values of nodes outside ``inside`` are
-    reused from the outer run, those inside computed afresh (on a tape when ``needs``)."""
+    reused from the outer run, those inside computed afresh (on a tape when ``needs``).
+
+    ``plans`` (a dict kept by the loop or program) remembers the order of the operations
+    computed, by the set of graph tensors given: a loop's later iterations replay it."""
     seed = {t: v for t, v in outer_values.items() if id(t.op) not in inside}
     seed.update(feeds)
-    run = _Run(seed, graph)
+    key = frozenset(seed) if plans is not None else None
+    plan = plans.get(key) if plans is not None else None
+    run = _Run(seed, graph, order=[] if plans is not None and plan is None else None)
 
     def go():
-        for op in ops:
-            run.compute(op)
-        return [run.value(t) if isinstance(t, GraphTensor) else t for t in tensors]
+        if plan is not None:
+            run.replay(plan)
+        else:
+            for op in ops:
+                run.compute(op)
+        out = [run.value(t) if isinstance(t, GraphTensor) else t for t in tensors]
+        if run.order is not None:
+            plans[key] = run.order
+        return out
     if needs:
         with GradientTape(persistent=True) as tape:
             run.tape = tape
@@ -130,12 +143,13 @@ def traced_repeat(n, body, inputs, infeed_queue, apply_outputs):
     def run(values_in, *_):
         current = list(values_in)
         outer = _current_outer()
+        plans = {}
         for _ in range(int(n)):
             feeds = dict(zip(holders, current))
             if infeed_queue is not None:
                 element = infeed_queue._next_element()
                 feeds.update(zip(flat_holders, nest.flatten(element)))
-            current = _inner_run(outer, inside, feeds, graph, tensors, ops, needs)
+            current = _inner_run(outer, inside, feeds, graph, tensors, ops, needs, plans)
         return current if current else []
     needs = _tape_needed(tensors, ops)
     specs = [(_dtype(t), _shape(t)) for t in tensors]
@@ -156,10 +170,11 @@ def traced_compile(computation, inputs, device):
     graph = get_default_graph()
     start = len(graph._ops)
     result = computation(*inputs)
-    if isinstance(result, dict):
-        raise NotImplementedError("ipu_compiler.compile in a graph: a dict of outputs is not "
-                                  "emulated yet; return a list")
-    tensors, ops = _split(result)
+    structured = not _is_flat(result)
+    if structured:
+        tensors, ops = _structured_outputs(result), []
+    else:
+        tensors, ops = _split(result)
     inside = {id(op) for op in graph._ops[start:]}
 
     def run(*_):
@@ -174,9 +189,43 @@ def traced_compile(computation, inputs, device):
     node = add_node(graph, "IpuProgram", "cluster", [], run, specs,
                     control_inputs=[])
     _track_outer(node)
+    if structured:
+        return nest.pack_sequence_as(result, list(node.outputs))
     if not node.outputs:
         return node
     return list(node.outputs)
+
+
+def _is_flat(outputs) -> bool:
+    """TF's ``xla.is_flat``: None, one value, or a list/tuple holding no list, tuple or dict
+    (everything else keeps its structure through ``compile``)."""
+    if isinstance(outputs, dict):
+        return False
+    if isinstance(outputs, (list, tuple)):
+        return not any(isinstance(o, (list, tuple, dict)) for o in outputs)
+    return True
+
+
+def _structured_outputs(outputs) -> list:
+    """The leaves of a non-flat result (TF's ``_postprocess_non_flat_outputs``): tensors
+    only, in ``nest.flatten`` order (dict keys sorted)."""
+    leaves = []
+    for o in nest.flatten(outputs):
+        if isinstance(o, Operation) or getattr(type(o), "_ipu_operation", False):
+            raise ValueError(
+                "xla.compile does not support Operation as return value in non-flat output "
+                "structure. You can set returned Operations as control dependencies of "
+                "returned Tensors so Operations are triggered when Tensors are evaluated. "
+                f'Operation found: "{getattr(o, "name", o)}"')
+        if not isinstance(o, (GraphTensor, Tensor)):
+            try:
+                o = convert_to_tensor(o)
+            except (TypeError, ValueError) as e:
+                raise ValueError("XLA computation function return values must all either be "
+                                 f'Operations or convertible to Tensors. Got error: "{e}"'
+                                 ) from None
+        leaves.append(o)
+    return leaves
 
 
 def _capture(node, graph, *insides) -> None:
