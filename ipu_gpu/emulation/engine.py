@@ -176,23 +176,45 @@ def _sync_stream(executor) -> None:
         executor.stream.synchronize()  # syncs device: outputs are read by the host
 
 
-_LIVE = threading.local()  # .finalizers: the charged tensors of the replica this thread runs
+_LIVE = threading.local()  # .tensors: the _LiveTensors of the replica this thread runs
 _TENSORS = "tensors"
+
+
+class _LiveTensors:
+    """The tensors one replica's program made, each charged to the replica's IPU until it
+    dies or the program ends (a weak reference per tensor: lighter than weakref.finalize)."""
+
+    __slots__ = ("ledger", "refs")
+
+    def __init__(self, ledger):
+        self.ledger = ledger
+        self.refs = {}  # id(weak reference) -> (the reference, its tensor's bytes)
+
+    def add(self, t, nbytes: int) -> None:
+        self.ledger.charge(nbytes, _TENSORS)
+        ref = weakref.ref(t, self._died)
+        self.refs[id(ref)] = (ref, nbytes)
+
+    def _died(self, ref) -> None:
+        entry = self.refs.pop(id(ref), None)
+        if entry is not None:
+            self.ledger.release(entry[1], _TENSORS)
+
+    def release_all(self) -> None:
+        refs, self.refs = self.refs, {}
+        for _, nbytes in refs.values():
+            self.ledger.release(nbytes, _TENSORS)
 
 
 def _charge_tensor(t) -> None:
     """The allocation hook: a Tensor made inside a replica is charged to the replica's IPU
     while it lives, and at the latest until the replica's program ends."""
-    ctx = context.current()
-    live = getattr(_LIVE, "finalizers", None)
-    if ctx is None or live is None:
+    live = getattr(_LIVE, "tensors", None)
+    if live is None:
         return
-    ledger = ctx.ipus[0].memory
-    nbytes = int(getattr(t._value, "nbytes", 0))
-    if nbytes == 0:
-        return
-    ledger.charge(nbytes, _TENSORS)
-    live.append(weakref.finalize(t, ledger.release, nbytes, _TENSORS))
+    nbytes = getattr(t._value, "nbytes", 0)
+    if nbytes:
+        live.add(t, int(nbytes))
 
 
 _RUNNING = [0]  # programs running now; the allocation hook is installed only while > 0
@@ -219,12 +241,10 @@ class _ChargingTensors:
 def _release_live_tensors() -> None:
     """The program ended: what it made is no longer resident on the IPU (outputs were copied
     to the host)."""
-    for fin in getattr(_LIVE, "finalizers", ()):
-        info = fin.detach()  # None when the tensor already died and released itself
-        if info is not None:
-            _, release, args, _ = info
-            release(*args)
-    _LIVE.finalizers = None
+    live = getattr(_LIVE, "tensors", None)
+    if live is not None:
+        live.release_all()
+    _LIVE.tensors = None
 
 
 _DEVICE_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -245,7 +265,7 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
     ipus = tuple(program.replicas[r])
     ledger = ipus[0].memory
     ctx = context.ReplicaContext(device, r, program.replication_factor, ipus, program)
-    _LIVE.finalizers = []
+    _LIVE.tensors = _LiveTensors(ledger)
     core_tensor.set_replica_slot((program.variable_key, r, program.replication_factor))
     event = program.host_events.get(getattr(ipus[0].executor, "gpu", None))
     if event is not None:

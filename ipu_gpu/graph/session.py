@@ -178,11 +178,12 @@ def _needs_tape(fetches) -> bool:
 class _Run:
     """One run: each operation computed once, its outputs by graph tensor."""
 
-    def __init__(self, values: dict, graph: Graph):
+    def __init__(self, values: dict, graph: Graph, order: list | None = None):
         self.values = dict(values)
         self.done = set()
         self.graph = graph
         self.tape = None
+        self.order = order  # when a list, the operations computed are appended in order
 
     def value(self, t: GraphTensor):
         """The raw value (a Tensor, a Variable) of ``t`` in this run."""
@@ -222,6 +223,18 @@ class _Run:
             for t, v in zip(node.outputs, outs):
                 self.values[t] = v
             self.done.add(id(node))
+            if self.order is not None:
+                self.order.append(node)
+
+    def replay(self, order) -> None:
+        """Compute ``order``'s operations one after the other: the order an earlier ``compute``
+        recorded from values with the same graph tensors present (the depth-first walk then
+        visits the same operations), without walking the graph again."""
+        values, view = self.values, _RunValues(self)
+        for node in order:
+            outs = node.compute(view)
+            for t, v in zip(node.outputs, outs):
+                values[t] = v
 
 
 class _RunValues(collections.abc.Mapping):
