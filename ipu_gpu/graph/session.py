@@ -49,6 +49,8 @@ class Session:
     def __init__(self, target="", graph=None, config=None):
         self.graph = graph if graph is not None else get_default_graph()
         self._closed = False
+        self._partial_runs: dict[str, _PartialRun] = {}
+        self._partial_counter = 0
 
     # ---- context ----------------------------------------------------------------------------
     def as_default(self):
@@ -134,9 +136,139 @@ class Session:
             values[t] = v
         return values
 
-    def partial_run(self, *args, **kwargs):
-        raise NotImplementedError("Session.partial_run is not emulated: run the fetches "
-                                  "together in one Session.run")
+    # ---- partial runs -----------------------------------------------------------------------
+    def partial_run_setup(self, fetches, feeds=None):
+        """Set up a partial run (TF 1.x's experimental API): ``fetches`` (as ``run`` takes
+        them; operations among them are targets, run as soon as the feeds they need have been
+        fed) and ``feeds`` (a graph tensor, a tensor name, or a list of them) are every value
+        the later ``partial_run`` calls may fetch and feed.
+
+        Returns:
+          A handle (a string) for ``partial_run``.
+
+        Raises:
+          RuntimeError: the session is closed, or its graph is empty.
+          TypeError, ValueError: a feed is not a tensor of this graph ("Cannot interpret
+            feed_list key as Tensor: ...").
+          InvalidArgumentError: a tensor both fed and fetched.
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if not self.graph._ops:
+            raise RuntimeError("The Session graph is empty. Add operations to the graph "
+                               "before calling run().")
+        feeds = [] if feeds is None else feeds
+        feed_list = list(dict.fromkeys(
+            self._feed_key(f) for f in (feeds if isinstance(feeds, (list, tuple)) else [feeds])))
+        tensors, targets = _split_fetches(nest.map_structure(self._resolve, fetches))
+        fed = set(feed_list)
+        for t in tensors:
+            if t in fed:
+                raise InvalidArgumentError(f"{t.name} is both fed and fetched.")
+        handle = (f"{','.join(t.name for t in feed_list)}->{','.join(t.name for t in tensors)}"
+                  f"/{','.join(op.name for op in targets)}/1/;{self._partial_counter}")
+        self._partial_counter += 1
+        state = _PartialRun(self.graph, feed_list, tensors, targets)
+        self._partial_runs[handle] = state
+        with eager_scope():
+            self._partial_step(handle, state, lambda: None)
+        return handle
+
+    def partial_run(self, handle, fetches, feed_dict=None):
+        """Continue the partial run ``handle``: feed ``feed_dict`` and return the values of
+        ``fetches``, which may be computed from everything fed so far in this partial run.
+        Each node is computed once per partial run (values persist between the calls); the
+        partial run ends when every declared feed has been fed and every declared fetch
+        fetched, or when a node fails.
+
+        Raises:
+          RuntimeError: the session is closed; an operation among ``fetches``
+            ("partial_run() requires empty target_list.").
+          ValueError: a fed value of the wrong shape.
+          InvalidArgumentError: an unknown or finished handle ("Must run 'setup' before
+            performing partial runs!"), a feed or fetch not declared in
+            ``partial_run_setup`` or already fed or fetched, a fetch that needs a declared
+            feed not fed yet, a placeholder neither declared nor fed.
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        values = self._feeds(feed_dict or {})
+        resolved = nest.map_structure(self._resolve, fetches)
+        tensors, targets = _split_fetches(resolved)
+        if targets:
+            raise RuntimeError("partial_run() requires empty target_list.")
+        state = self._partial_runs.get(handle) if isinstance(handle, str) else None
+        if state is None:
+            raise InvalidArgumentError("Must run 'setup' before performing partial runs!")
+        for t in values:
+            if t not in state.fed:
+                raise InvalidArgumentError(f"The feed {t.name} was not specified in "
+                                           "partial_run_setup.")
+            if state.fed[t]:
+                raise InvalidArgumentError(f"The feed {t.name} has already been fed.")
+        for t in tensors:
+            if t not in state.fetched:
+                raise InvalidArgumentError(f"The fetch {t.name} was not specified in "
+                                           "partial_run_setup.")
+            if state.fetched[t]:
+                raise InvalidArgumentError(f"The fetch {t.name} has already been fetched.")
+        pending = {t for t, done in state.fed.items() if not done and t not in values}
+        missing = _pending_input(tensors, pending)
+        if missing is not None:
+            raise InvalidArgumentError(f"Fetch {missing.name} can't be computed from the feeds "
+                                       "that have been fed so far.")
+
+        def step():
+            state.run.values.update(values)
+            if state.tape is not None:
+                for v in values.values():
+                    state.tape.watch(v)
+            for t in values:
+                state.fed[t] = True
+            return nest.map_structure(state.run.fetch, resolved)
+        with eager_scope():
+            out = self._partial_step(handle, state, step)
+        for t in tensors:
+            state.fetched[t] = True
+        if all(state.fed.values()) and all(state.fetched.values()):
+            del self._partial_runs[handle]
+        return out
+
+    def _partial_step(self, handle, state, step):
+        """``step()``, then the targets the feeds now allow, on the partial run's tape; a
+        failure ends the partial run (TF forgets the handle)."""
+        try:
+            if state.tape is None:
+                out = step()
+                state.run_ready_targets()
+            else:
+                with state.tape:
+                    out = step()
+                    state.run_ready_targets()
+        except BaseException:
+            self._partial_runs.pop(handle, None)
+            raise
+        return out
+
+    def _feed_key(self, feed) -> GraphTensor:
+        """A ``partial_run_setup`` feed as a graph tensor of this graph (TF's errors)."""
+        prefix = "Cannot interpret feed_list key as Tensor: "
+        if isinstance(feed, str):
+            if ":" not in feed and feed in self.graph._by_name:
+                raise ValueError(f"{prefix}The name '{feed}' refers to an Operation, not a "
+                                 "Tensor. Tensor names must be of the form "
+                                 "\"<op_name>:<output_index>\".")
+            try:
+                return self.graph.get_tensor_by_name(feed)
+            except (KeyError, ValueError) as e:
+                raise type(e)(prefix + str(e.args[0])) from None
+        if isinstance(feed, GraphTensor):
+            if feed.graph is not self.graph:
+                raise ValueError(f"{prefix}Tensor {feed.name} is not an element of this "
+                                 "graph.")
+            return feed
+        kind = "Operation" if isinstance(feed, Operation) else type(feed).__name__
+        raise TypeError(f"{prefix}Can not convert a {kind} into a Tensor.")
 
 
 class InteractiveSession(Session):
@@ -157,6 +289,62 @@ class _Interactive:
     current = None
 
 
+
+
+def _split_fetches(resolved) -> tuple[list, list]:
+    """(the distinct graph tensors, the distinct operations) among resolved fetches."""
+    flat = [resolved] if isinstance(resolved, (GraphTensor, Operation)) else nest.flatten(
+        resolved)
+    tensors = [f for f in flat if isinstance(f, GraphTensor)]
+    ops = [f for f in flat if isinstance(f, Operation)]
+    return list(dict.fromkeys(tensors)), list(dict.fromkeys(ops))
+
+
+def _pending_input(roots, pending: set):
+    """The first tensor of ``pending`` among the inputs of ``roots`` (graph tensors or
+    operations) and of their ancestors, in TF's order (``DirectSession::CheckFetch``: a
+    depth-first walk over every ancestor, not stopping at fed tensors), or None."""
+    if not pending:
+        return None
+    stack = [r.op if isinstance(r, GraphTensor) else r for r in roots]
+    visited = {id(op) for op in stack}
+    while stack:
+        op = stack.pop()
+        for t in op.inputs:
+            if t in pending:
+                return t
+            if id(t.op) not in visited:
+                visited.add(id(t.op))
+                stack.append(t.op)
+        for dep in op.control_inputs:
+            if id(dep) not in visited:
+                visited.add(id(dep))
+                stack.append(dep)
+    return None
+
+
+class _PartialRun:
+    """The state of one partial run: one ``_Run`` (so each node is computed once across the
+    calls), which declared feeds have been fed and declared fetches fetched, the targets not
+    run yet, and the run's tape when something in it differentiates."""
+
+    def __init__(self, graph, feeds: list, fetches: list, targets: list):
+        self.run = _Run({}, graph)
+        self.fed = dict.fromkeys(feeds, False)
+        self.fetched = dict.fromkeys(fetches, False)
+        self.targets = list(targets)
+        self.tape = (GradientTape(persistent=True) if _needs_tape([*fetches, *targets])
+                     else None)
+        self.run.tape = self.tape
+
+    def run_ready_targets(self) -> None:
+        """Run the targets that need no declared feed still unfed (TF's executor runs a node
+        as soon as its inputs are available)."""
+        pending = {t for t, done in self.fed.items() if not done}
+        for op in list(self.targets):
+            if _pending_input([op], pending) is None:
+                self.run.compute(op)
+                self.targets.remove(op)
 
 
 def _needs_tape(fetches) -> bool:
