@@ -29,7 +29,12 @@ _TORCH_NAMES = {"trainingModel": "executor", "inferenceModel": "executor",
                 "BeginBlock": "blocks", "Block": "blocks", "BlockFunction": "blocks",
                 **{name: "ops" for name in ("MultiConv", "NameScope", "dynamic_slice",
                                             "dynamic_update", "nop", "recomputationCheckpoint",
-                                            "serializedMatMul", "set_available_memory")}}
+                                            "serializedMatMul", "set_available_memory",
+                                            "CPU", "cond", "ctc_beam_search_decoder",
+                                            "custom_op", "for_loop", "ipu_print_tensor",
+                                            "isRunningOnIpu", "register_custom_op",
+                                            "set_overlap_for_input",
+                                            "set_overlap_for_output")}}
 
 
 def __getattr__(name):
