@@ -41,6 +41,12 @@ def require_same_dtype(op: str, args: tuple, *arrays) -> None:
 
 
 def broadcast_shape(op: str, args: tuple, *shapes) -> tuple:
+    if len(shapes) == 2:  # the common cases, without numpy's general (slow) path
+        a, b = shapes
+        if a == b or not b:
+            return tuple(a)
+        if not a:
+            return tuple(b)
     try:
         return np.broadcast_shapes(*shapes)
     except ValueError:
