@@ -586,3 +586,10 @@ def test_program_using_the_ops_runs_under_ipu_gpu_run(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[-2] == "[216.0, 512.0]"
     assert "x: (216.0,512.0)" in r.stderr
+
+
+def test_autocast_is_gone_as_in_poptorch_3_1():
+    with pytest.raises(AttributeError, match="PopTorch 3.1 removed its automatic casting API; "
+                                             "use PyTorch's torch.autocast"):
+        poptorch.autocast  # noqa: B018
+    assert not hasattr(poptorch, "autocast")

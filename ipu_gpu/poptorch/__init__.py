@@ -51,6 +51,10 @@ def __getattr__(name):
             return importlib.import_module(f"{__name__}.optim")
         module = importlib.import_module(f"{__name__}.{_TORCH_NAMES[name]}")
         return getattr(module, name)
+    if name == "autocast":  # removed in PopTorch 3.1 (this emulates 3.4)
+        raise AttributeError("module 'poptorch' has no attribute 'autocast': PopTorch 3.1 "
+                             "removed its automatic casting API; use PyTorch's torch.autocast "
+                             "or cast the model (model.half()) instead")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
