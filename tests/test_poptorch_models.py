@@ -98,7 +98,9 @@ def test_batch_checks_and_errors():
         poptorch.trainingModel(training.model)
     with pytest.raises(ValueError, match="Only non-amsgrad Adam/AdamW optimizers are "
                                          "supported."):
-        poptorch.optim.Adam(Net().parameters(), amsgrad=True)
+        net = Net()  # PopTorch raises when the optimizer reaches the model
+        poptorch.trainingModel(net, optimizer=poptorch.optim.Adam(net.parameters(),
+                                                                   amsgrad=True))
     with pytest.raises(AssertionError, match="Unsupported reduction type!"):
         poptorch.identity_loss(torch.ones(2), "max")
 

@@ -27,8 +27,7 @@ import torch
 
 from .enums import OutputMode, ReductionType
 from .errors import Error
-from .ops import _running
-from .optim import _max_grad_norm
+from .optim import _max_grad_norm, apply_update
 
 __all__ = ["PoplarExecutor", "identity_loss", "inferenceModel", "trainingModel"]
 
@@ -109,6 +108,7 @@ class PoplarExecutor:
 
             self.optimizer = optimizer if optimizer is not None else optim.SGD(
                 model.parameters(), lr=0.01)
+            optim.check_supported(self.optimizer)  # PopTorch's type / amsgrad checks
             model._poptorch_wrapped = True
         else:
             if optimizer is not None:
@@ -241,13 +241,12 @@ class PoplarExecutor:
                     xs = _map(lambda t, si=si, ai=ai, ri=ri: micro(t, si, ai, ri), list(args))
                     kw = _map(lambda t, si=si, ai=ai, ri=ri: micro(t, si, ai, ri), kwargs)
                     if self.training:
-                        with _running(self, xs, kw):
-                            out = self.model(*xs, **kw)
+                        out = self.model(*xs, **kw)
                         loss = _find_loss(out)
                         ls = float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
                         (loss * (scale * ls)).backward()
                     else:
-                        with torch.no_grad(), _running(self, xs, kw):
+                        with torch.no_grad():
                             out = self.model(*xs, **kw)
                     outs[(si, ai, ri)] = _map(lambda t: t.detach().clone(), out)
             if self.training:
@@ -264,7 +263,7 @@ class PoplarExecutor:
         norm = _max_grad_norm(opt)
         if norm is not None:
             torch.nn.utils.clip_grad_norm_(params, norm)
-        opt.step()
+        apply_update(opt)  # the device's update rule, never a subclass's Python step
 
     def _assemble(self, outs, s, a, r):
         mode = OutputMode(int(self.options.output_mode))

@@ -1,133 +1,479 @@
-"""``poptorch.optim``: PopTorch's optimizers are PyTorch's (``SGD``, ``Adam``, ``AdamW``,
-``RMSprop``; PopTorch claims the same numbers) with PopTorch's extra attributes accepted and
-validated: ``loss_scaling`` (the loss is multiplied by it before the backward pass and the
-gradients divided by it before the step), ``max_grad_norm`` (global-norm clipping, as
-``torch.nn.utils.clip_grad_norm_``), and the accumulator-type and velocity options, which
-change precision on an IPU only (recorded here)."""
+"""``poptorch.optim``: PopTorch's optimizers and the checks PopTorch applies to any optimizer
+given to a training model.
+
+PopTorch never runs an optimizer's Python ``step``: it hands the hyper-parameters to PopART,
+whose update rules run on the device. This module holds those rules (``apply_update``, which
+the training model calls once per weight update, after the gradients have been reduced,
+divided by ``loss_scaling`` and clipped to ``max_grad_norm``):
+
+* SGD (PopART's ``SGD``): ``w -= lr * (1 - dampening) * (g + wd * w)`` without momentum; with
+  momentum the velocity starts at zero (so, unlike ``torch.optim.SGD``, dampening applies
+  from the first step), kept in one of two layouts. The *separate* variant (default,
+  ``use_combined_accum=False``) stores ``v`` scaled by ``loss_scaling`` in
+  ``velocity_accum_type``; the *combined* variant stores ``v`` scaled by ``velocity_scaling``
+  in the weight's dtype and pre-computes ``momentum * v + (1 - dampening) * wd * w`` right
+  after each update, so a hyper-parameter changed with ``setOptimizer`` takes full effect one
+  step later (PopART's "lagged update"). Both equal ``torch.optim.SGD`` in exact arithmetic
+  when ``dampening == 0``.
+* Adam / AdamW (PopART's ``Adam``, L2 / decoupled decay): ``torch.optim.Adam``/``AdamW``'s
+  arithmetic, with the moments stored in ``first/second_order_momentum_accum_type``;
+  ``AdamW(bias_correction=False)`` still corrects the bias, as PopTorch does.
+* LAMB (PopART's ``Lamb``/``LambNoBias``): Adam's moments, ``upd = m / (sqrt(v) + eps) +
+  wd * w`` (bias-corrected unless ``bias_correction=False``) and
+  ``w -= lr * min(|w|, max_weight_norm) / |upd| * upd`` (the ratio is 1 when either norm is 0).
+* RMSprop (PopART's ``Adaptive``): ``torch.optim.RMSprop``, or TensorFlow's RMSProp with
+  ``use_tf_variant=True``.
+
+Also here: the constant/variable attribute rules (``VariableAttributes``, ``describe``,
+``check_constant_attributes``), the supported-type check (``check_supported``), the one-time
+warning about unexpected attributes (``AttributeTracker``) and the IPU optimizer state
+(``state_dict()`` with ``ipu_state``/``ipu_param``).
+"""
 
 from __future__ import annotations
 
+import math
+import weakref
+from typing import Any
+
 import torch
 
-__all__ = ["Adam", "AdamW", "Optimizer", "RMSprop", "SGD"]
+from .errors import Error
+from .log_level import logger
 
-_ACCUM_TYPES = (torch.float16, torch.float32, None)
+__all__ = ["LAMB", "SGD", "Adam", "AdamW", "AttributeTracker", "Optimizer", "RMSprop",
+           "VariableAttributes", "apply_update", "bind_parameter_names",
+           "check_constant_attributes", "check_supported", "describe"]
+
+_FP16_MAX = 65500.0
+_ACCUM_ERROR = "Accumulation types must be either torch.float32 or torch.float16"
+# PopTorch's ``_OptimizerType`` members, in its order (the unsupported-type message lists
+# them as Python < 3.11 prints IntEnum members).
+_TYPES = ("SGD1", "SGD2", "ADAM", "ADAMW", "ADAMW_NO_BIAS", "RMSPROP", "RMSPROP_CENTERED",
+          "LAMB", "LAMB_NO_BIAS")
+# optimizer -> {parameter: name}, set by bind_parameter_names (kept off the optimizer so
+# PopTorch's unexpected-attribute check does not see it).
+_BOUND_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_UNSUPPORTED = ("Unsupported optimizer type. Types supported "
+                + ", ".join(f"_OptimizerType.{t}" for t in _TYPES))
+
+
+class VariableAttributes:
+    """Which attributes of a ``poptorch.optim`` optimizer are variable (can be changed with
+    ``setOptimizer`` after compilation) and which are constant (compiled into the program).
+    Reached through ``opt.variable_attrs``."""
+
+    def __init__(self, variable_attributes: list[str], allowed_attributes: list[str]) -> None:
+        self._variable_attributes = list(variable_attributes)
+        self._allowed_attributes = list(allowed_attributes)
+
+    def isConstant(self, attr: str) -> bool:  # noqa: N802 - PopTorch's name
+        """True if ``attr`` is constant."""
+        return attr not in self._variable_attributes
+
+    def markAsConstant(self, attr: str) -> None:  # noqa: N802
+        """Make ``attr`` constant (before the model is compiled).
+
+        Raises:
+          AssertionError: ``attr`` is not an attribute of this optimizer."""
+        self._check(attr)
+        self._variable_attributes = [a for a in self._variable_attributes if a != attr]
+
+    def markAsVariable(self, attr: str) -> None:  # noqa: N802
+        """Make ``attr`` variable (before the model is compiled).
+
+        Raises:
+          AssertionError: ``attr`` is not an attribute of this optimizer."""
+        self._check(attr)
+        self._variable_attributes.append(attr)
+
+    def _check(self, attr):
+        if attr not in self._allowed_attributes:
+            raise AssertionError(f"Unknown attribute {attr}, allowed values: "
+                                 f"{self._allowed_attributes}")
+
+
+def _explicit(local_vars: dict) -> tuple[dict, list[str]]:
+    """The constructor's arguments given a value (not None): PopTorch makes those variable."""
+    given = {k: v for k, v in local_vars.items()
+             if k not in ("self", "params") and not k.startswith("__") and v is not None}
+    return given, ["params", *given]
+
+
+def _accum_type(dtype, default=torch.float32):
+    dtype = default if dtype is None else dtype
+    if dtype not in (torch.float16, torch.float32):
+        raise AssertionError(_ACCUM_ERROR)
+    return dtype
 
 
 class Optimizer:
-    """The PopTorch part of an optimizer: ``loss_scaling``, ``max_grad_norm`` and the
-    accumulator dtypes."""
+    """What every ``poptorch.optim`` optimizer adds to its ``torch.optim`` parent: the
+    IPU-side state in ``state_dict()`` and ``variable_attrs``."""
 
-    def _poptorch_init(self, loss_scaling, max_grad_norm, **accum_types):
+    # PopTorch's attribute lists: global variables, attributes torch's class lacks, and the
+    # per-group hyper-parameters.
+    _child_vars = ["loss_scaling"]
+    _child_only: list[str] = []
+    _group_vars: list[str] = []
+
+    def _poptorch_setup(self, variables, loss_scaling, **accum_types):
+        self.loss_scaling = 1.0 if loss_scaling is None else loss_scaling
         for name, dtype in accum_types.items():
-            if dtype not in _ACCUM_TYPES:
-                raise AssertionError(f"{name} must be one of torch.float16 or torch.float32")
-        self.loss_scaling = 1.0 if loss_scaling is None else float(loss_scaling)
-        self.max_grad_norm = max_grad_norm
-        self.accum_types = accum_types
+            setattr(self, name, _accum_type(dtype))
+        self.variable_attrs = VariableAttributes(variables,
+                                                 list(self.defaults) + self._child_vars)
+
+    # -- state --------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """torch's state dict plus ``ipu_state`` (the optimizer's state tensors) and
+        ``ipu_param`` (its hyper-parameter tensors), named as PopART names them; both are
+        None until the optimizer has been used by a compiled training model."""
+        torch_state = torch.optim.Optimizer.state_dict(self)
+        names = _BOUND_NAMES.get(self)
+        if names is None:
+            return {"ipu_state": None, "ipu_param": None, **torch_state}
+        return {"ipu_state": _ipu_state(self, names), "ipu_param": _ipu_param(self, names),
+                **torch_state}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a state returned by a ``poptorch.optim`` optimizer's ``state_dict()``.
+
+        Raises:
+          RuntimeError: the state is empty, or it is not an IPU optimizer state (a
+            ``torch.optim`` state dict)."""
+        if not state_dict:
+            raise RuntimeError("Cannot load optimizer state dictionary because it is empty.")
+        if "ipu_state" not in state_dict or "ipu_param" not in state_dict:
+            raise RuntimeError("Only IPU optimizer states can be loaded onto the IPU.")
+        torch_part = {k: v for k, v in state_dict.items() if k not in ("ipu_state", "ipu_param")}
+        torch.optim.Optimizer.load_state_dict(self, torch_part)
+        names = _BOUND_NAMES.get(self)
+        if names is not None and state_dict["ipu_state"]:
+            _load_ipu_state(self, names, state_dict["ipu_state"])
+
+    def __getstate__(self) -> dict:
+        # torch keeps only defaults/state/param_groups; PopTorch's attributes must survive
+        # copy.copy / pickling too.
+        return dict(self.__dict__)
 
 
-def _max_grad_norm(opt):
-    norm = getattr(opt, "max_grad_norm", None)
-    return None if norm is None or norm == float("inf") else float(norm)
+class SGD(Optimizer, torch.optim.SGD):
+    """Stochastic gradient descent with optional momentum (``torch.optim.SGD``'s arguments;
+    ``lr`` is required), plus ``loss_scaling``, ``velocity_scaling`` (combined variant only),
+    ``use_combined_accum`` (False: separate accumulator and velocity tensors; True: one
+    combined tensor), ``accum_type`` / ``velocity_accum_type`` (float16 or float32; the
+    velocity of the separate variant is stored in ``velocity_accum_type``) and
+    ``max_grad_norm`` (global-norm gradient clipping). See the module doc for the arithmetic.
 
+    Raises:
+      AssertionError: an accumulation type other than float16/float32."""
 
-def _no_amsgrad(amsgrad):
-    if amsgrad:
-        raise ValueError("Only non-amsgrad Adam/AdamW optimizers are supported.")
+    _child_only = ["loss_scaling", "velocity_scaling", "use_combined_accum", "accum_type",
+                   "velocity_accum_type", "max_grad_norm"]
+    _group_vars = ["lr", "momentum", "dampening", "weight_decay", "nesterov",
+                   "velocity_scaling"]
 
-
-class SGD(torch.optim.SGD, Optimizer):
-    """``torch.optim.SGD`` with PopTorch's attributes (``use_combined_accum``,
-    ``velocity_scaling`` for the combined variant)."""
-
-    def __init__(self, params, lr=0.01, momentum=None, dampening=None, weight_decay=None,
+    def __init__(self, params, lr: float, momentum=None, dampening=None, weight_decay=None,
                  nesterov=None, maximize=None, foreach=None, differentiable=None,
                  loss_scaling=None, velocity_scaling=None, use_combined_accum=None,
-                 max_grad_norm=None, accum_type=None, velocity_accum_type=None):
-        super().__init__(params, lr=lr, momentum=momentum or 0.0,
-                         dampening=dampening or 0.0, weight_decay=weight_decay or 0.0,
-                         nesterov=bool(nesterov))
-        self._poptorch_init(loss_scaling, max_grad_norm, accum_type=accum_type,
-                            velocity_accum_type=velocity_accum_type)
-        self.velocity_scaling = velocity_scaling
+                 accum_type=None, velocity_accum_type=None, max_grad_norm=None) -> None:
+        given, variables = _explicit(locals())
+        torch.optim.SGD.__init__(self, params, **{k: v for k, v in given.items()
+                                                  if k not in self._child_only})
         self.use_combined_accum = bool(use_combined_accum)
+        if velocity_scaling is None:
+            velocity_scaling = 1.0
+        elif not self.use_combined_accum:
+            logger.warning("velocity_scaling value ignored when using the separate variant "
+                           "(use_combined_accum=False). In future, this will lead to an "
+                           "error. Please update your code.")
+        if self.use_combined_accum:
+            self.defaults["velocity_scaling"] = velocity_scaling
+            for group in self.param_groups:
+                group.setdefault("velocity_scaling", velocity_scaling)
+        self.max_grad_norm = float("inf") if max_grad_norm is None else max_grad_norm
+        self._poptorch_setup(variables, loss_scaling, accum_type=accum_type,
+                             velocity_accum_type=velocity_accum_type)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One update with PopART's SGD arithmetic (see the module doc)."""
+        return _with_closure(closure, lambda: _sgd_update(self))
 
 
-class Adam(torch.optim.Adam, Optimizer):
-    """``torch.optim.Adam`` (L2 weight decay) with PopTorch's attributes.
+class Adam(Optimizer, torch.optim.Adam):
+    """Adam (``torch.optim.Adam``'s arguments and arithmetic, L2 weight decay) plus
+    ``loss_scaling``, ``accum_type``, ``first_order_momentum_accum_type`` /
+    ``second_order_momentum_accum_type`` (the dtypes the moments are stored in) and
+    ``max_grad_norm``.
 
     Raises:
-      ValueError: ``amsgrad=True`` (PopTorch's message)."""
+      AssertionError: an accumulation type other than float16/float32.
+      ValueError: ``amsgrad=True`` (when the optimizer is given to a model)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, foreach=None, maximize=None, capturable=None,
-                 differentiable=None, fused=None, loss_scaling=None, accum_type=None,
-                 first_order_momentum_accum_type=None,
-                 second_order_momentum_accum_type=None, max_grad_norm=None):
-        _no_amsgrad(amsgrad)
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-        self._poptorch_init(loss_scaling, max_grad_norm, accum_type=accum_type,
-                            first_order_momentum_accum_type=first_order_momentum_accum_type,
-                            second_order_momentum_accum_type=second_order_momentum_accum_type)
+    _child_only = ["loss_scaling", "accum_type", "first_order_momentum_accum_type",
+                   "second_order_momentum_accum_type", "max_grad_norm"]
+    _group_vars = ["lr", "betas", "eps", "weight_decay", "amsgrad"]
+    _decoupled = False
+
+    def __init__(self, params, lr=None, betas=None, eps=None, weight_decay=None, amsgrad=None,
+                 foreach=None, maximize=None, capturable=None, differentiable=None, fused=None,
+                 loss_scaling=None, accum_type=None, first_order_momentum_accum_type=None,
+                 second_order_momentum_accum_type=None, max_grad_norm=None) -> None:
+        given, variables = _explicit(locals())
+        torch.optim.Adam.__init__(self, params, **{k: v for k, v in given.items()
+                                                   if k not in self._child_only})
+        self.max_grad_norm = float("inf") if max_grad_norm is None else max_grad_norm
+        self._poptorch_setup(variables, loss_scaling, accum_type=accum_type,
+                             first_order_momentum_accum_type=first_order_momentum_accum_type,
+                             second_order_momentum_accum_type=second_order_momentum_accum_type)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One update: torch's Adam arithmetic, the moments kept in their accumulation
+        types."""
+        return _with_closure(closure, lambda: _adam_family_update(self))
 
 
-class AdamW(torch.optim.AdamW, Optimizer):
-    """``torch.optim.AdamW`` (decoupled weight decay) with PopTorch's attributes;
-    ``bias_correction=False`` is accepted and ignored, as PopTorch does.
+class AdamW(Optimizer, torch.optim.AdamW):
+    """AdamW (``torch.optim.AdamW``'s arguments and arithmetic, decoupled weight decay) plus
+    ``loss_scaling``, ``bias_correction``, the accumulation types and ``max_grad_norm``.
+    ``bias_correction=False`` is accepted and ignored: PopTorch maps it to the bias-corrected
+    update.
 
     Raises:
-      ValueError: ``amsgrad=True`` (PopTorch's message)."""
+      AssertionError: an accumulation type other than float16/float32.
+      ValueError: ``amsgrad=True`` (when the optimizer is given to a model)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, foreach=None, maximize=None, capturable=None,
-                 differentiable=None, fused=None, loss_scaling=None, bias_correction=True,
-                 accum_type=None, first_order_momentum_accum_type=None,
-                 second_order_momentum_accum_type=None, max_grad_norm=None):
-        _no_amsgrad(amsgrad)
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-        self._poptorch_init(loss_scaling, max_grad_norm, accum_type=accum_type,
-                            first_order_momentum_accum_type=first_order_momentum_accum_type,
-                            second_order_momentum_accum_type=second_order_momentum_accum_type)
-        self.bias_correction = bias_correction
+    _child_only = ["loss_scaling", "bias_correction", "accum_type",
+                   "first_order_momentum_accum_type", "second_order_momentum_accum_type",
+                   "max_grad_norm"]
+    _group_vars = ["lr", "betas", "weight_decay", "eps", "amsgrad"]
+    _decoupled = True
+
+    def __init__(self, params, lr=None, betas=None, eps=None, weight_decay=None, amsgrad=None,
+                 maximize=None, foreach=None, capturable=None, differentiable=None, fused=None,
+                 loss_scaling=None, bias_correction=None, accum_type=None,
+                 first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
+                 max_grad_norm=None) -> None:
+        given, variables = _explicit(locals())
+        torch.optim.AdamW.__init__(self, params, **{k: v for k, v in given.items()
+                                                    if k not in self._child_only})
+        self.bias_correction = True if bias_correction is None else bias_correction
+        self.max_grad_norm = float("inf") if max_grad_norm is None else max_grad_norm
+        self._poptorch_setup(variables, loss_scaling, accum_type=accum_type,
+                             first_order_momentum_accum_type=first_order_momentum_accum_type,
+                             second_order_momentum_accum_type=second_order_momentum_accum_type)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One update: torch's AdamW arithmetic, the moments kept in their accumulation
+        types."""
+        return _with_closure(closure, lambda: _adam_family_update(self))
 
 
-class RMSprop(torch.optim.RMSprop, Optimizer):
-    """``torch.optim.RMSprop`` (L2 weight decay) with PopTorch's attributes.
+class RMSprop(Optimizer, torch.optim.RMSprop):
+    """RMSprop (``torch.optim.RMSprop``'s arguments and arithmetic, L2 weight decay) plus
+    ``loss_scaling``, the accumulation types (recorded: the update is computed in float32)
+    and ``use_tf_variant``.
 
     ``use_tf_variant=True`` gives TensorFlow's RMSProp instead, as PopTorch documents it: the
     mean-square accumulator starts at ones, ``eps`` is added inside the square root, and the
     learning rate is folded into the momentum buffer (``mom = momentum * mom + lr * g /
-    sqrt(ms + eps)``; ``w -= mom``), centred as TF centres it."""
+    sqrt(ms + eps)``; ``w -= mom``), centred as TF centres it.
 
-    def __init__(self, params, lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, foreach=None, maximize=None, differentiable=None,
+    Raises:
+      AssertionError: an accumulation type other than float16/float32."""
+
+    _child_only = ["loss_scaling", "accum_type", "first_order_momentum_accum_type",
+                   "second_order_momentum_accum_type", "use_tf_variant"]
+    _group_vars = ["lr", "momentum", "weight_decay", "alpha", "eps", "centered"]
+
+    def __init__(self, params, lr=None, alpha=None, eps=None, weight_decay=None, momentum=None,
+                 centered=None, foreach=None, maximize=None, differentiable=None,
                  loss_scaling=None, accum_type=None, first_order_momentum_accum_type=None,
-                 second_order_momentum_accum_type=None, use_tf_variant=False):
-        super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                         momentum=momentum, centered=centered)
-        self._poptorch_init(loss_scaling, None, accum_type=accum_type,
-                            first_order_momentum_accum_type=first_order_momentum_accum_type,
-                            second_order_momentum_accum_type=second_order_momentum_accum_type)
+                 second_order_momentum_accum_type=None, use_tf_variant=None) -> None:
+        given, variables = _explicit(locals())
+        torch.optim.RMSprop.__init__(self, params, **{k: v for k, v in given.items()
+                                                      if k not in self._child_only})
         self.use_tf_variant = bool(use_tf_variant)
+        self._poptorch_setup(variables, loss_scaling, accum_type=accum_type,
+                             first_order_momentum_accum_type=first_order_momentum_accum_type,
+                             second_order_momentum_accum_type=second_order_momentum_accum_type)
 
     @torch.no_grad()
     def step(self, closure=None):
         """One update: PyTorch's RMSprop, or TensorFlow's with ``use_tf_variant``."""
         if not self.use_tf_variant:
-            return super().step(closure)
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    _tf_rmsprop_update(param, self.state[param], group)
-        return loss
+            return torch.optim.RMSprop.step(self, closure)
+        return _with_closure(closure, lambda: _tf_rmsprop_update(self))
 
 
-def _tf_rmsprop_update(param, state, group):
+class LAMB(Optimizer, torch.optim.Optimizer):
+    """Layer-wise Adaptive Moments (You et al. 2019, "Large Batch Optimization for Deep
+    Learning: Training BERT in 76 minutes") as PopTorch defines it: Adam's moments,
+    ``upd = m_hat / (sqrt(v_hat) + eps) + weight_decay * w`` and
+    ``w -= lr * min(|w|, max_weight_norm) / |upd| * upd`` (ratio 1 when either norm is 0).
+
+    Defaults: ``lr=1e-3``, ``betas=(0.9, 0.999)``, ``eps=1e-8``, ``weight_decay=1e-2``,
+    ``bias_correction=True`` (False: PopART's LambNoBias, ``m`` and ``v`` used uncorrected),
+    ``max_weight_norm=None`` meaning 65500 (float16's largest value, what PopTorch stores for
+    None; it documents None as disabling the clamp). ``max_weight_norm`` can be set per
+    parameter group.
+
+    Raises:
+      AssertionError: an accumulation type other than float16/float32."""
+
+    _child_only = ["loss_scaling", "bias_correction", "accum_type",
+                   "first_order_momentum_accum_type", "second_order_momentum_accum_type"]
+    _group_vars = ["lr", "weight_decay", "betas", "eps", "max_weight_norm"]
+    _decoupled = True
+
+    def __init__(self, params, lr=None, betas=None, eps=None, weight_decay=None,
+                 bias_correction=None, loss_scaling=None, max_weight_norm=None,
+                 accum_type=None, first_order_momentum_accum_type=None,
+                 second_order_momentum_accum_type=None) -> None:
+        _, variables = _explicit(locals())
+        max_weight_norm = _FP16_MAX if max_weight_norm is None else max_weight_norm
+        defaults = {"lr": 1e-3 if lr is None else lr,
+                    "betas": (0.9, 0.999) if betas is None else betas,
+                    "eps": 1e-8 if eps is None else eps,
+                    "weight_decay": 1e-2 if weight_decay is None else weight_decay,
+                    "max_weight_norm": max_weight_norm}
+        torch.optim.Optimizer.__init__(self, params, defaults)
+        self.bias_correction = True if bias_correction is None else bias_correction
+        self.max_weight_norm = max_weight_norm
+        self._poptorch_setup(variables, loss_scaling, accum_type=accum_type,
+                             first_order_momentum_accum_type=first_order_momentum_accum_type,
+                             second_order_momentum_accum_type=second_order_momentum_accum_type)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One LAMB update (see the class doc)."""
+        return _with_closure(closure, lambda: _adam_family_update(self))
+
+
+# ---- the device's update rules ---------------------------------------------------------
+def _with_closure(closure, update):
+    loss = None
+    if closure is not None:
+        with torch.enable_grad():
+            loss = closure()
+    update()
+    return loss
+
+
+def _max_grad_norm(opt):
+    """The optimizer's ``max_grad_norm`` for global-norm clipping, None when it is off."""
+    norm = getattr(opt, "max_grad_norm", None)
+    return None if norm is None or norm == float("inf") else float(norm)
+
+
+def _storage(accum_dtype, p):
+    """The dtype a state tensor is kept in: float16 when asked for, else the weight's."""
+    return torch.float16 if accum_dtype == torch.float16 else p.dtype
+
+
+def _momentum_is_constant(opt) -> bool:
+    attrs = getattr(opt, "variable_attrs", None)
+    if attrs is not None:
+        return attrs.isConstant("momentum")
+    return all(g["momentum"] == 0 for g in opt.param_groups) and opt.defaults["momentum"] == 0
+
+
+def _sgd_update(opt):
+    """PopART's SGD (sgd.hpp): SGD0 without momentum, SGD1 combined, SGD2 separate."""
+    combined = bool(getattr(opt, "use_combined_accum", False))
+    loss_scaling = float(getattr(opt, "loss_scaling", 1.0) or 1.0)
+    velocity_dtype = getattr(opt, "velocity_accum_type", torch.float32)
+    no_velocity = _momentum_is_constant(opt) and opt.defaults["momentum"] == 0
+    for group in opt.param_groups:
+        lr, mm, dm = group["lr"], group["momentum"], group["dampening"]
+        wd, nesterov = group["weight_decay"], group["nesterov"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            g = p.grad
+            if no_velocity and mm == 0:
+                p.sub_(lr * (1 - dm) * (g + wd * p))
+                continue
+            state = opt.state[p]
+            if combined:
+                vs = float(group.get("velocity_scaling", 1.0))
+                if "combined_velocity" not in state:
+                    state["combined_velocity"] = (1 - dm) * wd * vs * p.detach().clone()
+                v = state["combined_velocity"]
+                v.add_(g, alpha=(1 - dm) * vs)
+                update = vs * (g + wd * p) + mm * v if nesterov else v
+                p.sub_(update, alpha=lr / vs)
+                v.mul_(mm).add_(p, alpha=(1 - dm) * wd * vs)
+            else:
+                vs = loss_scaling
+                if "velocity" not in state:
+                    state["velocity"] = torch.zeros_like(p, dtype=_storage(velocity_dtype, p))
+                d = g + wd * p
+                v = state["velocity"].to(p.dtype) * mm + (1 - dm) * vs * d
+                state["velocity"].copy_(v)
+                v = state["velocity"].to(p.dtype)
+                update = vs * d + mm * v if nesterov else v
+                p.sub_(update, alpha=lr / vs)
+
+
+def _adam_family_update(opt):
+    """PopART's Adam (Adam with L2 or decoupled decay) and Lamb/LambNoBias."""
+    lamb = isinstance(opt, LAMB)
+    decoupled = getattr(opt, "_decoupled", isinstance(opt, torch.optim.AdamW))
+    bias_correction = getattr(opt, "bias_correction", True) if lamb else True
+    m_dtype = getattr(opt, "first_order_momentum_accum_type", torch.float32)
+    v_dtype = getattr(opt, "second_order_momentum_accum_type", torch.float32)
+    for group in opt.param_groups:
+        beta1, beta2 = group["betas"]
+        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            g = p.grad
+            if not decoupled and wd:
+                g = g + wd * p
+            state = opt.state[p]
+            if not state:
+                state["step"] = torch.zeros((), dtype=torch.float32)
+                state["exp_avg"] = torch.zeros_like(p, dtype=_storage(m_dtype, p))
+                state["exp_avg_sq"] = torch.zeros_like(p, dtype=_storage(v_dtype, p))
+            state["step"] += 1
+            t = float(state["step"])
+            m = state["exp_avg"].to(p.dtype) * beta1 + (1 - beta1) * g
+            v = state["exp_avg_sq"].to(p.dtype) * beta2 + (1 - beta2) * g * g
+            state["exp_avg"].copy_(m)
+            state["exp_avg_sq"].copy_(v)
+            m, v = state["exp_avg"].to(p.dtype), state["exp_avg_sq"].to(p.dtype)
+            if bias_correction:
+                m = m / (1 - beta1 ** t)
+                v = v / (1 - beta2 ** t)
+            update = m / (v.sqrt() + eps)
+            if decoupled:
+                update = update + wd * p
+            if not lamb:
+                p.sub_(update, alpha=lr)
+                continue
+            w_norm = p.norm()
+            max_norm = group.get("max_weight_norm", _FP16_MAX)
+            if max_norm is not None:
+                w_norm = w_norm.clamp(max=max_norm)
+            u_norm = update.norm()
+            trust = 1.0 if w_norm == 0 or u_norm == 0 else float(w_norm / u_norm)
+            p.sub_(update, alpha=lr * trust)
+
+
+def _tf_rmsprop_update(opt):
+    for group in opt.param_groups:
+        for param in group["params"]:
+            if param.grad is not None:
+                _tf_rmsprop_param(param, opt.state[param], group)
+
+
+def _tf_rmsprop_param(param, state, group):
     grad = param.grad
     if group["weight_decay"]:
         grad = grad.add(param, alpha=group["weight_decay"])
@@ -150,3 +496,363 @@ def _tf_rmsprop_update(param, state, group):
     buffer = state["momentum_buffer"]
     buffer.mul_(group["momentum"]).add_(scaled)
     param.sub_(buffer)
+
+
+def apply_update(optimizer) -> None:
+    """Apply one weight update as the IPU would for ``optimizer`` (its gradients already
+    reduced, unscaled and clipped). Like PopTorch, this never runs a subclass's own
+    ``step``: the update is the one of the supported type the optimizer is (module doc).
+
+    Raises:
+      AssertionError: an unsupported optimizer type (see ``check_supported``)."""
+    kind = check_supported(optimizer, warn=False)
+    with torch.no_grad():
+        if kind in ("SGD1", "SGD2"):
+            _sgd_update(optimizer)
+        elif kind in ("LAMB", "LAMB_NO_BIAS"):
+            _adam_family_update(optimizer)
+        elif kind.startswith("ADAM"):
+            if isinstance(optimizer, Optimizer):
+                _adam_family_update(optimizer)
+            else:
+                base = torch.optim.AdamW if kind != "ADAM" else torch.optim.Adam
+                base.step(optimizer)
+        elif getattr(optimizer, "use_tf_variant", False):
+            _tf_rmsprop_update(optimizer)
+        else:
+            torch.optim.RMSprop.step(optimizer)
+
+
+# ---- supported types and attribute checks --------------------------------------------
+def check_supported(optimizer, warn: bool = True) -> str:
+    """PopTorch's name for the optimizer's type (``"SGD1"`` combined SGD, ``"SGD2"``,
+    ``"ADAM"``, ``"ADAMW"``, ``"ADAMW_NO_BIAS"``, ``"RMSPROP"``, ``"RMSPROP_CENTERED"``,
+    ``"LAMB"``, ``"LAMB_NO_BIAS"``). Accepted: ``torch.optim.{SGD, Adam, AdamW, RMSprop}``
+    and ``poptorch.optim.{SGD, Adam, AdamW, RMSprop, LAMB}`` and their subclasses; a subclass
+    gets PopTorch's warning (with ``warn``) that its Python code is not run.
+
+    Raises:
+      AssertionError: any other optimizer (PopTorch's "Unsupported optimizer type. Types
+        supported ..." message), or RMSprop groups disagreeing on ``centered``.
+      ValueError: ``amsgrad=True``.
+      poptorch.Error: ``max_grad_norm`` is NaN."""
+    bases = type(optimizer).__bases__
+    if warn and torch.optim.Optimizer not in bases and Optimizer not in bases:
+        logger.warning("Optimizer `%s` subclassed from classes in poptorch.optim or "
+                       "torch.optim are unlikely to behave as intended. Poptorch does not run "
+                       "Python optimizer code directly; but instead uses IPU native optimisers "
+                       "implemented in PopART.", type(optimizer).__name__)
+    kind = _kind(optimizer)
+    if kind is None:
+        raise AssertionError(_UNSUPPORTED)
+    if kind.startswith("ADAM"):
+        for group in optimizer.param_groups:
+            if group.get("amsgrad", False):
+                raise ValueError("Only non-amsgrad Adam/AdamW optimizers are supported.")
+    max_grad_norm = getattr(optimizer, "max_grad_norm", float("inf"))
+    if max_grad_norm is not None and math.isnan(max_grad_norm):
+        raise Error("Maximum norm of gradients cannot be NaN")
+    return kind
+
+
+def _kind(optimizer):
+    if isinstance(optimizer, torch.optim.SGD):
+        return "SGD1" if getattr(optimizer, "use_combined_accum", False) else "SGD2"
+    if isinstance(optimizer, torch.optim.AdamW):  # before Adam: AdamW subclasses it in torch 2
+        if isinstance(optimizer, AdamW) and not getattr(optimizer, "bias_correction", True):
+            return "ADAMW_NO_BIAS"
+        return "ADAMW"
+    if isinstance(optimizer, torch.optim.Adam):
+        return "ADAM"
+    if isinstance(optimizer, torch.optim.RMSprop):
+        centered = optimizer.param_groups[0]["centered"]
+        for i, group in enumerate(optimizer.param_groups):
+            if group["centered"] != centered:
+                raise AssertionError("All parameter groups must have the same value for the "
+                                     f"'centered' attribute (Group 0: {centered} / Group {i}: "
+                                     f"{group['centered']})")
+        return "RMSPROP_CENTERED" if centered else "RMSPROP"
+    if isinstance(optimizer, LAMB):
+        return "LAMB" if getattr(optimizer, "bias_correction", True) else "LAMB_NO_BIAS"
+    return None
+
+
+class AttributeTracker:
+    """PopTorch's check for optimizer attributes it does not know: the first optimizer a
+    model sees records the attribute names present (on the optimizer, in ``defaults`` and
+    in each parameter group); an optimizer given later with names not seen then gets a
+    warning, printed once per message, e.g. "Ignoring unexpected optimizer attribute in SGD2
+    optimizer: ['lr']" (debug level instead with
+    ``Options.relaxOptimizerAttributesChecks()``)."""
+
+    def __init__(self, relax: bool = False) -> None:
+        self._log = logger.debug if relax else logger.warning
+        self._group, self._optimizer = [], []
+        self._recording = True
+        self._printed: set[str] = set()
+
+    def check(self, optimizer) -> None:
+        """Record (first call) or check (later calls) ``optimizer``'s attribute names."""
+        kind = check_supported(optimizer, warn=False)
+        self._check(self._group, list(optimizer.defaults), "default group variable", kind)
+        names = [k for k in vars(optimizer)
+                 if k not in ("defaults", "state", "param_groups", "variable_attrs")]
+        self._check(self._optimizer, names, "optimizer attribute", kind)
+        for i, group in enumerate(optimizer.param_groups):
+            self._check(self._group, [k for k in group if k != "params"],
+                        f"group {i} attribute", kind)
+        self._recording = False
+
+    def _check(self, expected, provided, what, kind):
+        extra = [name for name in provided if name not in expected]
+        if self._recording:
+            expected += extra
+        elif extra:
+            message = f"Ignoring unexpected {what} in {kind} optimizer: {extra}"
+            if message not in self._printed:
+                self._printed.add(message)
+                self._log(message)
+
+
+# PopART's names for each hyper-parameter, in the order its validReplacement checks them,
+# and the attribute each comes from.
+_CHECKED = {
+    "SGD": [("learning rates", "lr"), ("weight decays", "weight_decay"),
+            ("momentums", "momentum"), ("velocity scalings", "velocity_scaling"),
+            ("nesterov", "nesterov")],
+    "Adam": [("learning rates", "lr"), ("weight decays", "weight_decay"),
+             ("beta1s", "betas"), ("beta2s", "betas"), ("eps", "eps"),
+             ("mwn", "max_weight_norm")],
+    "Adaptive": [("learning rates", "lr"), ("weight decays", "weight_decay"),
+                 ("alphas", "alpha"), ("momentums", "momentum"), ("eps", "eps")],
+}
+# torch.optim optimizers: an attribute is constant when it has torch's default value.
+_TORCH_CONSTANT = {"weight_decay": lambda v, kind: v == (1e-2 if kind.startswith("ADAMW")
+                                                         else 0.0),
+                   "momentum": lambda v, kind: v == 0.0,
+                   "velocity_scaling": lambda v, kind: v == 1.0,
+                   "dampening": lambda v, kind: v == 0.0,
+                   "eps": lambda v, kind: v == 1e-8,
+                   "max_weight_norm": lambda v, kind: v == _FP16_MAX,
+                   "lr": lambda v, kind: False}
+
+
+def _popart_type(kind):
+    if kind.startswith("SGD"):
+        return "SGD", ("Combined" if kind == "SGD1" else "Separate"), None
+    if kind.startswith("RMSPROP"):
+        mode = "CenteredRMSProp" if kind == "RMSPROP_CENTERED" else "RMSProp"
+        return "Adaptive", mode, "L2Regularization"
+    mode = {"LAMB": "Lamb", "LAMB_NO_BIAS": "LambNoBias"}.get(kind, "Adam")
+    return "Adam", mode, "L2Regularization" if kind == "ADAM" else "Decay"
+
+
+def _value_pair(optimizer, kind, label, attr, values):
+    """``(value, is_constant)`` of one hyper-parameter read from ``values`` (a group or
+    ``defaults``), as PopTorch's attribute readers produce it."""
+    if attr == "velocity_scaling" and kind == "SGD2":  # PopTorch glues it to loss scaling
+        return _loss_scaling_pair(optimizer, kind)
+    if attr == "max_weight_norm" and kind not in ("LAMB", "LAMB_NO_BIAS"):
+        return _FP16_MAX, True  # PopART's default, never set by PopTorch for Adam
+    if attr == "betas":
+        value = values["betas"][0 if label == "beta1s" else 1]
+    else:
+        value = values.get(attr, 1.0 if attr == "velocity_scaling" else None)
+    attrs = getattr(optimizer, "variable_attrs", None)
+    if attrs is not None:
+        return float(value), attrs.isConstant(attr)
+    if attr in _TORCH_CONSTANT:
+        return float(value), _TORCH_CONSTANT[attr](value, kind)
+    return float(value), True  # betas, alpha, nesterov: always constant for torch optimizers
+
+
+def _loss_scaling_pair(optimizer, kind):
+    value = float(getattr(optimizer, "loss_scaling", 1.0))
+    attrs = getattr(optimizer, "variable_attrs", None)
+    return value, (attrs.isConstant("loss_scaling") if attrs is not None else value == 1.0)
+
+
+def describe(optimizer, parameter_names: dict | None = None) -> dict:
+    """A snapshot of what PopTorch compiles for ``optimizer``: its type, PopART optimizer
+    and mode, ``max_grad_norm``, accumulation types, and each hyper-parameter as
+    ``(value, is_constant)`` for the defaults and for every parameter (named from
+    ``parameter_names``, ``{parameter: name}``, else from the optimizer's bound names or
+    ``param<k>``). Compare two with ``check_constant_attributes``.
+
+    Constant: for ``poptorch.optim`` optimizers, what ``variable_attrs`` says (attributes not
+    passed to the constructor); for ``torch.optim`` ones, attributes at torch's default
+    value (``lr`` is always variable; ``betas``, ``alpha`` and ``nesterov`` always constant);
+    ``loss_scaling`` of a torch optimizer is constant when it is 1.
+
+    Raises: as ``check_supported``."""
+    kind = check_supported(optimizer, warn=False)
+    popart_type, mode, decay = _popart_type(kind)
+    names = _names(optimizer, parameter_names)
+    snapshot: dict[str, Any] = {
+        "type": kind, "popart_type": popart_type, "mode": mode, "decay_mode": decay,
+        "max_grad_norm": float(getattr(optimizer, "max_grad_norm", float("inf"))),
+        "accum_types": {k: getattr(optimizer, k, torch.float32)
+                        for k in ("accum_type", "velocity_accum_type",
+                                  "first_order_momentum_accum_type",
+                                  "second_order_momentum_accum_type")},
+        "loss scaling": _loss_scaling_pair(optimizer, kind),
+        "values": {}}
+    for label, attr in _CHECKED[popart_type]:
+        default = _value_pair(optimizer, kind, label, attr, optimizer.defaults)
+        specific = {}
+        for group in optimizer.param_groups:
+            pair = _value_pair(optimizer, kind, label, attr, group)
+            for p in group["params"]:
+                specific[names[p]] = pair
+        snapshot["values"][label] = (default, dict(sorted(specific.items())))
+    return snapshot
+
+
+def _names(optimizer, parameter_names):
+    bound = parameter_names or _BOUND_NAMES.get(optimizer) or {}
+    names, k = {}, 0
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            names[p] = bound.get(p, f"param{k}")
+            k += 1
+    return names
+
+
+def _replace_value(old, new):
+    """PopART's OptimizerValue::validReplacement."""
+    if old[1] != new[1]:
+        return "Can not replace a constant value with a non constant value."
+    if old[1] and old[0] != new[0]:
+        return "Values are constant but do not match."
+    return None
+
+
+def check_constant_attributes(old, new) -> None:
+    """Check that ``new`` can replace ``old`` in a compiled training model (what
+    ``setOptimizer`` does): same PopART optimizer and mode, same gradient clipping, and
+    every constant hyper-parameter unchanged and still constant. ``old``/``new`` are
+    snapshots from ``describe`` (take ``old`` when the model compiles) or optimizers.
+
+    Raises:
+      poptorch.Error: PopART's message, e.g. "Problem with momentums. OptimizerValue for
+        tensor fc.weight is not a valid replacement.Values are constant but do not
+        match."."""
+    old = old if isinstance(old, dict) else describe(old)
+    new = new if isinstance(new, dict) else describe(new)
+    clip_old, clip_new = (math.isfinite(s["max_grad_norm"]) for s in (old, new))
+    if clip_old != clip_new:
+        raise Error("Clip norm settings do not match.")
+    if clip_old and old["max_grad_norm"] != new["max_grad_norm"]:
+        raise Error("Clip norm settings at index 0 do not match.")
+    if old["popart_type"] != new["popart_type"]:
+        raise Error(f"Can not replace optimizer of type {old['popart_type']} with new "
+                    f"optimizer of type {new['popart_type']}")
+    if old["popart_type"] != "SGD":
+        if old["mode"] != new["mode"]:
+            raise Error(f"{old['popart_type']} modes do not match")
+        if old["decay_mode"] != new["decay_mode"]:
+            raise Error("Weight decay modes do not match")
+    problem = _replace_value(old["loss scaling"], new["loss scaling"])
+    if problem:
+        raise Error(f"Problem with loss scaling. {problem}")
+    for label, (old_default, old_specific) in old["values"].items():
+        new_default, new_specific = new["values"][label]
+        problem = _replace_value(old_default, new_default)
+        if problem:
+            raise Error(f"Problem with {label}. Default value is not a valid replacement. "
+                        f"{problem}")
+        if len(old_specific) != len(new_specific):
+            raise Error(f"Problem with {label}. Replacement OptimizerValueMap has a "
+                        "different number of specific tensors.")
+        for name, pair in old_specific.items():
+            if name not in new_specific:
+                raise Error(f"Problem with {label}. Could not find tensor {name} in "
+                            "replacement OptimizerValueMap.")
+            problem = _replace_value(pair, new_specific[name])
+            if problem:
+                raise Error(f"Problem with {label}. OptimizerValue for tensor {name} is not "
+                            f"a valid replacement.{problem}")
+    if old["popart_type"] == "SGD":
+        _check_sgd_layout(old, new)
+
+
+def _check_sgd_layout(old, new):
+    def has_velocity(snapshot):
+        value, constant = snapshot["values"]["momentums"][0]
+        return not constant or value != 0.0
+
+    if has_velocity(old) != has_velocity(new):
+        raise Error("this does not require a velocity tensor, but other does.")
+    if not has_velocity(old):
+        return
+    if old["mode"] != new["mode"]:
+        raise Error(f"this has SGDAccumulatorAndMomentum {old['mode']}, but other has "
+                    f"{new['mode']}")
+    if old["mode"] == "Separate":
+        for attr, what in (("accum_type", "sgdAccumType"),
+                           ("velocity_accum_type", "sgd2Accl1Type")):
+            a, b = old["accum_types"][attr], new["accum_types"][attr]
+            if a != b:
+                raise Error("this has SGDAccumulatorAndMomentum::Separate and "
+                            f"{what} {_popart_dtype(a)}, but other has {_popart_dtype(b)}")
+
+
+def _popart_dtype(dtype):
+    return "FLOAT16" if dtype == torch.float16 else "FLOAT"
+
+
+# ---- IPU optimizer state ---------------------------------------------------------------
+# torch state key -> PopART's state tensor prefix.
+_STATE_PREFIX = {"exp_avg": "Accl1___", "exp_avg_sq": "Accl2___", "step": "Step___",
+                 "square_avg": "Accl1___", "grad_avg": "Accl2___",
+                 "momentum_buffer": "Accl3___", "velocity": "Accl1___",
+                 "combined_velocity": "Accl___"}
+
+
+def bind_parameter_names(optimizer, named_parameters) -> None:
+    """Give a ``poptorch.optim`` optimizer its model's parameter names (a training model
+    does this when it compiles): from then on ``state_dict()`` carries ``ipu_state`` and
+    ``ipu_param`` named as on the IPU (``Accl1___fc.weight``,
+    ``learningRate___specific___fc.weight``, ``lossScaling_FLOAT``, ...)."""
+    _BOUND_NAMES[optimizer] = {p: name for name, p in named_parameters}
+
+
+def _ipu_state(opt, names):
+    out = {}
+    for group in opt.param_groups:
+        for p in group["params"]:
+            for key, value in opt.state.get(p, {}).items():
+                if key in _STATE_PREFIX and isinstance(value, torch.Tensor):
+                    out[_STATE_PREFIX[key] + names.get(p, "")] = value.detach().clone()
+    return out
+
+
+def _ipu_param(opt, names):
+    kind = check_supported(opt, warn=False)
+    ls = float(getattr(opt, "loss_scaling", 1.0))
+    out = {"lossScaling_FLOAT": torch.tensor(ls)}
+    for group in opt.param_groups:
+        lr, wd = float(group["lr"]), float(group["weight_decay"])
+        for p in group["params"]:
+            name = names.get(p, "")
+            if kind.startswith("SGD"):
+                dm = float(group["dampening"])
+                out[f"scaledLearningRate0___specific___{name}"] = torch.tensor(lr * (1 - dm) / ls)
+                out[f"weightDecayScaleFactor0___specific___{name}"] = torch.tensor(
+                    1 - lr * (1 - dm) * wd)
+            else:
+                out[f"learningRate___specific___{name}"] = torch.tensor(lr)
+                out[f"weightDecay___specific___{name}"] = torch.tensor(wd)
+    return out
+
+
+def _load_ipu_state(opt, names, ipu_state):
+    by_name = {name: p for p, name in names.items()}
+    for key, value in ipu_state.items():
+        prefix, _, name = key.partition("___")
+        p = by_name.get(name)
+        if p is None:
+            continue
+        for state_key, state_prefix in _STATE_PREFIX.items():
+            if state_prefix == prefix + "___" and state_key in opt.state.get(p, {}):
+                opt.state[p][state_key].copy_(value)
