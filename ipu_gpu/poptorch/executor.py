@@ -27,6 +27,7 @@ import torch
 
 from .enums import OutputMode, ReductionType
 from .errors import Error
+from .ops import _running
 from .optim import _max_grad_norm, apply_update
 
 __all__ = ["PoplarExecutor", "identity_loss", "inferenceModel", "trainingModel"]
@@ -241,12 +242,13 @@ class PoplarExecutor:
                     xs = _map(lambda t, si=si, ai=ai, ri=ri: micro(t, si, ai, ri), list(args))
                     kw = _map(lambda t, si=si, ai=ai, ri=ri: micro(t, si, ai, ri), kwargs)
                     if self.training:
-                        out = self.model(*xs, **kw)
+                        with _running(self, xs, kw):
+                            out = self.model(*xs, **kw)
                         loss = _find_loss(out)
                         ls = float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
                         (loss * (scale * ls)).backward()
                     else:
-                        with torch.no_grad():
+                        with torch.no_grad(), _running(self, xs, kw):
                             out = self.model(*xs, **kw)
                     outs[(si, ai, ri)] = _map(lambda t: t.detach().clone(), out)
             if self.training:
