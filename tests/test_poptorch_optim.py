@@ -564,6 +564,32 @@ def test_check_constant_attributes_uses_bound_parameter_names():
         optim.check_constant_attributes(old, opt)
 
 
+def test_float16_accum_type_selects_the_running_mean_reduction():
+    ps = [torch.nn.Parameter(torch.zeros(2))]
+    running, post = poptorch.MeanReductionStrategy.Running, poptorch.MeanReductionStrategy.Post
+    opts = poptorch.Options()
+    opts._freeze()
+    optim.select_mean_reduction_strategy(optim.Adam(ps, accum_type=torch.float16), opts, False)
+    assert opts.Training.meanAccumulationAndReplicationReductionStrategy == running
+    with pytest.raises(AttributeError, match="Can't modify frozen Options"):
+        opts.deviceIterations(2)  # frozen again
+    for opt in (optim.Adam(ps), optim.SGD(ps, lr=0.1, accum_type=torch.float16,
+                                          use_combined_accum=True)):
+        fresh = poptorch.Options()
+        optim.select_mean_reduction_strategy(opt, fresh, False)
+        assert fresh.Training.meanAccumulationAndReplicationReductionStrategy == post
+    compiled = poptorch.Options()
+    compiled.Training.setMeanAccumulationAndReplicationReductionStrategy(post)
+    with pytest.raises(ValueError, match="Invalid optimizer: the new optimizer would require "
+                                         "changing options.Training.meanAccumulationAndRepl"
+                                         "icationReductionStrategy to poptorch.MeanReduction"
+                                         "Strategy.Running but the executable is already "
+                                         "compiled."):
+        optim.select_mean_reduction_strategy(optim.SGD(ps, lr=0.1, accum_type=torch.float16),
+                                             compiled, True)
+    optim.select_mean_reduction_strategy(optim.Adam(ps, accum_type=torch.float16), opts, True)
+
+
 # ---- unexpected attributes ---------------------------------------------------------------
 def test_unexpected_attributes_warn_once(caplog):
     model = _Model()

@@ -43,7 +43,8 @@ from .log_level import logger
 
 __all__ = ["LAMB", "SGD", "Adam", "AdamW", "AttributeTracker", "Optimizer", "RMSprop",
            "VariableAttributes", "apply_update", "bind_parameter_names",
-           "check_constant_attributes", "check_supported", "describe"]
+           "check_constant_attributes", "check_supported", "describe",
+           "select_mean_reduction_strategy"]
 
 _FP16_MAX = 65500.0
 _ACCUM_ERROR = "Accumulation types must be either torch.float32 or torch.float16"
@@ -612,6 +613,38 @@ class AttributeTracker:
             if message not in self._printed:
                 self._printed.add(message)
                 self._log(message)
+
+
+def select_mean_reduction_strategy(optimizer, options, is_compiled: bool) -> None:
+    """PopTorch's rule tying ``accum_type`` to the mean reduction: an optimizer with
+    ``accum_type=torch.float16`` (other than the combined SGD variant) needs
+    ``MeanReductionStrategy.Running``. Before compilation the training model's options are
+    switched to it (even when frozen); afterwards a model compiled with another strategy
+    cannot take such an optimizer.
+
+    Raises:
+      ValueError: compiled, the strategy is not Running and the optimizer needs it
+        (PopTorch's message)."""
+    from .enums import MeanReductionStrategy
+
+    if getattr(optimizer, "accum_type", torch.float32) != torch.float16:
+        return
+    if getattr(optimizer, "use_combined_accum", False):
+        return
+    training = options.Training
+    current = training.meanAccumulationAndReplicationReductionStrategy
+    if not is_compiled:
+        frozen = bool(getattr(options, "_is_frozen", False))
+        options._unfreeze()
+        training.setMeanAccumulationAndReplicationReductionStrategy(
+            MeanReductionStrategy.Running)
+        if frozen:
+            options._freeze()
+    elif current != MeanReductionStrategy.Running:
+        raise ValueError("Invalid optimizer: the new optimizer would require changing "
+                         "options.Training.meanAccumulationAndReplicationReductionStrategy to "
+                         "poptorch.MeanReductionStrategy.Running but the executable is "
+                         "already compiled.")
 
 
 # PopART's names for each hyper-parameter, in the order its validReplacement checks them,
