@@ -281,6 +281,24 @@ def test_rmsprop_without_tf_variant_is_torch_rmsprop():
     np.testing.assert_array_equal(got, want)
 
 
+def test_apply_update_with_a_snapshot_uses_the_device_hyper_parameters():
+    """Host edits not passed to setOptimizer do not reach the device."""
+    rng = np.random.default_rng(5)
+    w0, g = rng.standard_normal(4), rng.standard_normal(4)
+    p = torch.nn.Parameter(torch.from_numpy(w0.copy()))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9, loss_scaling=2.0)
+    device = optim.hyperparameters(opt)
+    opt.param_groups[0]["lr"] = 10.0
+    opt.param_groups[0]["momentum"] = 0.0
+    opt.loss_scaling = 64.0
+    p.grad = torch.from_numpy(g.copy())
+    optim.apply_update(opt, device)
+    np.testing.assert_allclose(p.detach().numpy(), sgd_ref(w0, g, {}, lr=0.1, mm=0.9, vs=2.0),
+                               rtol=1e-12)
+    assert opt.param_groups[0]["lr"] == 10.0 and opt.loss_scaling == 64.0  # host untouched
+    assert device["attributes"]["loss_scaling"] == 2.0
+
+
 # ---- 10 steps through trainingModel, as PopTorch's test_optimizer_results -----------------
 class _Model(torch.nn.Module):
     def __init__(self):

@@ -32,6 +32,8 @@ warning about unexpected attributes (``AttributeTracker``) and the IPU optimizer
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import math
 import weakref
 from typing import Any
@@ -43,7 +45,7 @@ from .log_level import logger
 
 __all__ = ["LAMB", "SGD", "Adam", "AdamW", "AttributeTracker", "Optimizer", "RMSprop",
            "VariableAttributes", "apply_update", "bind_parameter_names",
-           "check_constant_attributes", "check_supported", "describe",
+           "check_constant_attributes", "check_supported", "describe", "hyperparameters",
            "select_mean_reduction_strategy"]
 
 _FP16_MAX = 65500.0
@@ -499,15 +501,50 @@ def _tf_rmsprop_param(param, state, group):
     param.sub_(buffer)
 
 
-def apply_update(optimizer) -> None:
+_GLOBAL_HYPER = ("loss_scaling", "max_grad_norm", "velocity_scaling", "use_tf_variant",
+                 "bias_correction", "max_weight_norm")
+
+
+def hyperparameters(optimizer) -> dict:
+    """A copy of the hyper-parameters the device holds for ``optimizer``: each parameter
+    group's values (not its parameters) and the global attributes (``loss_scaling``,
+    ``max_grad_norm``, ...). PopTorch uploads them when the model compiles and on
+    ``setOptimizer``; host-side edits in between do not reach the device. Pass it to
+    ``apply_update`` to update with those values."""
+    return {"groups": [{k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
+                       for group in optimizer.param_groups],
+            "attributes": {k: copy.deepcopy(getattr(optimizer, k)) for k in _GLOBAL_HYPER
+                           if hasattr(optimizer, k)}}
+
+
+@contextlib.contextmanager
+def _using(optimizer, snapshot):
+    saved = hyperparameters(optimizer)
+    try:
+        for group, values in zip(optimizer.param_groups, snapshot["groups"]):
+            group.update(values)
+        for name, value in snapshot["attributes"].items():
+            setattr(optimizer, name, value)
+        yield
+    finally:
+        for group, values in zip(optimizer.param_groups, saved["groups"]):
+            group.update(values)
+        for name, value in saved["attributes"].items():
+            setattr(optimizer, name, value)
+
+
+def apply_update(optimizer, hyperparameters: dict | None = None) -> None:
     """Apply one weight update as the IPU would for ``optimizer`` (its gradients already
-    reduced, unscaled and clipped). Like PopTorch, this never runs a subclass's own
-    ``step``: the update is the one of the supported type the optimizer is (module doc).
+    reduced, unscaled and clipped), with its current hyper-parameters or those of a
+    ``hyperparameters(optimizer)`` snapshot (what the device holds). Like PopTorch, this
+    never runs a subclass's own ``step``: the update is the one of the supported type the
+    optimizer is (module doc).
 
     Raises:
       AssertionError: an unsupported optimizer type (see ``check_supported``)."""
     kind = check_supported(optimizer, warn=False)
-    with torch.no_grad():
+    scope = _using(optimizer, hyperparameters) if hyperparameters else contextlib.nullcontext()
+    with torch.no_grad(), scope:
         if kind in ("SGD1", "SGD2"):
             _sgd_update(optimizer)
         elif kind in ("LAMB", "LAMB_NO_BIAS"):
