@@ -263,6 +263,7 @@ class _Call:
 
     executor = None
     inputs: tuple = ()
+    tracing = False
 
 
 _CALL = _Call()
@@ -279,15 +280,17 @@ def _tensors(x):
 
 
 @contextlib.contextmanager
-def _running(executor, args, kwargs):
+def _running(executor, args, kwargs, tracing=False):
     """Mark ``executor``'s model as running on the IPU while its ``forward`` runs (the
-    executor enters this around each call of the model)."""
-    saved = (_CALL.executor, _CALL.inputs)
+    executor enters this around each call of the model; ``tracing`` for the compile-time
+    trace, during which nothing prints, as PopTorch's trace prints nothing)."""
+    saved = (_CALL.executor, _CALL.inputs, _CALL.tracing)
     _CALL.executor, _CALL.inputs = executor, tuple(_tensors([args, kwargs]))
+    _CALL.tracing = tracing
     try:
         yield
     finally:
-        _CALL.executor, _CALL.inputs = saved
+        _CALL.executor, _CALL.inputs, _CALL.tracing = saved
 
 
 def isRunningOnIpu() -> bool:  # noqa: N802 - PopTorch's name
@@ -349,7 +352,7 @@ def ipu_print_tensor(tensor, title="", print_gradient=True, summarise_threshold=
     if float_format not in FLOAT_FORMATS:
         raise KeyError(float_format)
     out = tensor.clone()
-    if not isRunningOnIpu():
+    if not isRunningOnIpu() or _CALL.tracing:
         return out
     fmt = dict(summarise_threshold=summarise_threshold, edge_items=edge_items,
                max_line_width=max_line_width, digits=digits, float_format=float_format,
