@@ -44,6 +44,14 @@ bool = bool_  # noqa: A001 - tf.bool
 
 __version__ = "0.1.0"
 
+
+def executing_eagerly() -> bool:
+    """Whether ops run at once: False while a TF1 graph is built or an IPU program runs."""
+    from .compat.behavior import executing_eagerly as _executing_eagerly
+
+    return _executing_eagerly()
+
+
 newaxis = None  # tf.newaxis: indexing with it inserts an axis of size 1, as numpy's
 
 __all__ = [
@@ -58,7 +66,7 @@ __all__ = [
     "ones_like", "pow", "range", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum",
     "reshape", "rsqrt", "set_backend", "sigmoid", "sign", "split", "sqrt", "square", "squeeze",
     "stack", "stop_gradient", "subtract", "tanh", "transpose", "truediv", "uint8", "where",
-    "zeros", "zeros_like",
+    "zeros", "zeros_like", "executing_eagerly",
     # issue 14: tf.data, tf.io, tf.random, tf.function and the program-level surface
     "Assert", "DeviceSpec", "TensorSpec", "assert_equal", "assert_greater", "assert_less",
     "assert_rank", "config", "data", "debugging", "device", "distribute", "function", "io",

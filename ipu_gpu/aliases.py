@@ -106,6 +106,12 @@ TABLE: dict[str, Alias] = {
 }
 
 
+# Submodules whose TF1 form differs (TF 1.15's tf.train has the graph optimizers, tf.summary
+# the protocol-buffer summaries and FileWriter, tf.nn xw_plus_b): under TF1 they show these.
+TF1_SUBMODULES = {"tensorflow.train": "ipu_gpu.compat.v1.train",
+                  "tensorflow.summary": "ipu_gpu.compat.v1.summary",
+                  "tensorflow.nn": "ipu_gpu.compat.v1.nn"}
+
 # The releases Graphcore's SDK 3.x ships, which programs may test (`tf.__version__[0]`).
 EMULATED_VERSIONS = {"tensorflow": ("1.15.5", "2.6.3"), "keras": ("2.6.0", "2.6.0")}
 
@@ -143,6 +149,8 @@ def alias_for(name: str) -> Alias | None:
     if entry is not None:
         if name == "tensorflow":
             return Alias(_root_target())
+        if name in TF1_SUBMODULES and _tf_version() == 1:
+            return Alias(TF1_SUBMODULES[name])
         return entry if _target_exists(entry.target) else None
     parent, _, leaf = name.rpartition(".")
     while parent:
@@ -244,8 +252,8 @@ class AliasModule(types.ModuleType):
             raise AttributeError(f"module {name!r} has no attribute {attr!r}: "
                                  f"{_not_emulated(name + '.' + attr)}")
         self.__dict__[attr] = value  # later reads skip __getattr__
-        if name == "tensorflow":  # the root's names follow the TensorFlow version
-            _root_cached.add(attr)
+        if name == "tensorflow" or name in TF1_SUBMODULES:  # they follow the TF version
+            _root_cached.add((name, attr))
         return value
 
     def __dir__(self):
@@ -294,14 +302,17 @@ def _wrap_module(name: str, target) -> AliasModule:
 
 
 _private_modules: dict = {}
-_root_cached: set = set()  # names cached on the `tensorflow` alias for the current version
+# (module, name) cached on the `tensorflow` alias and its TF1_SUBMODULES for the current
+# TensorFlow version
+_root_cached: set = set()
 
 
 def _forget_root_names() -> None:
-    """Drop the names the `tensorflow` alias cached: the TensorFlow version changed."""
-    for module in (sys.modules.get("tensorflow"), _private_modules.get("tensorflow")):
-        if isinstance(module, AliasModule):
-            for attr in _root_cached:
+    """Drop the names the `tensorflow` alias and its versioned submodules cached: the
+    TensorFlow version changed."""
+    for module_name, attr in _root_cached:
+        for module in (sys.modules.get(module_name), _private_modules.get(module_name)):
+            if isinstance(module, AliasModule):
                 module.__dict__.pop(attr, None)
     _root_cached.clear()
 

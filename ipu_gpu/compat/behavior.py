@@ -52,3 +52,18 @@ def disable_eager_execution() -> None:
 def enable_eager_execution(config=None, device_policy=None, execution_mode=None) -> None:
     """Enables eager execution (TF2 behaviour) for the rest of the program."""
     set_tf_version(2)
+
+
+def executing_eagerly() -> bool:
+    """Whether ops run at once (``tf.executing_eagerly``): False while a graph is built (in
+    ``with tf.Graph().as_default():`` and everywhere in a TF1 program) and inside an IPU
+    program (TF traces those as functions), True otherwise."""
+    import sys
+
+    graph_core = sys.modules.get("ipu_gpu.graph.core")
+    if graph_core is not None and graph_core.building():
+        return False
+    if tf_version() == 1 and graph_core is None:
+        return False
+    context = sys.modules.get("ipu_gpu.emulation.context")
+    return context is None or context.current() is None

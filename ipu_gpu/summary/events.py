@@ -64,6 +64,53 @@ def _text(value) -> bytes:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
+def _float_field(field: int, value: float) -> bytes:
+    return _key(field, 5) + struct.pack("<f", value) if value else b""
+
+
+def _packed_doubles(field: int, values) -> bytes:
+    return _bytes_field(field, struct.pack(f"<{len(values)}d", *values)) if len(values) else b""
+
+
+def read_fields(data: bytes) -> list:
+    """The fields of a serialised message, in order: ``(field number, wire type, value)``;
+    a varint as an int, fixed64/fixed32 as their 8/4 raw bytes, a length-delimited field as
+    its bytes. Raises ValueError on a truncated or malformed message."""
+    out, i, n = [], 0, len(data)
+
+    def varint():
+        nonlocal i
+        shift = result = 0
+        while True:
+            if i >= n or shift > 63:
+                raise ValueError("truncated or malformed protocol buffer")
+            b = data[i]
+            i += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+    while i < n:
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value = varint()
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if i + size > n:
+                raise ValueError("truncated or malformed protocol buffer")
+            value, i = data[i:i + size], i + size
+        elif wire == 2:
+            size = varint()
+            if i + size > n:
+                raise ValueError("truncated or malformed protocol buffer")
+            value, i = data[i:i + size], i + size
+        else:
+            raise ValueError(f"unsupported protocol buffer wire type {wire}")
+        out.append((field, wire, value))
+    return out
+
+
 # DataType enum values (types.proto)
 _DT = {np.dtype("float32"): 1, np.dtype("float64"): 2, np.dtype("int32"): 3,
        np.dtype("uint8"): 4, np.dtype("int16"): 5, np.dtype("int8"): 6, np.dtype("int64"): 9,

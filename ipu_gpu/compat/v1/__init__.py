@@ -107,9 +107,14 @@ def local_variables_initializer():
     return _graph.variables_initializer(local_variables(), name="init_local")
 
 
+# TF1's tf.summary (protocol buffers, FileWriter) replaces the TF2 module of the shared names
+from .summary import HistogramProto, Summary  # noqa: E402,F401
+
+summary = _sys.modules[f"{__name__}.summary"]
 from . import tf1_misc as _misc  # noqa: E402
 
 globals().update({n: getattr(_misc, n) for n in _misc.__all__})
 _sys.modules[f"{__name__}.logging"] = _misc.logging
-__all__ = sorted({*__all__, *_SCOPE_NAMES, *_misc.__all__, "layers", "local_variables",
-                  "local_variables_initializer", "losses", "metrics"})
+__all__ = sorted({*__all__, *_SCOPE_NAMES, *_misc.__all__, "HistogramProto", "Summary", "layers",
+                  "local_variables", "local_variables_initializer", "losses", "metrics",
+                  "summary"})
