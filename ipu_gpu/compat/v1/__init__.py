@@ -87,6 +87,12 @@ _SCOPE_NAMES = ["AUTO_REUSE", "constant_initializer", "get_variable", "get_varia
                 "truncated_normal_initializer", "variable_scope",
                 "variance_scaling_initializer", "zeros_initializer"]
 globals().update({n: getattr(_vs, n) for n in _SCOPE_NAMES})
+from . import partitioned_variables as _pv  # noqa: E402
+
+_PARTITION_NAMES = ["fixed_size_partitioner", "min_max_variable_partitioner",
+                    "variable_axis_size_partitioner"]
+globals().update({n: getattr(_pv, n) for n in _PARTITION_NAMES})
+_SCOPE_NAMES += _PARTITION_NAMES
 
 layers = _types.ModuleType(f"{__name__}.layers", "``tf.compat.v1.layers``: dense, flatten, "
                            "dropout on get_variable.")

@@ -7,17 +7,23 @@ variable that exists raises ValueError unless the scope reuses (``reuse=True`` o
 ``AUTO_REUSE``), and ``reuse=True`` for one that does not exist raises ValueError. Without an
 initializer a float variable starts from ``glorot_uniform_initializer()``, an integer one
 from zeros, as in TF. The initial value is drawn when the variable is made (TF draws it when
-the initializer runs: the same distribution, another draw).
+the initializer runs: the same distribution, another draw). Custom getters follow TF's
+protocol and compose across nested scopes; a partitioner makes a ``PartitionedVariable``
+(``partitioned_variables.py``).
 """
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
+import functools
+import inspect
 import threading
 
 import numpy as np
 
 from ...core import dtypes
+from ...core.spec import TensorShape
 
 __all__ = ["AUTO_REUSE", "constant_initializer", "dense", "dropout", "flatten",
            "get_variable", "get_variable_scope", "glorot_normal_initializer",
@@ -37,13 +43,17 @@ _local = threading.local()
 
 
 class VariableScope:
-    """One level of variable scope: its full name, reuse and default initializer."""
+    """One level of variable scope: its full name, reuse, default initializer and dtype,
+    partitioner and custom getter."""
 
-    def __init__(self, name: str, reuse=None, initializer=None, dtype=None):
+    def __init__(self, name: str, reuse=None, initializer=None, dtype=None, partitioner=None,
+                 custom_getter=None):
         self.name = name
         self.reuse = reuse
         self.initializer = initializer
         self.dtype = dtype
+        self.partitioner = partitioner
+        self.custom_getter = custom_getter
 
     @property
     def original_name_scope(self) -> str:
@@ -51,6 +61,12 @@ class VariableScope:
 
     def reuse_variables(self) -> None:
         self.reuse = True
+
+    def set_partitioner(self, partitioner) -> None:
+        self.partitioner = partitioner
+
+    def set_custom_getter(self, custom_getter) -> None:
+        self.custom_getter = custom_getter
 
 
 def _stack() -> list:
@@ -73,30 +89,49 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
     """A scope for ``get_variable`` names (``outer/inner/var``), reuse and default
     initializer; reuse is inherited (once True, inner scopes reuse too).
 
+    ``partitioner`` becomes the default of ``get_variable`` in the scope and inner scopes.
+    ``custom_getter(getter, name, *args, **kwargs)`` is called by ``get_variable`` with the
+    getter it stands in front of: a custom getter of an enclosing scope (scopes' getters
+    compose, the innermost called first) or the true getter.
+
     Raises:
-      ValueError: neither ``name_or_scope`` nor ``default_name``.
-      NotImplementedError: ``custom_getter`` or ``partitioner`` (not emulated)."""
-    if custom_getter is not None or partitioner is not None:
-        raise NotImplementedError("variable_scope: custom_getter and partitioner are not "
-                                  "emulated")
+      ValueError: neither ``name_or_scope`` nor ``default_name``."""
     outer = get_variable_scope()
     if isinstance(name_or_scope, VariableScope):
         full = name_or_scope.name
+        base = name_or_scope
     else:
         if name_or_scope is None and default_name is None:
             raise ValueError("If default_name is None then scope (name_or_scope) must be "
                              "specified.")
         local = name_or_scope if name_or_scope is not None else _unique(outer, default_name)
         full = f"{outer.name}/{local}" if outer.name else local
+        base = outer
     inherited = outer.reuse if outer.reuse in (True, AUTO_REUSE) else None
+    getter = base.custom_getter
+    if custom_getter is not None:
+        getter = _wrap_custom_getter(custom_getter, getter)
     scope = VariableScope(full, reuse if reuse is not None else inherited,
                           initializer if initializer is not None else outer.initializer,
-                          dtype if dtype is not None else outer.dtype)
+                          dtype if dtype is not None else outer.dtype,
+                          partitioner if partitioner is not None else base.partitioner,
+                          getter)
     _stack().append(scope)
     try:
         yield scope
     finally:
         _stack().pop()
+
+
+def _wrap_custom_getter(custom_getter, outer_getter):
+    """``custom_getter`` in front of ``outer_getter`` (TF's composition: the new getter's
+    ``getter`` argument calls the outer one, whose ``getter`` is the true getter)."""
+    if outer_getter is None:
+        return custom_getter
+
+    def wrapped(getter, *args, **kwargs):
+        return custom_getter(functools.partial(outer_getter, getter), *args, **kwargs)
+    return wrapped
 
 
 def _unique(outer: VariableScope, base: str) -> str:
@@ -109,13 +144,14 @@ def _unique(outer: VariableScope, base: str) -> str:
     return base if n == 0 else f"{base}_{n}"
 
 
-def _store() -> dict:
+def _store(kind: str = "_named_variables") -> dict:
     from ... import graph
 
     g = graph.get_default_graph()
-    store = getattr(g, "_named_variables", None)
+    store = getattr(g, kind, None)
     if store is None:
-        store = g._named_variables = {}
+        store = {}
+        setattr(g, kind, store)
     return store
 
 
@@ -126,40 +162,239 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     """The variable ``<scope>/<name>``, made (with ``initializer``, a Tensor/array value or an
     initializer object) or reused as the scope allows.
 
+    With a ``partitioner`` (here or the scope's) and a shape of rank 1 or more, the variable
+    is a ``PartitionedVariable``: ``partitioner(shape=, dtype=)`` gives the number of shards
+    along each axis (one axis at most above 1), the shards are the variables
+    ``<name>/part_<i>`` (the first ``size % n`` one row longer), each initialized with its
+    slice of the full value (an initializer object draws the full variable's values once).
+    With a ``custom_getter`` (here, else the scope's) the variable is what
+    ``custom_getter(getter=, name=, shape=, dtype=, initializer=, regularizer=, reuse=,
+    trainable=, collections=, caching_device=, partitioner=, validate_shape=,
+    use_resource=, synchronization=, aggregation=)`` returns (``constraint=`` too when it
+    takes it), ``getter`` being the true getter with those parameters.
+
     Raises:
       ValueError: the variable exists and the scope does not reuse; ``reuse=True`` and it
         does not exist; no shape for an initializer that needs one; an initial value with
-        a ``shape`` given."""
+        a ``shape`` given; a custom getter or partitioner that is not callable; a partition
+        TF refuses (TF's messages)."""
+    scope = get_variable_scope()
+    if partitioner is None:
+        partitioner = scope.partitioner
+    if custom_getter is None:
+        custom_getter = scope.custom_getter
+    full = f"{scope.name}/{name}" if scope.name else name
+    kwargs = dict(
+        shape=shape,
+        dtype=dtypes.as_dtype(dtype if dtype is not None else (scope.dtype or np.float32),
+                              "get_variable: dtype"),
+        initializer=initializer if initializer is not None else scope.initializer,
+        regularizer=regularizer, reuse=scope.reuse if scope.reuse is not None else False,
+        trainable=True if trainable is None else trainable, collections=collections,
+        caching_device=caching_device, partitioner=partitioner, validate_shape=validate_shape,
+        use_resource=use_resource, synchronization=synchronization, aggregation=aggregation)
+    if custom_getter is None:
+        return _true_getter(full, constraint=constraint, **kwargs)
+    if not callable(custom_getter):
+        raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
+    if _takes(custom_getter, "constraint"):
+        kwargs["constraint"] = constraint
+    return custom_getter(getter=_true_getter, name=full, **kwargs)
+
+
+def _takes(fn, argument: str) -> bool:
+    """Whether ``fn`` takes the keyword ``argument`` (by name or through ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == argument or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _true_getter(name, shape=None, dtype=np.float32, initializer=None, regularizer=None,
+                 reuse=None, trainable=None, collections=None, caching_device=None,
+                 partitioner=None, validate_shape=True, use_resource=None, constraint=None,
+                 synchronization=None, aggregation=None):
+    """The getter custom getters call: gets or makes the variable ``name`` (a full name)."""
+    d = dtypes.as_dtype(dtype, "get_variable: dtype")
+    trainable = True if trainable is None else trainable
+    scalar = isinstance(shape, (list, tuple)) and not shape
+    if partitioner is not None and not scalar:
+        if not callable(partitioner):
+            raise ValueError(f"Partitioner must be callable, but received: {partitioner}")
+        return _get_partitioned_variable(name, partitioner, shape, d, initializer, reuse,
+                                         trainable)
+    if f"{name}/part_0" in _store():
+        raise ValueError(f"No partitioner was provided, but a partitioned version of the "
+                         f"variable was found: {name}/part_0. Perhaps a variable of the same "
+                         "name was already created with partitioning?")
+    return _get_single_variable(name, shape, d, initializer, reuse, trainable)
+
+
+def _get_single_variable(name, shape, dtype, initializer, reuse, trainable):
     from . import Variable
 
-    scope = get_variable_scope()
-    full = f"{scope.name}/{name}" if scope.name else name
     store = _store()
-    existing = store.get(full)
+    existing = store.get(name)
     if existing is not None:
-        if scope.reuse in (True, AUTO_REUSE):
-            return existing
-        raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set "
-                         "reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
-    if scope.reuse is True:
-        raise ValueError(f"Variable {full} does not exist, or was not created with "
+        if not reuse:
+            raise ValueError(f"Variable {name} already exists, disallowed. Did you mean to set "
+                             "reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+        if shape is not None and not TensorShape(shape).is_compatible_with(
+                TensorShape(list(existing.shape))):
+            raise ValueError(f"Trying to share variable {name}, but specified shape "
+                             f"{TensorShape(shape)} and found shape "
+                             f"{TensorShape(list(existing.shape))}.")
+        return existing
+    if reuse is True:
+        raise ValueError(f"Variable {name} does not exist, or was not created with "
                          "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
                          "VarScope?")
-    d = dtypes.as_dtype(dtype if dtype is not None else (scope.dtype or np.float32),
-                        "get_variable: dtype")
-    init = initializer if initializer is not None else scope.initializer
-    value = _initial_value(full, init, shape, d)
-    var = Variable(value, trainable=True if trainable is None else trainable, name=full,
-                   dtype=d)
-    store[full] = var
+    value = _initial_value(name, initializer, shape, dtype)
+    var = Variable(value, trainable=trainable, name=name, dtype=dtype)
+    store[name] = var
     return var
+
+
+def _get_partitioned_variable(name, partitioner, shape, dtype, initializer, reuse,
+                              trainable):
+    """TF's ``_VariableStore._get_partitioned_variable``: the partitioned variable ``name``,
+    made of shards ``name/part_<i>`` or reused."""
+    from . import partitioned_variables
+
+    store, partitioned = _store(), _store("_partitioned_variables")
+    if name in store:
+        raise ValueError(f"A partitioner was provided, but an unpartitioned version of the "
+                         f"variable was found: {name}.  Perhaps a variable of the same name "
+                         "was already created without partitioning?")
+    shape = TensorShape(shape)
+    if _is_tensor(initializer):
+        shape = shape.merge_with(TensorShape(list(initializer.shape)))
+    partitions = _call_partitioner(partitioner, shape, dtype) if (
+        not reuse or partitioner) else None
+    existing = partitioned.get(name)
+    if existing is not None:
+        if reuse is False:
+            raise ValueError(f"Partitioned variable with name {name} already exists. Did you "
+                             "mean to set reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+        if not shape.is_compatible_with(existing.get_shape()):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"shape {shape} and found shape {existing.get_shape()}.")
+        if dtype != existing.dtype:
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"dtype {dtype.name} and found dtype {existing.dtype.name}.")
+        if partitions is not None and existing._get_partitions() != partitions:
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"partitions {partitions} and found partitions "
+                             f"{existing._get_partitions()}.")
+        return existing
+    if reuse is True:
+        raise ValueError(f"PartitionedVariable {name} does not exist, or was not created "
+                         "with tf.get_variable(). Did you mean to set reuse=False or "
+                         "reuse=tf.AUTO_REUSE in VarScope?")
+    axis, n = next(((i, p) for i, p in enumerate(partitions) if p > 1), (0, 1))
+    if f"{name}/part_0" in store:
+        if f"{name}/part_{n - 1}" not in store:
+            raise ValueError(f"Partitioner returned a different partitioning than what was "
+                             f"already found.  Partitioner returned {n} shards, and shard "
+                             f"{name}/part_0 was found, but {name}/part_{n - 1} was not.")
+        if f"{name}/part_{n}" in store:
+            raise ValueError(f"Partitioner returned a different partitioning than what was "
+                             f"already found.  Partitioner returned {n} shards, and shard "
+                             f"{name}/part_0 was found, but so was the extra shard "
+                             f"{name}/part_{n}.")
+    full_shape = shape.as_list()
+    values = _shard_values(name, initializer, full_shape, dtype, axis, n)
+    shards, offsets = [], []
+    for i, (offset, value) in enumerate(values):
+        shards.append(_get_single_variable(f"{name}/part_{i}", None, dtype, value, reuse,
+                                           trainable))
+        offsets.append(offset)
+    var = partitioned_variables.make(name, full_shape, dtype, shards, partitions, offsets)
+    partitioned[name] = var
+    return var
+
+
+def _call_partitioner(partitioner, shape, dtype) -> list:
+    """``partitioner(shape=, dtype=)``, checked as TF checks it."""
+    if not shape.is_fully_defined():
+        raise ValueError(f"Shape of a new partitioned variable must be fully defined, but "
+                         f"instead was {_shape_text(shape)}.")
+    if shape.rank < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1, shape: {shape}")
+    slicing = partitioner(shape=shape, dtype=dtype)
+    if not isinstance(slicing, collections.abc.Sequence):
+        raise ValueError(f"Partitioner must return a sequence, but saw: {slicing}")
+    if len(slicing) != shape.rank:
+        raise ValueError(f"Partitioner returned a partition list that does not match the "
+                         f"Variable's rank: {slicing} vs. {shape}")
+    if any(p < 1 for p in slicing):
+        raise ValueError(f"Partitioner returned zero partitions for some axes: {slicing}")
+    if sum(p > 1 for p in slicing) > 1:
+        raise ValueError(f"Can only slice a variable along one dimension: shape: {shape}, "
+                         f"partitioning: {slicing}")
+    return list(slicing)
+
+
+def _shape_text(shape) -> str:
+    return "<unknown>" if shape.rank is None else str(shape)
+
+
+def _shard_values(name, initializer, full_shape, dtype, axis, n) -> list:
+    """[(offset, initial value or initializer)] per shard: ``n`` slices along ``axis``, the
+    first ``size % n`` one longer (TF's ``_iter_slices``)."""
+    import ipu_gpu as core
+
+    from ...keras.initializers import Initializer
+    from .partitioned_variables import PartitionInfo
+
+    if initializer is None:
+        initializer = (glorot_uniform_initializer() if dtype.kind == "f"
+                       else zeros_initializer())
+    size, extra = divmod(full_shape[axis], n)
+    pieces, start = [], 0
+    for i in range(n):
+        shard = list(full_shape)
+        shard[axis] = size + (i < extra)
+        offset = [0] * len(full_shape)
+        offset[axis] = start
+        pieces.append((offset, shard))
+        start += shard[axis]
+    if isinstance(initializer, Initializer):
+        # Keras-style initializers (TF1's factories here) draw the whole variable once, so
+        # fan-based scales use the full shape, as TF1's partition-aware initializers do
+        initializer = initializer(full_shape, dtype=dtype)
+    if callable(initializer):
+        if _takes(initializer, "partition_info"):  # TF's protocol for sharded initializers
+            return [(offset, initializer(shard, dtype=dtype,
+                                         partition_info=PartitionInfo(full_shape, offset)))
+                    for offset, shard in pieces]
+        return [(offset, initializer(shard, dtype=dtype)) for offset, shard in pieces]
+    value = initializer if _is_tensor(initializer) else np.asarray(initializer, dtype=dtype)
+    if list(value.shape) != list(full_shape):
+        raise ValueError(f"Initializer of {name} has shape {list(value.shape)}, the "
+                         f"partitioned variable's shape is {full_shape}")
+    return [(offset, core.slice(value, offset, shard)) for offset, shard in pieces]
+
+
+def _is_tensor(value) -> bool:
+    from ...core.tensor import Tensor
+    from ...graph import GraphTensor
+
+    return isinstance(value, (Tensor, GraphTensor))
+
+
+def _is_graph_tensor(value) -> bool:
+    from ...graph import GraphTensor
+
+    return isinstance(value, GraphTensor)
 
 
 def _initial_value(name, init, shape, dtype):
     if init is not None and not callable(init):
         if shape is not None:
             raise ValueError("If initializer is a constant, do not specify shape.")
-        return np.asarray(init, dtype=dtype)
+        return init if _is_graph_tensor(init) else np.asarray(init, dtype=dtype)
     if shape is None:
         raise ValueError(f"Shape of a new variable ({name}) must be fully defined, but "
                          "instead was <unknown>.")
