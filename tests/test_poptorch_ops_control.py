@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference import ctc_decoder as ref
 
 torch = pytest.importorskip("torch")
@@ -137,6 +139,7 @@ def test_print_format_layout():
     assert _fmt(np.array([1e9, 1.0]), digits=3) == "[1.00e+09 1.00e+00]"  # auto: wide range
     assert _fmt(np.array([0.1, 22.0]), digits=3, float_format="none") == "[0.1  22]"
     assert _fmt(np.array([0.5, 10.0]), digits=0) == "[0.5 10]"
+    assert _fmt(np.array([999.96, 1.0]), digits=4) == "[1000    1]"  # carry: 4 digits
     assert _fmt(np.array([1.0, 2.0]), separator=", ", open_bracket="<<",
                 close_bracket=">>") == "<1.000,2.000>"
 
@@ -152,6 +155,34 @@ def test_print_format_summarises_and_wraps():
     assert wrapped == "[0 1 2 3 \n  4 5]"
     assert all(len(line.rstrip(" ")) <= 8 for line in wrapped.split("\n"))
     assert _fmt(np.arange(6, dtype=np.int32), max_line_width=0) == "[0 1 2 3 4 5]"
+
+
+def _last_place(piece):
+    """The value of one unit in the last printed digit of ``piece``."""
+    mantissa, _, exponent = piece.strip().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+
+
+@settings(deadline=None)
+@given(values=st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=1,
+                       max_size=12),
+       digits=st.integers(1, 8), mode=st.sampled_from(["fixed", "scientific", "auto"]))
+def test_print_format_reads_back_within_its_digits(values, digits, mode):
+    a = np.array(values, np.float32)
+    text = _fmt(a, digits=digits, float_format=mode, max_line_width=0, separator=";")
+    assert text[0] == "[" and text[-1] == "]"
+    pieces = text[1:-1].split(";")
+    assert len(pieces) == a.size
+    assert len({len(p) for p in pieces}) == 1  # one width: every element aligned
+    for piece, v in zip(pieces, a.astype(np.float64)):
+        assert abs(float(piece) - v) <= 0.5 * _last_place(piece) * (1 + 1e-9)
+        mantissa = piece.strip().lstrip("-").partition("e")[0]
+        if "e" in piece:  # digits significant digits in the mantissa
+            assert len(mantissa.replace(".", "")) == digits
+    if mode == "fixed":  # the largest magnitude shows digits digits (or all its integer ones)
+        big = pieces[int(np.argmax(np.abs(a)))].strip().lstrip("-")
+        assert len(big.replace(".", "")) == max(digits, len(big.partition(".")[0]))
 
 
 def test_print_tensor_errors():

@@ -75,6 +75,8 @@ def _float_formatter(values: np.ndarray, digits: int, float_format: str):
         return lambda v: _nonfinite(float(v)) or f"{float(v):.{max(digits - 1, 0)}e}"
     whole = 1 if largest < 1 else int(math.floor(math.log10(largest))) + 1
     decimals = max(digits - whole, 0)
+    if decimals and len(f"{largest:.{decimals}f}".partition(".")[0]) > whole:
+        decimals -= 1  # rounding carried into a new integer digit (999.96 -> 1000.0)
     return lambda v: _nonfinite(float(v)) or f"{float(v):.{decimals}f}"
 
 
