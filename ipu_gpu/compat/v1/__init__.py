@@ -117,10 +117,19 @@ def local_variables_initializer():
 from .summary import HistogramProto, Summary  # noqa: E402,F401
 
 summary = _sys.modules[f"{__name__}.summary"]
+from . import contrib  # noqa: E402,F401  (tf.contrib.layers' initializers, regularizers)
+from . import graph_collections as _collections  # noqa: E402
+from . import session_config as _session_config  # noqa: E402
+
+_CONFIG_NAMES = [*_collections.__all__, *_session_config.__all__]
+globals().update({n: getattr(_collections, n) for n in _collections.__all__})
+globals().update({n: getattr(_session_config, n) for n in _session_config.__all__})
+_CONFIG_NAMES.append("contrib")
 from . import tf1_misc as _misc  # noqa: E402
 
 globals().update({n: getattr(_misc, n) for n in _misc.__all__})
 _sys.modules[f"{__name__}.logging"] = _misc.logging
-__all__ = sorted({*__all__, *_SCOPE_NAMES, *_misc.__all__, "HistogramProto", "Summary", "layers",
+__all__ = sorted({*__all__, *_SCOPE_NAMES, *_misc.__all__, *_CONFIG_NAMES, "HistogramProto",
+                  "Summary", "layers",
                   "local_variables", "local_variables_initializer", "losses", "metrics",
                   "summary"})
