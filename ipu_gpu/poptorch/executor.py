@@ -130,7 +130,11 @@ class PoplarExecutor:
             warnings.warn("Call to compile() ignored: the executable is already compiled",
                           stacklevel=2)
             return
-        self._signature = self._check_first(args, kwargs)
+        signature = self._check_first(args, kwargs)
+        from .blocks import _trace_placement
+
+        _trace_placement(self, args, kwargs)  # PopTorch's trace: placement and its checks
+        self._signature = signature
         self._attached = True
 
     def isCompiled(self) -> bool:  # noqa: N802 - PopTorch's name

@@ -421,8 +421,14 @@ class _TensorLocationOptions(OptionsDict):
 
 
 # ---- execution strategies (model placement; no numeric effect) ------------------------------
+# The strategies only describe placement; blocks.py applies them when a wrapped model is
+# compiled (stage ids, phases and IPUs of each block, PopTorch's compile-time checks).
 class Stage:
-    """One or more blocks (by ``user_id``) that run on one IPU."""
+    """One or more blocks (by ``user_id``) that run on one IPU; ``.ipu(n)`` overrides the
+    blocks' own ``ipu_id``.
+
+    Raises:
+      AssertionError: a block id that is not a string (PopTorch's message)."""
 
     def __init__(self, *block_ids: str) -> None:
         assert all(isinstance(b, str) for b in block_ids), (
@@ -434,10 +440,11 @@ class Stage:
 
     @property
     def blocks(self):
+        """The ids of the blocks this stage is made of."""
         return self._blocks
 
     def ipu(self, ipu: int) -> Stage:
-        """The IPU this stage runs on."""
+        """Run this stage on IPU ``ipu`` whatever its blocks' ``ipu_id`` say."""
         assert isinstance(ipu, int)
         self._ipu = ipu
         return self
@@ -466,11 +473,16 @@ class _IExecutionStrategy:
         self._auto_stage = auto_stage
 
     def stage(self, block_id) -> Stage:
-        """The :class:`Stage` a block belongs to."""
+        """The :class:`Stage` a block belongs to.
+
+        Raises:
+          AssertionError: a block no stage names ("Unknown block <id>")."""
         assert block_id in self._block_map, f"Unknown block {block_id}"
         return self._block_map[block_id]
 
-    def backendOptions(self) -> dict:
+    def backendOptions(self) -> dict:  # noqa: N802 - PopTorch's name
+        """The options PopTorch hands its compiler for this strategy (``execution_mode`` 0
+        pipelined, 1 sharded, 2 phased, and the phased settings)."""
         return {}
 
     def __repr__(self):
@@ -482,7 +494,18 @@ class _IExecutionStrategy:
 
 class PipelinedExecution(_IExecutionStrategy):
     """Pipeline the stages (the default strategy, with ``AutoStage.SameAsIpu``). Arguments:
-    one ``AutoStage``, or stages given as ``Stage`` objects, block ids or lists of ids."""
+    one ``AutoStage``, or stages given as ``Stage`` objects, block ids or lists of ids (stage
+    ids follow the argument order).
+
+    With ``AutoStage.SameAsIpu`` a block's stage is its ``ipu_id`` (every block needs one);
+    with ``AutoIncrement`` each new block takes the next stage id from 1. Every change of IPU
+    starts a new pipeline stage; training adds one backward stage per forward stage but the
+    last, so ``Training.gradientAccumulation`` must be at least 2 * stages - 1 (inference:
+    ``deviceIterations`` at least the stage count), and stage ids must ascend along the data.
+
+    Raises:
+      AssertionError: a block named by two stages ("<id> associated with more than one
+        stage")."""
 
     def __init__(self, *args):
         block_map = {}
@@ -507,14 +530,19 @@ class PipelinedExecution(_IExecutionStrategy):
 
 
 class ShardedExecution(PipelinedExecution):
-    """One stage active at a time (sharding), same arguments as PipelinedExecution."""
+    """One stage active at a time (sharding), same arguments as PipelinedExecution; no
+    pipeline depth is required."""
 
     def backendOptions(self) -> dict:
         return {"execution_mode": 1}
 
 
 class Phase:
-    """Stages executed in parallel within one execution phase."""
+    """Stages executed in parallel within one execution phase: ``Stage`` objects, or block
+    ids that form one stage.
+
+    Raises:
+      AssertionError: arguments mixing other types (PopTorch's message)."""
 
     def __init__(self, *arg):
         if all(isinstance(a, Stage) for a in arg):
@@ -526,10 +554,14 @@ class Phase:
             self.stages = [Stage(*arg)]
 
     def stage(self, idx) -> Stage:
+        """The phase's ``idx``-th stage."""
         return self.stages[idx]
 
     def ipus(self, *ipus) -> None:
-        """One IPU for each stage of the phase."""
+        """One IPU for each stage of the phase.
+
+        Raises:
+          AssertionError: not one IPU per stage (PopTorch's message)."""
         assert len(ipus) == len(self.stages), (
             f"Phase contains {len(self.stages)} stages but you provided {len(ipus)} ipus")
         for stage, ipu in zip(self.stages, ipus):
@@ -538,7 +570,12 @@ class Phase:
 
 class _IPhasedExecution(_IExecutionStrategy):
     """Phased execution: phases given as ``Phase`` objects, lists of stages or lists of
-    block ids."""
+    block ids. Every block must be named by a phase; a stage with no IPU runs where its
+    block's ``ipu_id`` says.
+
+    Raises:
+      AssertionError: no phase at all ("There is currently no AutoStage for
+        PhasedExecution, ..."), or a block in two stages."""
 
     def __init__(self, *phases):
         assert phases, ("There is currently no AutoStage for PhasedExecution, please "
@@ -557,11 +594,16 @@ class _IPhasedExecution(_IExecutionStrategy):
         super().__init__(block_map)
 
     def phase(self, phase: int) -> Phase:
+        """The ``phase``-th :class:`Phase` (0-based).
+
+        Raises:
+          AssertionError: a negative or non-integer index (PopTorch's message)."""
         assert isinstance(phase, int) and phase >= 0, \
             "Phases are identified by positive integers"
         return self._phases[phase]
 
-    def useSeparateBackwardPhase(self, use: bool = True):
+    def useSeparateBackwardPhase(self, use: bool = True):  # noqa: N802 - PopTorch's name
+        """Give the backward pass phases of its own (none shared with the forward pass)."""
         assert isinstance(use, bool)
         self._separate_backward_phase = use
         return self
@@ -572,12 +614,15 @@ class _IPhasedExecution(_IExecutionStrategy):
 
 
 class ParallelPhasedExecution(_IPhasedExecution):
-    """Phases alternate between two groups of IPUs."""
+    """Phases alternate between two groups of IPUs: even phases must run on even IPUs and
+    odd phases on odd IPUs (checked when the model is compiled)."""
 
     def backendOptions(self) -> dict:
         return {**super().backendOptions(), "serial_phases_execution": False}
 
-    def sendTensorsOffChipAfterFwd(self, off_chip: bool = True) -> ParallelPhasedExecution:
+    def sendTensorsOffChipAfterFwd(self, off_chip: bool = True  # noqa: N802
+                                   ) -> ParallelPhasedExecution:
+        """Liveness ``OffChipAfterFwd`` (True) or ``AlwaysLive`` (False)."""
         assert isinstance(off_chip, bool)
         self._tensors_liveness = (enums.Liveness.OffChipAfterFwd if off_chip
                                   else enums.Liveness.AlwaysLive)
@@ -587,7 +632,9 @@ class ParallelPhasedExecution(_IPhasedExecution):
 class SerialPhasedExecution(_IPhasedExecution):
     """All phases run one after the other on one group of IPUs."""
 
-    def setTensorsLiveness(self, liveness) -> SerialPhasedExecution:
+    def setTensorsLiveness(self, liveness) -> SerialPhasedExecution:  # noqa: N802
+        """How long tensors stay on chip (a ``poptorch.Liveness``); ``OffChipAfterFwdNoOverlap``
+        and ``OffChipAfterEachPhase`` space the phase ids by 2 and 4."""
         assert isinstance(liveness, enums.Liveness)
         self._tensors_liveness = liveness
         return self
