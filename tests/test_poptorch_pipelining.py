@@ -537,3 +537,17 @@ def test_a_pipelined_tutorial_program_trains_through_ipu_gpu_run(tmp_path):
         ref.eval()
         accuracy = (ref(images[:16]).argmax(dim=1) == labels[:16]).float().mean()
     assert float(lines["accuracy"]) == pytest.approx(float(accuracy)) and accuracy > 0.75
+
+
+def test_the_trace_runs_as_on_the_ipu():
+    seen = []
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            seen.append(poptorch.isRunningOnIpu())
+            return x * 2
+    model = poptorch.inferenceModel(Model())
+    model.compile(torch.ones(1, 1))
+    assert seen == [True]  # PopTorch's trace runs forward once, on the IPU
+    model(torch.ones(1, 1))
+    assert seen == [True, True]
