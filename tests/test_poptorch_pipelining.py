@@ -132,6 +132,10 @@ def test_begin_block_places_every_later_layer_on_its_ipu():
     assert [(b.user_id, b.stage, b.ipu) for b in record.blocks] == \
         [("0", 0, 0), ("1", 1, 1), ("2", 2, 2), ("3", 3, 3)]
     assert record.num_ipus == 4 and record.pipeline_stages == 4
+    assert record.weights == {
+        0: ["l0.weight", "l0.bias"], 1: ["l1.0.weight", "l1.0.bias"],
+        2: ["l2.0.weight", "l2.0.bias", "l2.1.weight", "l2.1.bias", "l2.1.running_mean",
+            "l2.1.running_var"], 3: ["l3.weight", "l3.bias"]}
     assert record.execution_mode == "pipelined"
     assert "addmm" in record.blocks[0].ops and "native_batch_norm" in "".join(
         record.blocks[2].ops)

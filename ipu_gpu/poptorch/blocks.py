@@ -17,6 +17,14 @@ on two pipelined IPUs) with PopTorch's errors, and leaves the placement on the e
 ``""`` for the root module, in first-run order) and ``executor._placement_record`` the whole
 :class:`Placement`. The trace's side effects on the model are undone (buffers, torch's RNG
 streams), so numerics equal the unannotated model's.
+
+Where this differs from PopTorch: the ops seen are ATen's after PyTorch's decompositions
+(PopTorch's dispatcher sees nearly the same set), so an op PopTorch would fold away still
+needs a block; a model with no op at all takes IPU 0 (PopTorch fails to compile it);
+Python side effects of ``forward`` other than buffers and torch's RNG happen once more, as
+in PopTorch's own trace; stage order is checked on the data (an op reading a tensor a later
+stage made) with our message, where PopART fails to schedule with an internal one; a weight
+read on two pipelined IPUs raises PopART's "Can not copy variable tensor ..." text.
 """
 
 from __future__ import annotations
@@ -35,8 +43,8 @@ from . import enums
 from .errors import Error
 from .log_level import logger
 
-__all__ = ["BeginBlock", "Block", "BlockFunction", "LegacyBeginBlockFn", "Placement",
-           "removeBlocks"]
+__all__ = ["BeginBlock", "Block", "BlockFunction", "BlockRecord", "LegacyBeginBlockFn",
+           "Placement", "removeBlocks"]
 
 # The trace in progress (PopTorch's ``Block._stages_manager``); None means no-op annotations.
 _TRACE = None
@@ -175,14 +183,16 @@ class Placement:
     """The trace's result: ``ipus`` ``{ipu: [module names]}``, ``blocks`` (BlockRecords in
     first-run order), ``num_ipus`` (IPUs reserved: replicas included, rounded up when
     ``autoRoundNumIPUs``), ``pipeline_stages`` (PopTorch's count, backward stages included
-    when training; None when not pipelined) and ``execution_mode`` ("pipelined", "sharded"
-    or "phased")."""
+    when training; None when not pipelined), ``execution_mode`` ("pipelined", "sharded"
+    or "phased") and ``weights`` ``{ipu: [parameter and buffer names]}`` (those an op on
+    the IPU reads; one read on two IPUs is listed on both)."""
 
     ipus: dict
     blocks: list
     num_ipus: int
     pipeline_stages: int | None
     execution_mode: str
+    weights: dict = dataclasses.field(default_factory=dict)
 
 
 _MODES = {0: "pipelined", 1: "sharded", 2: "phased"}
@@ -192,7 +202,7 @@ class _Trace:
     """The compile-time state: active block, stage, phase and IPU (PopTorch's stage manager
     and its compiler's ``setActiveIpu`` bookkeeping)."""
 
-    def __init__(self, strategy, names, params) -> None:
+    def __init__(self, strategy, names, params, weights) -> None:
         from .options import Stage
 
         self._stage_cls = Stage
@@ -212,6 +222,8 @@ class _Trace:
         self.blocks = {}
         self.names = names          # id(module) -> qualified name
         self.params = params        # id(parameter) -> name
+        self.weights = weights      # id(parameter or buffer) -> name
+        self.weights_on = {}        # ipu -> [names]
         self.param_ipu = {}
         self.produced = {}          # id(tensor) -> (stage, weakref) for the stage order
         self.module_stack = []      # (name, ops run before it started)
@@ -295,9 +307,16 @@ class _Trace:
         if module not in record.modules:
             record.modules.append(module)
         record.ops.append(str(func.overloadpacket.__name__))
+        inputs = _tensor_leaves(args)
+        for a in inputs:
+            name = self.weights.get(id(a))
+            if name is not None:
+                listed = self.weights_on.setdefault(self.ipu, [])
+                if name not in listed:
+                    listed.append(name)
         if self.mode != 0:
             return
-        for a in _tensor_leaves(args):
+        for a in inputs:
             name = self.params.get(id(a))
             if name is not None:
                 first = self.param_ipu.setdefault(id(a), self.ipu)
@@ -365,7 +384,8 @@ def _trace_placement(executor, args, kwargs) -> Placement:
     model = executor.model
     names = {id(m): name for name, m in model.named_modules()}
     params = {id(p): name for name, p in model.named_parameters()}
-    trace = _Trace(opts._execution_strategy, names, params)
+    weights = {**{id(b): name for name, b in model.named_buffers()}, **params}
+    trace = _Trace(opts._execution_strategy, names, params, weights)
     saved = [(m, k, b, b.detach().clone()) for m in model.modules()
              for k, b in m._buffers.items() if b is not None]
 
@@ -443,4 +463,4 @@ def _check(trace, opts, training) -> Placement:
             if module not in listed:
                 listed.append(module)
     return Placement(dict(sorted(ipus.items())), list(trace.blocks.values()), num_ipus,
-                     stages, _MODES[trace.mode])
+                     stages, _MODES[trace.mode], dict(sorted(trace.weights_on.items())))
