@@ -9,6 +9,7 @@ import copy
 import logging
 import os
 import pathlib
+import pickle
 import subprocess
 import sys
 
@@ -701,10 +702,12 @@ def test_load_state_dict_round_trip_and_errors():
 def test_copy_keeps_poptorch_attributes():
     opt = optim.SGD([torch.nn.Parameter(torch.zeros(2))], lr=0.05, loss_scaling=0.05,
                     velocity_scaling=128.1, use_combined_accum=True)
-    for clone in (copy.copy(opt), copy.deepcopy(opt)):
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(opt, 0.5)  # patches opt.step
+    for clone in (copy.copy(opt), copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))):
         assert clone.loss_scaling == 0.05 and clone.use_combined_accum is True
         assert clone.param_groups[0]["velocity_scaling"] == 128.1
         assert not clone.variable_attrs.isConstant("velocity_scaling")
+    assert scheduler.get_last_lr() == [0.05]
 
 
 # ---- a program through the CLI ------------------------------------------------------------

@@ -24,10 +24,18 @@ divided by ``loss_scaling`` and clipped to ``max_grad_norm``):
 * RMSprop (PopART's ``Adaptive``): ``torch.optim.RMSprop``, or TensorFlow's RMSProp with
   ``use_tf_variant=True``.
 
-Also here: the constant/variable attribute rules (``VariableAttributes``, ``describe``,
-``check_constant_attributes``), the supported-type check (``check_supported``), the one-time
-warning about unexpected attributes (``AttributeTracker``) and the IPU optimizer state
-(``state_dict()`` with ``ipu_state``/``ipu_param``).
+The ``poptorch.optim`` classes' own ``step()`` runs the same rules. Arguments PopART has no
+counterpart for (``maximize``, ``foreach``, ``capturable``, ``differentiable``, ``fused``)
+are accepted and passed to torch's constructor but do not change the device update.
+``accum_type`` (the gradient accumulator's dtype) is recorded; it selects the Running mean
+reduction (``select_mean_reduction_strategy``). RMSprop's moment dtypes are recorded only.
+
+Also here, for the training model: the supported-type check (``check_supported``), the
+constant/variable attribute rules (``VariableAttributes``, ``describe``,
+``check_constant_attributes``, PopART's messages), the one-time warning about unexpected
+attributes (``AttributeTracker``), the hyper-parameters the device holds
+(``hyperparameters``) and the IPU optimizer state (``state_dict()`` with
+``ipu_state``/``ipu_param`` once ``bind_parameter_names`` has named the weights).
 """
 
 from __future__ import annotations
@@ -96,6 +104,12 @@ class VariableAttributes:
                                  f"{self._allowed_attributes}")
 
 
+_POPTORCH_ATTRS = ("variable_attrs", "loss_scaling", "use_combined_accum", "accum_type",
+                   "velocity_accum_type", "first_order_momentum_accum_type",
+                   "second_order_momentum_accum_type", "max_grad_norm", "bias_correction",
+                   "use_tf_variant", "max_weight_norm")
+
+
 def _explicit(local_vars: dict) -> tuple[dict, list[str]]:
     """The constructor's arguments given a value (not None): PopTorch makes those variable."""
     given = {k: v for k, v in local_vars.items()
@@ -156,9 +170,11 @@ class Optimizer:
             _load_ipu_state(self, names, state_dict["ipu_state"])
 
     def __getstate__(self) -> dict:
-        # torch keeps only defaults/state/param_groups; PopTorch's attributes must survive
-        # copy.copy / pickling too.
-        return dict(self.__dict__)
+        # torch keeps only defaults/state/param_groups (not, say, an LR scheduler's patched
+        # step); PopTorch's attributes must survive copy.copy / pickling too.
+        state = torch.optim.Optimizer.__getstate__(self)
+        state.update({k: v for k, v in self.__dict__.items() if k in _POPTORCH_ATTRS})
+        return state
 
 
 class SGD(Optimizer, torch.optim.SGD):
