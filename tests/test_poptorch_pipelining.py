@@ -176,6 +176,22 @@ def test_inline_blocks_auto_increment():
     assert model._placement_record.num_ipus == 4  # 3 used, rounded up
 
 
+def test_a_legacy_begin_block_function_starts_a_block_when_called():
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = Mul(2)
+            self.second = poptorch.BeginBlock(lambda t: t + 1, ipu_id=1)
+
+        def forward(self, x):
+            return self.second(self.first(x)) * 3
+    model = poptorch.inferenceModel(Model(), _opts(s=2))
+    assert torch.equal(model(torch.ones(2, 1)), torch.full((2, 1), 9.0))
+    assert [(b.user_id, b.ipu, b.ops) for b in model._placement_record.blocks] == \
+        [(None, 0, ["mul"]), ("0", 1, ["add", "mul"])]
+    assert model.model.second._user_id == "0"  # the automatic id is kept, as PopTorch does
+
+
 def test_block_function_and_block_start():
     class Model(torch.nn.Module):
         def forward(self, x):
@@ -293,6 +309,9 @@ def test_ipu_count_must_be_a_power_of_two(caplog):
     assert model._placement_record.num_ipus == 4
     model = poptorch.inferenceModel(chain, _opts(s=4).useIpuModel(True))  # the IPU model
     model(torch.ones(4, 1))
+    assert model._placement_record.num_ipus == 3
+    model = poptorch.inferenceModel(chain, _opts(s=4).useOfflineIpuTarget())
+    model.compile(torch.ones(4, 1))  # offline compilation reserves no IPU either
     assert model._placement_record.num_ipus == 3
     # replicas count: 3 replicas of a one-IPU model are 3 IPUs
     with pytest.raises(poptorch.Error, match="specifies the use of 3 IPUs"):

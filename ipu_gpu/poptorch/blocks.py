@@ -260,13 +260,12 @@ class _Trace:
             ipu = stage._stage_id
         phase = stage._phase_id
         if self.mode == 2:
-            if phase < 0:
-                raise Error("Invalid phase for ExecutionMode::Phased")
-            if self.liveness in (enums.Liveness.OffChipAfterEachPhase.value,
-                                 enums.Liveness.OffChipAfterFwdNoOverlap.value):
-                if not self.serial:
-                    raise Error("This is only supported for serial phase execution")
-                phase *= 4 if self.liveness == enums.Liveness.OffChipAfterEachPhase.value else 2
+            # Every phased stage has a phase; only SerialPhasedExecution takes these two
+            # liveness settings, which space the phase ids.
+            if self.liveness == enums.Liveness.OffChipAfterEachPhase.value:
+                phase *= 4
+            elif self.liveness == enums.Liveness.OffChipAfterFwdNoOverlap.value:
+                phase *= 2
             # C++'s remainder keeps the dividend's sign (IPU -1 matches no phase).
             if not self.serial and phase % 2 != int(math.fmod(ipu, 2)):
                 raise Error("When phases are executed in parallel: even phases must run on "
