@@ -73,6 +73,9 @@ for _name in ("exponential_decay", "get_global_step", "get_or_create_global_step
 from ...graph import saver as _saver  # noqa: E402
 
 train.Saver, train.latest_checkpoint = _saver.Saver, _saver.latest_checkpoint
+from ...graph.optimizer_base import Optimizer as _Optimizer  # noqa: E402
+
+train.Optimizer = _Optimizer
 _sys.modules[train.__name__] = train
 
 __all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "cond", "initialize_all_variables",
