@@ -124,7 +124,7 @@ def test_optimizer_errors():
             Incomplete(False, "x").minimize(loss)
 
 
-def test_custom_optimizer_under_cross_replica_optimizer_through_ipu_gpu_run(tmp_path):
+def test_custom_optimizer_under_ipu_optimizers_through_ipu_gpu_run(tmp_path):
     import os
     import subprocess
     import sys
@@ -133,10 +133,15 @@ def test_custom_optimizer_under_cross_replica_optimizer_through_ipu_gpu_run(tmp_
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
 
-    def weights(program):
+    def weights(program, *args):
         r = subprocess.run([sys.executable, "-m", "ipu_gpu.cli", "run",
-                            str(root / "tests" / "programs" / program), "--replicas", "2"],
+                            str(root / "tests" / "programs" / program), "--replicas", "2",
+                            *args],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         return r.stdout.strip().splitlines()[-1]
     assert weights("tf1_custom_optimizer.py") == weights("tf1_replication.py")
+    # the accumulation wrapper applies the subclass's update at run time (_eager_apply)
+    accumulated = ("--gradient-accumulation", "2")
+    assert weights("tf1_custom_optimizer.py", *accumulated) == \
+        weights("tf1_replication.py", *accumulated)

@@ -14,6 +14,8 @@ initializes. Sparse gradients are given to the dense hooks densified.
 
 from __future__ import annotations
 
+import threading
+
 from .nodes import _graph_for, gradients, group, make_variable
 from .nodes import trainable_variables as _trainable_variables
 from .program import control_dependencies
@@ -36,6 +38,8 @@ class Optimizer:
         self._name = name
         self._slots: dict = {}  # slot name -> {id(variable): slot variable}
         self._non_slot_dict: dict = {}
+        self._eager_lock = threading.Lock()  # replicas (threads) make the slots once
+        self._eager_seen: set = set()  # ids of the eager variables with slots
 
     def get_name(self) -> str:
         return self._name
@@ -93,6 +97,21 @@ class Optimizer:
                              f"ops that do not support gradients, between variables "
                              f"{[str(v) for _, v in pairs]} and loss {loss}.")
         return self.apply_gradients(pairs, global_step=global_step, name=name)
+
+    def _eager_apply(self, pairs) -> None:
+        """One step on eager values, at run time (``ipu.optimizers``' accumulation wrappers
+        apply the accumulated gradients this way): slots made on first use per variable,
+        ``_prepare``, the updates, ``_finish``, as ``apply_gradients`` builds them."""
+        with self._eager_lock:
+            new = [v for _, v in pairs if id(v) not in self._eager_seen]
+            if new:
+                self._create_slots(new)
+                self._eager_seen.update(id(v) for v in new)
+        self._prepare()
+        self._finish([self._update(_dense(g), v) for g, v in pairs], self._name)
+
+    def _eager_update(self, v, g) -> None:
+        self._eager_apply([(g, v)])
 
     def _update(self, grad, var):
         own = type(self)
@@ -206,6 +225,16 @@ def _graph_key(colocate_with):
     from ..compat.behavior import executing_eagerly
 
     return None if executing_eagerly() else getattr(colocate_with, "graph", None)
+
+
+def apply_eagerly(opt, pairs) -> None:
+    """Apply [(gradient, variable)] with ``opt`` on eager values at run time: one
+    ``_eager_apply`` step for an ``Optimizer`` subclass, else each pair's ``_eager_update``."""
+    if isinstance(opt, Optimizer):
+        opt._eager_apply(pairs)
+        return
+    for g, v in pairs:
+        opt._eager_update(v, g)
 
 
 def _dense(grad):

@@ -71,6 +71,7 @@ class GradientAccumulationOptimizerV2:
 
         from ...graph.core import GraphTensor
         from ...graph.optimizers import learning_rate_value
+        from ...graph.optimizer_base import apply_eagerly
 
         lr = getattr(opt, "_lr", None)
         lr = lr if isinstance(lr, GraphTensor) else None
@@ -96,11 +97,14 @@ class GradientAccumulationOptimizerV2:
                     acc.assign(acc.read_value() + g)
             count.assign_add(1)
             if micro == n - 1:
+                totals = []
+                for v in variables:
+                    total = _cast(state["acc"][id(v)].read_value(), v.dtype)
+                    totals.append(cross_replica_mean(total) if cross else total)
+                with learning_rate_value(lr_value):
+                    apply_eagerly(opt, list(zip(totals, variables)))
                 for v in variables:
                     acc = state["acc"][id(v)]
-                    total = _cast(acc.read_value(), v.dtype)
-                    with learning_rate_value(lr_value):
-                        opt._eager_update(v, cross_replica_mean(total) if cross else total)
                     acc.assign(acc.read_value() * 0.0)
             return []
 
