@@ -247,6 +247,64 @@ def test_add_metric_keeps_a_mean():
         layer.add_metric(ig.constant(1.0))
 
 
+def _symbolic_metrics_and_losses(keras, reduce_mean):
+    """A functional model with symbolic add_metric and add_loss (tf-keras or ipu_gpu's
+    Keras): layer names, metric names before and after a call, the history of a fit, the
+    evaluation, the layers of a model rebuilt from its config and their metric values."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+    y = np.ones((4, 1), np.float32)
+    inp = keras.Input((3,), name="x")
+    h = keras.layers.Dense(2, kernel_initializer="ones", name="d")(inp)
+    out = keras.layers.Dense(1, kernel_initializer="ones", name="o")(h)
+    model = keras.Model(inp, out)
+    model.add_metric(reduce_mean(h), name="mean_h")
+    model.add_metric(h, name="h_raw")
+    model.add_loss(0.1 * reduce_mean(h * h))
+    got = [[layer.name for layer in model.layers], [m.name for m in model.metrics]]
+    model(x)
+    got.append([(m.name, round(float(m.result()), 5)) for m in model.metrics])
+    got.append(round(float(sum(np.asarray(v) for v in model.losses)), 5))
+    model.compile(keras.optimizers.SGD(0.01), "mse", metrics=["mae"])
+    got.append(model.metrics_names)
+    history = model.fit(x, y, epochs=2, batch_size=2, shuffle=False, verbose=0).history
+    got.append({k: [round(float(v), 4) for v in vs] for k, vs in history.items()})
+    got.append({k: round(float(v), 4) for k, v in model.evaluate(
+        x, y, batch_size=4, verbose=0, return_dict=True).items()})
+    rebuilt = keras.Model.from_config(model.get_config())
+    got.append([layer.name for layer in rebuilt.layers])
+    rebuilt.set_weights(model.get_weights())
+    rebuilt(x)
+    got.append([(m.name, round(float(m.result()), 4)) for m in rebuilt.metrics])
+    got.append(round(float(sum(np.asarray(v) for v in rebuilt.losses)), 4))
+    return got
+
+
+def test_symbolic_add_metric_and_add_loss_on_a_functional_model_match_tf_keras(tfk, real_tf):
+    ours = _symbolic_metrics_and_losses(ig.keras, ig.reduce_mean)
+    theirs = _symbolic_metrics_and_losses(tfk, real_tf.reduce_mean)
+    assert ours == theirs
+    assert ours[0][3:6] == ["tf.math.reduce_mean", "add_metric", "add_metric_1"]
+    assert ours[0][-1] == "add_loss" and ours[1] == ["mean_h", "h_raw"]
+
+
+def test_symbolic_add_metric_errors_match_tf_keras(tfk, real_tf):
+    def errors(keras, reduce_mean):
+        inp = keras.Input((3,))
+        h = keras.layers.Dense(2)(inp)
+        model = keras.Model(inp, h)
+        out = []
+        for value, name in ((reduce_mean(h), None), (reduce_mean(keras.Input((3,))), "cut")):
+            try:
+                model.add_metric(value, name=name)
+            except ValueError as e:
+                out.append(str(e).split(" cannot obtain value")[0])
+        dense = keras.layers.Dense(1)  # a layer given a symbolic value: the metric exists
+        dense.add_metric(reduce_mean(h), name="on_layer")
+        out.append([m.name for m in dense.metrics] + [len(model.layers)])
+        return out
+    assert errors(ig.keras, ig.reduce_mean) == errors(tfk, real_tf.reduce_mean)
+
+
 def test_get_weights_set_weights_and_their_errors(tfk):
     dense = L.Dense(2)
     with pytest.raises(ValueError, match="isn't built"):

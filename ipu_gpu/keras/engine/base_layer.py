@@ -671,7 +671,11 @@ class Layer:
             if getattr(local, "loss_generation", None) != ctx.generation:
                 local.eager_losses, local.loss_generation = [], ctx.generation
             local.eager_losses.extend(eager)
-        self._losses.extend(symbolic)
+        if symbolic and getattr(self, "_is_graph_network", False):
+            for loss in symbolic:  # the model computes it each call
+                self._graph_network_add_loss(loss)
+        else:
+            self._losses.extend(symbolic)  # Keras keeps a layer's as they are
 
     @property
     def metrics(self) -> list:
@@ -683,7 +687,10 @@ class Layer:
         return collected
 
     def add_metric(self, value, name=None, **kwargs) -> None:
-        """Track the mean of ``value`` as a metric called ``name`` (inside ``call``).
+        """Track the mean of ``value`` as a metric called ``name`` (inside ``call``). On a
+        functional model, a symbolic ``value`` computed from the model's inputs becomes part
+        of the model (an ``AddMetric`` layer), updated on each call, ``fit`` and
+        ``evaluate`` step.
 
         Raises:
           ValueError: no name; an eager value outside a call. TypeError: unknown kwargs.
@@ -701,8 +708,15 @@ class Layer:
             raise ValueError("Expected a symbolic Tensor for the metric value, received: "
                              f"{value}")
         if isinstance(value, KerasTensor):
-            raise NotImplementedError("add_metric with a symbolic tensor (on a functional "
-                                      "model) is the model's to record")
+            if getattr(self, "_is_graph_network", False):  # the model computes it each call
+                self._graph_network_add_metric(value, "mean", name)
+                return
+            # a layer given a symbolic tensor outside a call: Keras calls the metric on it,
+            # which records a node and leaves its state unchanged
+            with self._metrics_lock:
+                if not any(m.name == name for m in self._metrics):
+                    self._metrics.append(_mean_metric(name, value.dtype))
+            return
         with self._metrics_lock:
             match = [m for m in self._metrics if m.name == name]
             if match:

@@ -170,6 +170,44 @@ class Functional(Model):
     def input_spec(self, value):
         object.__setattr__(self, "_manual_input_spec", value)
 
+    # ---- layers added after construction (add_loss / add_metric of symbolic tensors) ------
+    def _graph_network_add_loss(self, symbolic_loss) -> None:
+        from .ancillary import AddLoss
+
+        _, _, between = _map_graph_network(self.inputs, [symbolic_loss])  # checked first
+        layer = AddLoss(unconditional=False, dtype=symbolic_loss.dtype)
+        layer(symbolic_loss)
+        self._insert_layers([*between, layer])
+
+    def _graph_network_add_metric(self, value, aggregation, name) -> None:
+        from .ancillary import AddMetric
+
+        _, _, between = _map_graph_network(self.inputs, [value])  # checked first, as Keras
+        layer = AddMetric(aggregation, name, dtype=value.dtype)
+        layer(value)
+        self._insert_layers([*between, layer])
+
+    def _insert_layers(self, layers) -> None:
+        """Make the nodes of ``layers`` part of the model: each call computes them, though
+        they are not outputs. Those of ``layers`` not in the model follow the existing ones
+        in ``model.layers``, in the given order (Keras's ``_insert_layers``).
+
+        Raises:
+          ValueError: a node not computable from the model's inputs (Keras's "Graph
+            disconnected" message)."""
+        known = {id(layer) for layer in self._self_tracked_trackables}
+        new = [layer for layer in dict.fromkeys(layers) if id(layer) not in known]
+        ancillary = list(self.__dict__.get("_ancillary_outputs", ()))
+        for layer in new:
+            for node in layer._inbound_nodes:
+                ancillary.extend(nest.flatten(node.outputs))
+        nodes, nodes_by_depth, _ = _map_graph_network(self.inputs, self.outputs + ancillary)
+        set_ = object.__setattr__
+        set_(self, "_self_tracked_trackables", list(self._self_tracked_trackables) + new)
+        set_(self, "_ancillary_outputs", ancillary)
+        set_(self, "_network_nodes", nodes)
+        set_(self, "_nodes_by_depth", nodes_by_depth)
+
     # ---- running the graph ---------------------------------------------------------------
     def call(self, inputs, training=None, mask=None):
         return self._run_internal_graph(inputs, training=training, mask=mask)
@@ -240,10 +278,18 @@ class Functional(Model):
         from .op_dispatch import TFOpLambda as OpLayer
 
         # op layers (``tf.concat`` on KerasTensors) find their function again by its symbol
+        from .ancillary import AddLoss, AddMetric
+
         custom_objects = {"TFOpLambda": OpLayer, "SlicingOpLambda": SlicingOpLambda,
-                          **(custom_objects or {})}
-        inputs, outputs = _reconstruct(config, custom_objects)
-        return cls(inputs=inputs, outputs=outputs, name=config.get("name"))
+                          "AddLoss": AddLoss, "AddMetric": AddMetric, **(custom_objects or {})}
+        inputs, outputs, created = _reconstruct(config, custom_objects)
+        model = cls(inputs=inputs, outputs=outputs, name=config.get("name"))
+        # layers not leading to the outputs (add_loss / add_metric of symbolic tensors)
+        known = {id(layer) for layer in model._self_tracked_trackables}
+        extra = [layer for layer in created.values() if id(layer) not in known]
+        if extra:
+            model._insert_layers(extra)
+        return model
 
 
 def _map_graph_network(inputs, outputs):
@@ -383,7 +429,8 @@ def _op_node_data(node, history_entry) -> list:
 
 
 def _reconstruct(config, custom_objects=None):
-    """(inputs, outputs) of the functional graph ``config`` describes, with new layers,
+    """(inputs, outputs, {name: layer}) of the functional graph ``config`` describes, with new
+    layers,
     reading, as TF-Keras does, constant leaves of an op layer's first argument and
     KerasTensors among the keyword arguments.
 
@@ -460,4 +507,4 @@ def _reconstruct(config, custom_objects=None):
         tensors = [tensor_of(c[0], c[1], c[2]) for c in coords]
         return tensors[0] if len(tensors) == 1 else tensors
 
-    return ends("input_layers"), ends("output_layers")
+    return ends("input_layers"), ends("output_layers"), created
