@@ -597,6 +597,35 @@ def test_set_overlap_errors():
         poptorch.set_overlap_for_output(torch.ones(1), "overlap_accumulation_loop")
 
 
+def test_set_overlap_for_output_checks_what_the_model_returns():
+    mode = poptorch.OverlapMode.OverlapAccumulationLoop
+
+    def twice(self, x):
+        y = x + 1
+        return y, poptorch.set_overlap_for_output(y, mode)
+
+    with pytest.raises(poptorch.Error, match="poptorch.set_overlap_for_output cannot be used "
+                                             "with a tensor that is returned twice. Please "
+                                             "check all returned tensors including those "
+                                             "nested in tuples/lists."):
+        poptorch.inferenceModel(_Fn(twice), _overlap_opts())(torch.ones(1))
+
+    def not_returned(self, x):
+        return poptorch.set_overlap_for_output(x * 2, mode) + 1
+
+    with pytest.raises(poptorch.Error, match="poptorch.set_overlap_for_output applied on a "
+                                             "node which is not a tensor output to the "
+                                             "model."):
+        poptorch.inferenceModel(_Fn(not_returned), _overlap_opts())(torch.ones(1))
+
+    def reused(self, x):  # PopTorch's MarkedOutputReuseAfterModel: allowed
+        y2 = poptorch.set_overlap_for_output(x + 1, mode)
+        return [y2, (y2 + 1,)]
+
+    y2, (z,) = poptorch.inferenceModel(_Fn(reused), _overlap_opts())(torch.ones(1))
+    assert y2.item() == 2.0 and z.item() == 3.0
+
+
 # ---- a program --------------------------------------------------------------------------------
 @pytest.mark.slow  # ~11 s: a fresh interpreter importing torch
 def test_program_using_the_ops_runs_under_ipu_gpu_run(tmp_path):

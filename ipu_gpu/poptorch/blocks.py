@@ -368,7 +368,7 @@ def _trace_placement(executor, args, kwargs) -> Placement:
     RNG streams are restored afterwards."""
     global _TRACE
     from .executor import _map
-    from .ops import _running  # the trace runs forward as on the IPU (isRunningOnIpu)
+    from .ops import _returned, _running  # the trace runs forward as on the IPU
 
     opts = executor.options
     s, r, a = executor._factors()
@@ -403,7 +403,7 @@ def _trace_placement(executor, args, kwargs) -> Placement:
     try:
         with torch.random.fork_rng(devices=devices), torch.set_grad_enabled(executor.training):
             with _Recorder(trace), _running(executor, xs, kw, tracing=True):
-                model(*xs, **kw)
+                _returned(model(*xs, **kw))
     finally:
         _TRACE = None
         for h in hooks:

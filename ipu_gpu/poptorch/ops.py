@@ -264,6 +264,7 @@ class _Call:
     executor = None
     inputs: tuple = ()
     tracing = False
+    overlapped: list = []  # the tensors set_overlap_for_output marked in this call
 
 
 _CALL = _Call()
@@ -284,13 +285,33 @@ def _running(executor, args, kwargs, tracing=False):
     """Mark ``executor``'s model as running on the IPU while its ``forward`` runs (the
     executor enters this around each call of the model; ``tracing`` for the compile-time
     trace, during which nothing prints, as PopTorch's trace prints nothing)."""
-    saved = (_CALL.executor, _CALL.inputs, _CALL.tracing)
+    saved = (_CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped)
     _CALL.executor, _CALL.inputs = executor, tuple(_tensors([args, kwargs]))
-    _CALL.tracing = tracing
+    _CALL.tracing, _CALL.overlapped = tracing, []
     try:
         yield
     finally:
-        _CALL.executor, _CALL.inputs, _CALL.tracing = saved
+        _CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped = saved
+
+
+def _returned(outputs):
+    """Check what ``forward`` returned against the tensors ``set_overlap_for_output`` marked
+    (the compile-time trace calls this, as PopTorch checks when it compiles); returns
+    ``outputs``.
+
+    Raises:
+      poptorch.Error: a marked tensor returned twice, or not returned (PopTorch's
+        messages)."""
+    leaves = _tensors(outputs)
+    counts = [sum(leaf is t for leaf in leaves) for t in _CALL.overlapped]
+    if any(n > 1 for n in counts):
+        raise Error("poptorch.set_overlap_for_output cannot be used with a tensor that is "
+                    "returned twice. Please check all returned tensors including those "
+                    "nested in tuples/lists.")
+    if any(n == 0 for n in counts):
+        raise Error("poptorch.set_overlap_for_output applied on a node which is not a tensor "
+                    "output to the model.")
+    return outputs
 
 
 def isRunningOnIpu() -> bool:  # noqa: N802 - PopTorch's name
@@ -701,15 +722,18 @@ def set_overlap_for_input(input_tensors, mode):
 
 
 def set_overlap_for_output(output_tensors, mode):
-    """Overlap the IPU-to-host copy of ``output_tensors`` with computation per ``mode``, a
-    ``poptorch.OverlapMode``; returns them unchanged. (PopTorch also rejects a marked
-    tensor the model does not return, or returns twice; the emulator does not check.)
+    """Overlap the IPU-to-host copy of ``output_tensors`` (structured as for
+    ``set_overlap_for_input``) with computation per ``mode``, a ``poptorch.OverlapMode``;
+    returns them unchanged. The model must return each marked tensor exactly once.
 
     Raises:
       poptorch.Error: inside a wrapped model, an overlapping ``mode`` under
-        PipelinedExecution, with no IO tiles or with an output mode other than All or Sum
+        PipelinedExecution, with no IO tiles or with an output mode other than All or Sum;
+        when the model compiles, a marked tensor it does not return, or returns twice
         (PopTorch's messages)."""
     mode = OverlapMode(mode.value)
-    if isRunningOnIpu() and mode is not OverlapMode.NoOverlap:
-        _check_overlap_settings()
+    if isRunningOnIpu():
+        if mode is not OverlapMode.NoOverlap:
+            _check_overlap_settings()
+        _CALL.overlapped.extend(_tensors(output_tensors))
     return _map_tensors(lambda t: t, output_tensors)
