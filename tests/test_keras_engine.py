@@ -305,6 +305,52 @@ def test_symbolic_add_metric_errors_match_tf_keras(tfk, real_tf):
     assert errors(ig.keras, ig.reduce_mean) == errors(tfk, real_tf.reduce_mean)
 
 
+def _unknown_rank_calls(keras, tf):
+    """Layers without compute_output_shape called on a KerasTensor of unknown rank: output
+    shapes and dtypes, a model run on inputs of two ranks, the error of a layer that needs a
+    rank-2 input (Dense)."""
+    class Twice(keras.layers.Layer):
+        def call(self, x):
+            return x * 2.0
+
+    class Sum(keras.layers.Layer):
+        def call(self, x):
+            return tf.reduce_sum(x, axis=-1)
+
+    class Cast(keras.layers.Layer):
+        def call(self, x):
+            return tf.cast(x[..., :1], "int32")
+
+    inp = keras.Input(type_spec=tf.TensorSpec(None, tf.float32))
+    got = [(str(layer()(inp).shape), getattr(layer()(inp).dtype, "name", None))
+           for layer in (Twice, Sum, Cast)]
+    model = keras.Model(inp, Sum()(Twice()(inp)))
+    got.append([np.asarray(model(np.ones(shape, np.float32))).tolist()
+                for shape in ((2, 3), (4,))])
+    try:
+        keras.layers.Dense(3)(inp)
+    except ValueError as e:
+        got.append(str(e))
+    return got
+
+
+def test_layers_on_a_keras_tensor_of_unknown_rank_match_tf_keras(tfk, real_tf):
+    assert _unknown_rank_calls(ig.keras, ig) == _unknown_rank_calls(tfk, real_tf)
+
+
+def test_get_config_of_a_layer_with_unserializable_arguments_is_keras_error(tfk):
+    def message(keras):
+        class Holder(keras.layers.Layer):
+            def __init__(self, fn, **kwargs):
+                super().__init__(**kwargs)
+                self.fn = fn
+
+        with pytest.raises(NotImplementedError) as err:
+            Holder(lambda x: x).get_config()
+        return str(err.value)
+    assert message(ig.keras) == message(tfk)
+
+
 def test_get_weights_set_weights_and_their_errors(tfk):
     dense = L.Dense(2)
     with pytest.raises(ValueError, match="isn't built"):

@@ -258,10 +258,15 @@ class Layer:
         if all(_serializable(v) for v in extra.values()):
             config.update(extra)
             return config
-        raise NotImplementedError(
+        raise NotImplementedError(  # Keras's own error for this case, word for word
             f"\nLayer {type(self).__name__} was created by passing\nnon-serializable argument "
             "values in `__init__()`,\nand therefore the layer must override `get_config()` "
-            "in\norder to be serializable. Please implement `get_config()`.")
+            "in\norder to be serializable. Please implement `get_config()`.\n\nExample:\n\n"
+            "class CustomLayer(keras.layers.Layer):\n    def __init__(self, arg1, arg2, "
+            "**kwargs):\n        super().__init__(**kwargs)\n        self.arg1 = arg1\n"
+            "        self.arg2 = arg2\n\n    def get_config(self):\n        config = "
+            "super().get_config()\n        config.update({\n            \"arg1\": self.arg1,"
+            "\n            \"arg2\": self.arg2,\n        })\n        return config")
 
     @classmethod
     def from_config(cls, config):

@@ -25,6 +25,7 @@ from .node import Node
 
 # sizes of the unknown dimensions in the two runs of a probe; the next pair where a run
 # fails (``tf.reshape(x, (-1, 8))`` of a (None, 4) input needs an even batch)
+_UNKNOWN_RANK_PROBES = (1, 2, 3, 4)
 _PROBE_SIZES = ((2, 3), (4, 8), (16, 32))
 
 
@@ -148,13 +149,21 @@ def symbolic_shape(x):
 
 
 def _probe_fn(fn, structure, name=None):
+    # An input of unknown rank is stood in for at ranks 1, 2, ... until ``call`` takes one;
+    # what it returns then has unknown rank too (as tf-keras's trace of ``call`` gives).
+    unknown = any(isinstance(v, KerasTensor) and v.shape.rank is None
+                  for v in nest.flatten(structure))
     first_error = None
-    for sizes in _PROBE_SIZES:
-        try:
-            runs = _probe_runs(fn, structure, sizes, name)
-        except Exception as e:  # noqa: BLE001 - the first error is raised if no sizes serve
-            if first_error is None:
-                first_error = e
+    for rank in (_UNKNOWN_RANK_PROBES if unknown else (None,)):
+        for sizes in _PROBE_SIZES:
+            try:
+                runs = _probe_runs(fn, structure, sizes, name, rank)
+            except Exception as e:  # noqa: BLE001 - the first error is raised if none serves
+                if first_error is None:
+                    first_error = e
+                continue
+            break
+        else:
             continue
         break
     else:
@@ -165,10 +174,12 @@ def _probe_fn(fn, structure, name=None):
         raise ValueError(f"Layer {name}: `call` returned differently structured outputs for "
                          "different batch sizes")
     merged = [_merge(a, b, name) for a, b in zip(flat_a, flat_b)]
+    if unknown:
+        merged = [None if m is None else KerasTensor(None, m.dtype) for m in merged]
     return nest.pack_sequence_as(first, merged)
 
 
-def _probe_runs(fn, structure, sizes, name):
+def _probe_runs(fn, structure, sizes, name, rank=None):
     runs = []
     ctx = call_context.context()
     saved = getattr(ctx, "stand_ins", None)
@@ -176,7 +187,7 @@ def _probe_runs(fn, structure, sizes, name):
         made = {}
 
         def stand_in(v, size=size, made=made):
-            out = _stand_in(v, size, name)
+            out = _stand_in(v, size, rank)
             if out is not v:
                 made[id(out)] = (out, v)
             return out
@@ -190,13 +201,13 @@ def _probe_runs(fn, structure, sizes, name):
     return runs
 
 
-def _stand_in(value, size, name):
+def _stand_in(value, size, rank):
     if not isinstance(value, KerasTensor):
         return value
     if value.shape.rank is None:
-        raise NotImplementedError(f"Layer {name}: calling a layer on a KerasTensor of unknown "
-                                  "rank needs a compute_output_shape")
-    dims = [size if d is None else d for d in value.shape.as_list()]
+        dims = [size] * rank
+    else:
+        dims = [size if d is None else d for d in value.shape.as_list()]
     xp = array_backend.default_xp()
     make = xp.ones if value.dtype.kind == "b" else xp.zeros
     return wrap(make(dims, value.dtype))
