@@ -16,9 +16,13 @@ The loss: a tensor returned by ``poptorch.identity_loss`` among the outputs, els
 losses; the emulator cannot see inside ``forward``); none is ``poptorch.Error("Couldn't find
 a loss in graph!")``.
 
-Replicas share the host module (their weights stay identical under the gradient reduction);
-deviation: a buffer a replica changes in ``forward`` (BatchNorm statistics) is one copy
-updated by every replica in turn.
+Replicas share the module's parameters (identical under the gradient reduction) and each
+keeps its own buffers (``device_state.ReplicaBuffers``: BatchNorm statistics move with the
+replica's own micro-batches, as with ``broadcastBuffers(False)`` on the IPU); the host module
+reads replica 0's. Random ops draw from the device's stream seeded by ``randomSeed``
+(``device_state.DeviceRandom``), ``Precision.enableStochasticRounding`` rounds float16 weight
+updates stochastically, and ``enableSyntheticData`` feeds the model synthetic micro-batches
+instead of the host's data.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import torch
 
 from .enums import OutputMode, ReductionType
+from .device_state import DeviceState, HalfUpdatesInFloat32, synthetic_batch
 from .errors import Error
 from .ops import _running
 from .optim import _max_grad_norm, apply_update
@@ -71,6 +76,10 @@ def _map(fn, x):
     if isinstance(x, dict):
         return {k: _map(fn, v) for k, v in x.items()}
     return x
+
+
+_NOTHING = object()  # no micro-batch has run yet
+_PLACEHOLDER = torch.empty(0)  # a tensor leaf in an output's structure
 
 
 def _find_loss(out):
@@ -120,6 +129,8 @@ class PoplarExecutor:
             self.optimizer = None
         self._signature = None
         self._attached = False
+        # per-replica buffers, random stream, synthetic inputs of the compiled executable
+        self._device_state = None
 
     # ---- PopTorch's methods -------------------------------------------------------------
     def compile(self, *args, **kwargs) -> None:
@@ -133,7 +144,9 @@ class PoplarExecutor:
         signature = self._check_first(args, kwargs)
         from .blocks import _trace_placement
 
-        _trace_placement(self, args, kwargs)  # PopTorch's trace: placement and its checks
+        # PopTorch's trace: placement and its checks (on the synthetic inputs if any)
+        _trace_placement(self, *synthetic_batch(self.options, args, kwargs, _map,
+                                                self._factors()))
         self._signature = signature
         self._attached = True
 
@@ -158,7 +171,10 @@ class PoplarExecutor:
         self._needs_compiled()
 
     def copyWeightsToDevice(self) -> None:  # noqa: N802
+        """The host's buffers go to every replica (the weights are shared)."""
         self._needs_compiled()
+        if self._device_state is not None:
+            self._device_state.buffers.broadcast()
 
     def setOptimizer(self, optimizer) -> None:  # noqa: N802
         """Use ``optimizer`` (its hyper-parameters) from the next call on."""
@@ -227,37 +243,96 @@ class PoplarExecutor:
         else:
             self._check_later(args, kwargs)
         self._attached = True
+        state = self._device_state
+        first = state is None or state.signature is not self._signature
+        try:
+            if first:
+                state = self._device_state = DeviceState(
+                    self, _leaves([list(args), kwargs]), self._factors())
+            with state.random:
+                return self._run(state, args, kwargs, first)
+        except BaseException:
+            if first:  # the compile failed: the next call compiles again
+                self._signature = None
+                self._device_state = None
+            raise
+
+    def _run(self, state, args, kwargs, first):
         s, r, a = self._factors()
-
-        def micro(t, si, ai, ri):
-            if not isinstance(t, torch.Tensor) or t.dim() == 0:
-                return t
-            v = t.reshape(s, a, r, t.shape[0] // (s * a * r), *t.shape[1:])
-            return v[si, ai, ri]
-
-        outs = {}
+        training = self.training
+        mode = OutputMode(int(self.options.output_mode))
+        period = int(self.options.output_return_period)
         reduction = int(self.options.Training.accumulation_and_replication_reduction_type)
         scale = 1.0 / (a * r) if reduction == ReductionType.Mean.value else 1.0
-        for si in range(s):
-            if self.training:
-                self.optimizer.zero_grad()
-            for ai in range(a):
-                for ri in range(r):
-                    xs = _map(lambda t, si=si, ai=ai, ri=ri: micro(t, si, ai, ri), list(args))
-                    kw = _map(lambda t, si=si, ai=ai, ri=ri: micro(t, si, ai, ri), kwargs)
-                    if self.training:
-                        with _running(self, xs, kw):
-                            out = self.model(*xs, **kw)
-                        loss = _find_loss(out)
-                        ls = float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
-                        (loss * (scale * ls)).backward()
-                    else:
-                        with torch.no_grad(), _running(self, xs, kw):
-                            out = self.model(*xs, **kw)
-                    outs[(si, ai, ri)] = _map(lambda t: t.detach().clone(), out)
-            if self.training:
-                self._step()
-        return self._assemble(outs, s, a, r)
+        if training:
+            scale *= float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
+
+        if state.synthetic is None:
+            def view(t):  # dim 0 as [S, A, R, B]; a 0-dim tensor goes to every micro-batch
+                return t.reshape(s, a, r, t.shape[0] // (s * a * r), *t.shape[1:]) \
+                    if t.dim() else t
+            shaped_args = _map(view, list(args))
+            shaped_kwargs = _map(view, kwargs)
+
+            def inputs(si, ai, ri):
+                def pick(v):
+                    return v[si, ai, ri] if v.dim() else v
+                return _map(pick, shaped_args), _map(pick, shaped_kwargs)
+        else:  # host data is not read: the same synthetic micro-batch every time
+            def inputs(si, ai, ri):
+                it = iter(state.synthetic)
+                return (_map(lambda _: next(it).clone(), list(args)),
+                        _map(lambda _: next(it).clone(), kwargs))
+
+        kept = {}  # (s, a, r) -> the output leaves the output mode returns
+        sums = [None] * r  # OutputMode.Sum: per replica running sums
+        template = _NOTHING
+        checks = state.checks if first else None
+        buffers = state.buffers
+        buffers.begin_call()
+        try:
+            for si in range(s):
+                if training:
+                    self.optimizer.zero_grad()
+                for ai in range(a):
+                    keep = (mode == OutputMode.All
+                            or (mode == OutputMode.Final and si == s - 1 and ai == a - 1)
+                            or (mode == OutputMode.EveryN and si % period == period - 1))
+                    for ri in range(r):
+                        xs, kw = inputs(si, ai, ri)
+                        buffers.enter(ri)
+                        if training:
+                            with _running(self, xs, kw):
+                                out = self.model(*xs, **kw)
+                            if checks is not None:
+                                checks.check()
+                                checks = None
+                            loss = _find_loss(out)
+                            (loss if scale == 1.0 else loss * scale).backward()
+                        else:
+                            with torch.no_grad(), _running(self, xs, kw):
+                                out = self.model(*xs, **kw)
+                            if checks is not None:
+                                checks.check()
+                                checks = None
+                        buffers.leave(ri)
+                        if template is _NOTHING:
+                            template = _map(lambda _: _PLACEHOLDER, out)
+                        leaves = _leaves(out)
+                        if mode == OutputMode.Sum:
+                            if sums[ri] is None:
+                                sums[ri] = [t.detach().clone() for t in leaves]
+                            else:
+                                for acc, t in zip(sums[ri], leaves):
+                                    acc.add_(t.detach())
+                        elif keep:
+                            kept[(si, ai, ri)] = [t.detach().clone() for t in leaves]
+                if training:
+                    self._step()
+        finally:
+            buffers.end_call()
+        return self._assemble(template, kept, sums, mode, period, s, a, r,
+                              state.synthetic is not None)
 
     def _step(self):
         opt = self.optimizer
@@ -269,44 +344,44 @@ class PoplarExecutor:
         norm = _max_grad_norm(opt)
         if norm is not None:
             torch.nn.utils.clip_grad_norm_(params, norm)
-        apply_update(opt)  # the device's update rule, never a subclass's Python step
+        state = self._device_state
+        if state is not None and state.stochastic_rounding:
+            with HalfUpdatesInFloat32(params):
+                apply_update(opt)
+        else:
+            apply_update(opt)  # the device's update rule, never a subclass's Python step
 
-    def _assemble(self, outs, s, a, r):
-        mode = OutputMode(int(self.options.output_mode))
-        order = [(si, ai, ri) for si in range(s) for ai in range(a) for ri in range(r)]
-        first = outs[order[0]]
-        if first is None:
+    @staticmethod
+    def _assemble(template, kept, sums, mode, period, s, a, r, synthetic):
+        """One call's result from the micro-batch outputs the mode keeps (research 2.2):
+        k = S*A*R (All), S/N*A*R (EveryN), R (Final, Sum) values per output, concatenated
+        on dim 0 (a 0-dim output stacks to [k]); k == 1 keeps the micro-batch shape."""
+        if template is _NOTHING or template is None:
             return None
         if mode == OutputMode.Final:
-            picked = [[outs[(s - 1, a - 1, ri)]] for ri in range(r)]
-            reduce = "stack"
+            groups = [kept[(s - 1, a - 1, ri)] for ri in range(r)]
         elif mode == OutputMode.Sum:
-            picked = [[outs[(si, ai, ri)] for si in range(s) for ai in range(a)]
-                      for ri in range(r)]
-            reduce = "sum"
-        elif mode == OutputMode.EveryN:
-            period = int(self.options.output_return_period)
-            keep = [si for si in range(s) if si % period == period - 1]
-            picked = [[outs[(si, ai, ri)]] for si in keep for ai in range(a) for ri in range(r)]
-            reduce = "stack"
+            groups = sums
         else:
-            picked = [[outs[key]] for key in order]
-            reduce = "stack"
-        k = len(picked)
-        flat_first = _leaves(first)
-
-        def combine(j):
-            groups = [[_leaves(o)[j] for o in group] for group in picked]
-            values = [torch.stack(g).sum(0) if reduce == "sum" else g[0] for g in groups]
+            first = period - 1 if mode == OutputMode.EveryN else 0
+            step = period if mode == OutputMode.EveryN else 1
+            groups = [kept[(si, ai, ri)] for si in range(first, s, step)
+                      for ai in range(a) for ri in range(r)]
+        k = len(groups)
+        combined = []
+        for j in range(len(groups[0])):
+            values = [g[j] for g in groups]
             if k == 1:
-                return values[0]
-            if values[0].dim() == 0:
-                return torch.stack(values)
-            return torch.cat(values, 0)
-        combined = [combine(j) for j in range(len(flat_first))]
+                value = values[0]
+            elif values[0].dim() == 0:
+                value = torch.stack(values)
+            else:
+                value = torch.cat(values, 0)
+            # synthetic data: the device writes nothing back (PopTorch's outputs are
+            # uninitialised host tensors); zeros stand in for them
+            combined.append(torch.zeros_like(value) if synthetic else value)
         it = iter(combined)
-        return _map(lambda _: next(it), first)
-
+        return _map(lambda _: next(it), template)
 
 def trainingModel(model, options=None, optimizer=None):  # noqa: N802 - PopTorch's name
     """Wrap ``model`` for training: each call runs ``deviceIterations`` optimizer steps on

@@ -1,0 +1,352 @@
+"""What the emulated IPU holds for one compiled ``PoplarExecutor`` besides the weights it
+shares with the host module (research/poptorch_semantics.md sections 1.2, 1.4, 7):
+
+* ``ReplicaBuffers``: every replica's own copy of the module's buffers. Replica 0's copy is
+  the module's own tensors, so after a call the host module reads replica 0; replicas
+  1..R-1 hold clones that are swapped into the module's buffer slots around their forward
+  passes (no deep copy of the module, a few dict writes per micro-batch).
+* ``DeviceRandom``: the device's random stream (dropout, stochastic rounding), seeded from
+  ``Options.randomSeed``; the host's ``torch`` generator is left untouched by a call.
+* ``stochastic_round_half``/``HalfUpdatesInFloat32``: ``Precision.enableStochasticRounding``
+  for float16 weight updates.
+* ``synthetic_micro_batches``: ``enableSyntheticData`` inputs.
+* ``CompileChecks``: what PopTorch refuses while tracing the first call (buffers or
+  parameters reassigned/removed in ``forward``, buffers changed in place under replication
+  while ``broadcastBuffers`` is on).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .errors import Error
+
+__all__ = ["CompileChecks", "DeviceRandom", "DeviceState", "HalfUpdatesInFloat32",
+           "ReplicaBuffers", "stochastic_round_half", "synthetic_batch",
+           "synthetic_micro_batches"]
+
+# The modules PopTorch lets change their buffers inside forward (its _impl.BUFFERS_CAN_CHANGE);
+# Graphcore's CNN examples train BatchNorm models replicated with broadcastBuffers left on.
+BUFFERS_CAN_CHANGE = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
+
+_BROADCAST_ERROR = ("PopTorch does not support broadcasting buffers. If your model is able to "
+                    "tolerate buffers becoming out of sync between replicas, you can disable "
+                    "buffer broadcasting using poptorch.Options.broadcastBuffers(False).")
+
+
+def _buffer_slots(model):
+    """``[(module, name, qualified name)]`` of every buffer slot holding a tensor."""
+    return [(mod, name, f"{prefix}.{name}" if prefix else name)
+            for prefix, mod in model.named_modules()
+            for name, buf in mod._buffers.items() if buf is not None]
+
+
+class ReplicaBuffers:
+    """Per-replica buffers of ``model`` for ``replicas`` replicas (see the module doc).
+    ``broadcast()`` is the upload of the host's buffers to every replica (PopTorch's
+    ``copyWeightsToDevice``, ``load_state_dict`` or attach)."""
+
+    def __init__(self, model, replicas: int) -> None:
+        self.replicas = replicas
+        slots = _buffer_slots(model) if replicas > 1 else []
+        self._slots = [(mod, name) for mod, name, _ in slots]
+        self._names = [qualified for _, _, qualified in slots]
+        self._stores = []
+        self.broadcast()
+
+    def _read(self):
+        return [mod._buffers.get(name) for mod, name in self._slots]
+
+    def _write(self, store):
+        for (mod, name), t in zip(self._slots, store):
+            mod._buffers[name] = t
+
+    def broadcast(self) -> None:
+        """Every replica restarts from the module's buffers (replica 0 keeps the tensors)."""
+        host = self._read()
+        self._stores = [host] + [[_clone(t) for t in host] for _ in range(self.replicas - 1)]
+
+    def begin_call(self) -> None:
+        """Take the module's buffers as replica 0's."""
+        if self.replicas > 1:
+            self._stores[0] = self._read()
+
+    def enter(self, replica: int) -> None:
+        """Put ``replica``'s buffers into the module before its forward."""
+        if self.replicas > 1:
+            self._write(self._stores[replica])
+
+    def leave(self, replica: int) -> None:
+        """Keep what ``replica``'s forward left in the buffer slots (in place or rebound)."""
+        if self.replicas > 1:
+            self._stores[replica] = self._read()
+
+    def end_call(self) -> None:
+        """Leave replica 0's buffers in the host module."""
+        if self.replicas > 1:
+            self._write(self._stores[0])
+
+    def replica(self, replica: int) -> dict:
+        """``{qualified name: tensor}`` of ``replica``'s buffers as of the last call's end
+        (empty with one replica: the module holds them)."""
+        return dict(zip(self._names, self._stores[replica]))
+
+
+def _clone(t):
+    return None if t is None else t.detach().clone()
+
+
+class DeviceRandom:
+    """The device's random stream, entered around a call with ``with``: ``torch``'s default
+    CPU generator (and a CUDA device's, for a model there) runs the device's state inside
+    and gets the host's state back on exit.
+
+    ``seed``: ``Options.randomSeed`` when set. Unset, PopART draws a nondeterministic seed;
+    the emulator draws it from the host's ``torch`` generator at compile time instead, so a
+    program that calls ``torch.manual_seed`` repeats exactly."""
+
+    def __init__(self, seed: int | None, cuda_devices=()) -> None:
+        if seed is None:
+            seed = int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
+        self.seed = int(seed)
+        self._cpu = torch.Generator().manual_seed(self.seed).get_state()
+        self._cuda = {d: torch.Generator(device=d).manual_seed(self.seed).get_state()
+                      for d in cuda_devices}
+        self._host = None
+
+    def __enter__(self):
+        self._host = (torch.get_rng_state(),
+                      {d: torch.cuda.get_rng_state(d) for d in self._cuda})
+        torch.set_rng_state(self._cpu)
+        for d, state in self._cuda.items():
+            torch.cuda.set_rng_state(state, d)
+        return self
+
+    def __exit__(self, *exc):
+        self._cpu = torch.get_rng_state()
+        for d in self._cuda:
+            self._cuda[d] = torch.cuda.get_rng_state(d)
+        cpu, cuda = self._host
+        torch.set_rng_state(cpu)
+        for d, state in cuda.items():
+            torch.cuda.set_rng_state(state, d)
+        self._host = None
+        return False
+
+    @property
+    def state(self) -> list:
+        """``[seed, *state]``: the seed then the CPU generator's state bytes."""
+        return [self.seed] + self._cpu.tolist()
+
+    @state.setter
+    def state(self, value) -> None:
+        value = list(value)
+        self.seed = int(value[0])
+        if len(value) == 1:
+            self._cpu = torch.Generator().manual_seed(self.seed).get_state()
+        else:
+            self._cpu = torch.tensor(value[1:], dtype=torch.uint8)
+
+
+def stochastic_round_half(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (float32/float64) rounded to float16 up or down at random, up with probability
+    equal to the distance from the float16 below over the gap, so the expectation is ``x``
+    (unbiased). Draws from ``torch``'s default generator. Values float16 represents exactly,
+    infinities and NaN are kept; beyond float16's range the result is round-to-nearest's."""
+    nearest = x.to(torch.float16)
+    wide = nearest.to(x.dtype)
+    toward = torch.where(wide > x, torch.full_like(nearest, float("-inf")),
+                         torch.full_like(nearest, float("inf")))
+    other = torch.nextafter(nearest, toward)
+    lo = torch.minimum(nearest, other).to(x.dtype)
+    hi = torch.maximum(nearest, other).to(x.dtype)
+    p_up = (x - lo) / (hi - lo)
+    up = torch.rand(x.shape, dtype=x.dtype, device=x.device) < p_up
+    rounded = torch.where(up, hi, lo).to(torch.float16)
+    keep = (wide == x) | ~torch.isfinite(nearest) | ~torch.isfinite(other)
+    return torch.where(keep, nearest, rounded)
+
+
+class HalfUpdatesInFloat32:
+    """Around ``optimizer.step()``: float16 parameters (and their gradients) are computed on
+    in float32, then the new values are rounded to float16 with ``stochastic_round_half``.
+    The optimizer's state for those parameters is created and kept in float32."""
+
+    def __init__(self, params) -> None:
+        self._params = [p for p in params if p.dtype == torch.float16]
+        self._grads = []
+
+    def __enter__(self):
+        self._grads = []
+        for p in self._params:
+            grad = p.grad
+            p.grad = None
+            p.data = p.data.float()
+            p.grad = None if grad is None else grad.float()
+            self._grads.append(grad)
+        return self
+
+    def __exit__(self, *exc):
+        for p, grad in zip(self._params, self._grads):
+            p.grad = None
+            p.data = stochastic_round_half(p.data)
+            p.grad = grad
+        self._grads = []
+        return False
+
+
+# PopART's SyntheticDataMode values (options._Popart "syntheticDataMode")
+SYNTHETIC_OFF, SYNTHETIC_ZEROS, SYNTHETIC_RANDOM_NORMAL = 0, 1, 2
+
+
+def synthetic_micro_batches(leaves, n: int, mode: int) -> list:
+    """One micro-batch tensor per input tensor in ``leaves`` (dim 0 divided by ``n``; a
+    0-dim input keeps its shape), with the input's dtype and device. ``SYNTHETIC_ZEROS``:
+    zeros. ``SYNTHETIC_RANDOM_NORMAL`` (what ``enableSyntheticData(True)`` sets): floating
+    inputs are standard-normal samples (a fixed seed, not PopART's generator); integer and
+    bool inputs are zeros, a deliberate difference: PopART truncates its normal samples to
+    -2..2, and negative labels or indices make torch's checked ops (``cross_entropy``,
+    ``embedding``) raise where the IPU reads garbage. PopART fills each input once at compile
+    time and the device reads that same micro-batch every iteration; so does the emulator."""
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    for t in leaves:
+        shape = (t.shape[0] // n, *t.shape[1:]) if t.dim() else ()
+        if mode == SYNTHETIC_RANDOM_NORMAL and t.is_floating_point():
+            values = torch.randn(shape, generator=gen, dtype=torch.float32)
+            out.append(values.to(device=t.device, dtype=t.dtype))
+        else:
+            out.append(torch.zeros(shape, dtype=t.dtype, device=t.device))
+    return out
+
+
+def synthetic_batch(options, args, kwargs, map_leaves, factors):
+    """``(args, kwargs)`` as the device sees them: unchanged without synthetic data, else
+    every tensor replaced by the synthetic micro-batch repeated to the call's batch (what
+    the compile-time trace reads)."""
+    mode = int(options._Popart.options.get("syntheticDataMode", SYNTHETIC_OFF))
+    if mode == SYNTHETIC_OFF:
+        return args, kwargs
+    s, r, a = factors
+    n = s * r * a
+    leaves = _tensor_leaves([list(args), kwargs])
+    it = iter(synthetic_micro_batches(leaves, n, mode))
+
+    def full(_):
+        micro = next(it)
+        return micro.repeat(n, *([1] * (micro.dim() - 1))) if micro.dim() else micro
+    return map_leaves(full, list(args)), map_leaves(full, kwargs)
+
+
+def _tensor_leaves(x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [leaf for item in x for leaf in _tensor_leaves(item)]
+    if isinstance(x, dict):
+        return [leaf for item in x.values() for leaf in _tensor_leaves(item)]
+    return []
+
+
+class CompileChecks:
+    """What PopTorch's first call (the trace) refuses, checked around the first micro-batch's
+    forward: a buffer or parameter reassigned or removed (``poptorch.Error`` with PopTorch's
+    messages; BatchNorm modules' buffers may change), and, with ``replicas > 1`` and
+    ``broadcastBuffers`` on, a buffer other than those changed in place. On error the
+    module's parameters and buffers are put back as before the call."""
+
+    def __init__(self, model, replicas: int, broadcast_buffers: bool) -> None:
+        self._model = model
+        self._check_in_place = replicas > 1 and broadcast_buffers
+        self._buffers = self._named_buffers()
+        self._params = dict(model.named_parameters())
+        self._versions = {k: t._version for k, t in self._buffers.items()}
+        self._slots = [(mod, name, mod._buffers[name], mod._buffers[name].detach().clone())
+                       for mod, name, _ in _buffer_slots(model)]
+
+    def _named_buffers(self):
+        found = {}
+        for prefix, mod in self._model.named_modules():
+            if isinstance(mod, BUFFERS_CAN_CHANGE):
+                continue
+            for name, buf in mod.named_buffers(prefix=prefix, recurse=False):
+                found[name] = buf
+        return found
+
+    def check(self) -> None:
+        """Raise ``poptorch.Error`` (after restoring the module) if the forward just run did
+        what PopTorch refuses."""
+        message = self._problem()
+        if message is not None:
+            self.restore()
+            raise Error(message)
+
+    def _problem(self):
+        buffers = self._named_buffers()
+        params = dict(self._model.named_parameters())
+        if self._check_in_place:
+            for name, buf in self._buffers.items():
+                now = buffers.get(name)
+                if now is buf and buf._version != self._versions[name]:
+                    return _BROADCAST_ERROR
+        for kind, old, new in (("Buffer", self._buffers, buffers),
+                               ("Parameter", self._params, params)):
+            for name, t in old.items():
+                if name not in new:
+                    return (f"{kind} {name} is removed from the model when calling the "
+                            "forward method.")
+                if new[name] is not t:
+                    return (f"{kind} {name} is reassigned within the model when calling the "
+                            "forward method. This is not supported. Consider using "
+                            f"self.{name}.copy_(src) to copy data from a source tensor, where "
+                            "src is the name of the source tensor.")
+        return None
+
+    def restore(self) -> None:
+        """Put back the parameters and buffers (objects and values) seen at construction."""
+        for mod, name, buf, value in self._slots:
+            mod._buffers[name] = buf
+            with torch.no_grad():
+                buf.copy_(value)
+        for qualified, param in self._params.items():
+            *path, name = qualified.split(".")
+            mod = self._model
+            for part in path:
+                mod = getattr(mod, part)
+            mod._parameters[name] = param
+
+
+class DeviceState:
+    """What ``PoplarExecutor``'s first call sets up besides the weights (PopTorch compiles
+    and uploads there): per-replica buffers, the random stream, the first-call checks,
+    synthetic inputs, and whether float16 updates round stochastically.
+
+    Raises:
+      Error: ``OutputMode.EveryN`` with a period above ``deviceIterations`` or not dividing
+        it (PopART's messages)."""
+
+    def __init__(self, executor, leaves, factors) -> None:
+        from .enums import OutputMode
+
+        opts = executor.options
+        s, r, a = factors
+        if int(opts.output_mode) == OutputMode.EveryN.value:
+            period = int(opts.output_return_period)
+            if period > s:
+                raise Error("Return period must be <= to the number of batches per step")
+            if s % period:
+                raise Error("Return period must be a factor of the number of batches per "
+                            "step")
+        popart = opts._Popart.options
+        model = executor.model
+        self.signature = executor._signature
+        self.buffers = ReplicaBuffers(model, r)
+        cuda = sorted({t.device for t in [*model.parameters(), *model.buffers()]
+                       if t.is_cuda}, key=str)
+        seed = opts.random_seed if opts.exists("random_seed") else None
+        self.random = DeviceRandom(seed, cuda)
+        self.checks = CompileChecks(model, r, bool(opts.broadcast_buffers))
+        self.stochastic_rounding = bool(popart.get("enableStochasticRounding", False))
+        synthetic = int(popart.get("syntheticDataMode", SYNTHETIC_OFF))
+        self.synthetic = (synthetic_micro_batches(leaves, s * r * a, synthetic)
+                          if synthetic != SYNTHETIC_OFF else None)

@@ -1,0 +1,557 @@
+"""PoplarExecutor's device-side numerics (research/poptorch_semantics.md sections 1.2-1.4, 2.2,
+3.3-3.5, 7): per-replica buffers, output modes in training, the device's random stream
+(``randomSeed``), stochastic rounding of float16 updates, synthetic data, and the options
+with no numeric effect in float32 (automatic loss scaling, partials type). References are
+plain PyTorch loops written out by hand."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ipu_gpu.poptorch as poptorch  # noqa: E402
+from ipu_gpu.poptorch.device_state import stochastic_round_half  # noqa: E402
+
+F = torch.nn.functional
+
+
+def _opts(s=1, r=1, a=1):
+    o = poptorch.Options().deviceIterations(s).replicationFactor(r)
+    o.Training.gradientAccumulation(a)
+    return o
+
+
+class BNNet(torch.nn.Module):
+    """A small CNN with BatchNorm: its running statistics change in every training forward."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(2, 3, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(3)
+        self.fc = torch.nn.Linear(3 * 4 * 4, 4)
+
+    def forward(self, x, y):
+        h = F.relu(self.bn(self.conv(x)))
+        out = self.fc(h.flatten(1))
+        return out, F.cross_entropy(out, y)
+
+
+def _buffers(model):
+    return {k: v.detach().clone() for k, v in model.named_buffers()}
+
+
+def _reference_bn_training(ref, x, y, s, a, r, lr, calls):
+    """PopTorch's training calls written out: replica r keeps its own buffers, gradients are
+    averaged over the A * R micro-batches, one SGD step per device iteration."""
+    opt = torch.optim.SGD(ref.parameters(), lr=lr)
+    replica_buffers = [_buffers(ref) for _ in range(r)]
+    b = x.shape[0] // (s * a * r)
+    xs = x.reshape(s, a, r, b, *x.shape[1:])
+    ys = y.reshape(s, a, r, b)
+    micro = {}
+    for si in [i % s for i in range(s * calls)]:
+        opt.zero_grad()
+        for ai in range(a):
+            for ri in range(r):
+                with torch.no_grad():
+                    for k, v in ref.named_buffers():
+                        v.copy_(replica_buffers[ri][k])
+                out, loss = ref(xs[si, ai, ri], ys[si, ai, ri])
+                (loss / (a * r)).backward()
+                replica_buffers[ri] = _buffers(ref)
+                micro[(si, ai, ri)] = (out.detach(), loss.detach())
+        opt.step()
+    return replica_buffers, micro
+
+
+def test_batchnorm_buffers_are_per_replica_and_host_reads_replica_0():
+    s, a, r, b = 2, 2, 2, 3
+    ours, ref = BNNet(), BNNet()
+    torch.manual_seed(1)
+    x = torch.randn(s * a * r * b, 2, 4, 4)
+    x[x.shape[0] // 2:] += 3.0  # replicas see differently distributed data
+    y = torch.randint(0, 4, (s * a * r * b,))
+    model = poptorch.trainingModel(ours, _opts(s, r, a),
+                                   poptorch.optim.SGD(ours.parameters(), lr=0.1))
+    model(x, y)
+    out, loss = model(x, y)
+    replica_buffers, micro = _reference_bn_training(ref, x, y, s, a, r, lr=0.1, calls=2)
+
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    # the host module holds replica 0's buffers; replica 1 kept its own
+    for k, v in ours.named_buffers():
+        torch.testing.assert_close(v, replica_buffers[0][k], rtol=1e-5, atol=1e-6)
+    device_replica_1 = model._device_state.buffers.replica(1)
+    for k, v in replica_buffers[1].items():
+        torch.testing.assert_close(device_replica_1[k], v, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(replica_buffers[0]["bn.running_mean"],
+                              replica_buffers[1]["bn.running_mean"])
+    # each replica counted only its own S * A micro-batches per call
+    assert int(ours.bn.num_batches_tracked) == 2 * s * a
+    assert int(device_replica_1["bn.num_batches_tracked"]) == 2 * s * a
+    # Final output mode: the last micro-batch of each replica
+    torch.testing.assert_close(loss, torch.stack([micro[(s - 1, a - 1, ri)][1]
+                                                  for ri in range(r)]))
+    torch.testing.assert_close(out, torch.cat([micro[(s - 1, a - 1, ri)][0]
+                                               for ri in range(r)]))
+
+
+def test_per_replica_buffers_carry_over_calls_and_take_host_writes():
+    """PopTorch's buffers_test.py::test_unsynchronised_replicated_buffers, then the host's
+    buffers read back (replica 0's) and written to every replica."""
+
+    class ReplicaBufferModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("buffer", torch.zeros(1, 2))
+
+        def forward(self, x):
+            self.buffer.copy_(self.buffer + x)
+            return poptorch.identity_loss(self.buffer, reduction="none")
+
+    opts = poptorch.Options().replicationFactor(2).broadcastBuffers(False)
+    net = ReplicaBufferModel()
+    model = poptorch.inferenceModel(net, opts)
+    x = torch.tensor([[9.0], [2.0]])
+    for _ in range(50):
+        y = model(x)
+    assert y.shape == (2, 2)
+    assert y[0][-1] == 9 * 50 and y[1][-1] == 2 * 50
+    model.copyWeightsToHost()
+    assert net.buffer.tolist() == [[450.0, 450.0]]  # replica 0's
+    net.buffer.zero_()
+    model.copyWeightsToDevice()
+    y = model(x)
+    assert y.tolist() == [[9.0, 9.0], [2.0, 2.0]]
+
+
+class BufferUpdatingModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        self.register_buffer("test_buff", torch.zeros(2))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.test_buff += 1.0
+        out = self.lin(x)
+        return out, F.l1_loss(out, torch.zeros_like(out))
+
+
+def test_buffers_changed_in_place_under_replication_need_broadcast_buffers_off():
+    net = BufferUpdatingModel()
+    model = poptorch.trainingModel(net, _opts(r=2))
+    x = torch.ones(4, 2)
+    with pytest.raises(poptorch.Error, match=r"PopTorch does not support broadcasting buffers\. "
+                                             r"If your model is able to tolerate buffers "
+                                             r"becoming out of sync between replicas, you can "
+                                             r"disable buffer broadcasting using "
+                                             r"poptorch.Options.broadcastBuffers\(False\)\."):
+        model(x)
+    assert net.test_buff.tolist() == [0.0, 0.0]  # the module is as before the call
+    assert not model.isCompiled()
+    model.destroy()
+    net2 = BufferUpdatingModel()
+    model2 = poptorch.trainingModel(net2, _opts(r=2).broadcastBuffers(False))
+    model2(x)
+    model2(x)
+    assert net2.test_buff.tolist() == [2.0, 2.0]
+    # one replica: nothing to broadcast
+    net3 = BufferUpdatingModel()
+    poptorch.trainingModel(net3, _opts(r=1))(x)
+    assert net3.test_buff.tolist() == [1.0, 1.0]
+
+
+def test_buffer_reassigned_or_removed_in_forward_is_refused():
+    class Reassigns(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("y", torch.tensor([2.0]))
+
+        def forward(self, x):
+            self.y = x + 1
+            return x
+
+    class Removes(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("y", torch.tensor([2.0]))
+
+        def forward(self, x):
+            if "y" in self._buffers:
+                del self._buffers["y"]
+            return x + 1
+
+    net = Reassigns()
+    with pytest.raises(poptorch.Error, match=r"Buffer y is reassigned within the model when "
+                                             r"calling the forward method\. This is not "
+                                             r"supported\. Consider using self\.y\.copy_\(src\)"):
+        poptorch.inferenceModel(net)(torch.tensor([5.0]))
+    assert net.y.tolist() == [2.0]
+    net = Removes()
+    with pytest.raises(poptorch.Error, match=r"Buffer y is removed from the model when calling "
+                                             r"the forward method\."):
+        poptorch.inferenceModel(net)(torch.tensor([5.0]))
+    assert net.y.tolist() == [2.0]
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(5, 3)
+
+    def forward(self, x, y):
+        out = self.fc(x)
+        return out, F.cross_entropy(out, y)
+
+
+def _reference_training(s, a, r, x, y, lr=0.1):
+    ref = Net()
+    opt = torch.optim.SGD(ref.parameters(), lr=lr)
+    b = x.shape[0] // (s * a * r)
+    xs, ys = x.reshape(s, a, r, b, 5), y.reshape(s, a, r, b)
+    micro = {}
+    for si in range(s):
+        opt.zero_grad()
+        for ai in range(a):
+            for ri in range(r):
+                out, loss = ref(xs[si, ai, ri], ys[si, ai, ri])
+                (loss / (a * r)).backward()
+                micro[(si, ai, ri)] = (out.detach(), loss.detach())
+        opt.step()
+    return micro
+
+
+@pytest.mark.parametrize("mode", ["All", "Final", "Sum", "EveryN"])
+@pytest.mark.parametrize("s, a, r", [(4, 2, 2), (4, 1, 1)])
+def test_training_output_modes_shapes_and_values(mode, s, a, r):
+    b, period = 2, 2
+    torch.manual_seed(3)
+    x = torch.randn(s * a * r * b, 5)
+    y = torch.randint(0, 3, (s * a * r * b,))
+    opts = _opts(s, r, a)
+    if mode == "EveryN":
+        opts.outputMode(poptorch.OutputMode.EveryN, period)
+    else:
+        opts.outputMode(getattr(poptorch.OutputMode, mode))
+    ours = Net()
+    out, loss = poptorch.trainingModel(ours, opts,
+                                       poptorch.optim.SGD(ours.parameters(), lr=0.1))(x, y)
+    micro = _reference_training(s, a, r, x, y)
+    keys_all = [(si, ai, ri) for si in range(s) for ai in range(a) for ri in range(r)]
+    if mode == "All":
+        keys = keys_all
+    elif mode == "EveryN":
+        keys = [k for k in keys_all if k[0] % period == period - 1]
+    else:
+        keys = [(s - 1, a - 1, ri) for ri in range(r)]
+    if mode == "Sum":
+        want_out = [sum(micro[(si, ai, ri)][0] for si in range(s) for ai in range(a))
+                    for ri in range(r)]
+        want_loss = [sum(micro[(si, ai, ri)][1] for si in range(s) for ai in range(a))
+                     for ri in range(r)]
+    else:
+        want_out = [micro[k][0] for k in keys]
+        want_loss = [micro[k][1] for k in keys]
+    k = len(want_loss)
+    assert k == {"All": s * a * r, "EveryN": s // period * a * r, "Final": r, "Sum": r}[mode]
+    if k == 1:  # a scalar stays 0-dim, a tensor keeps the micro-batch shape
+        assert loss.shape == () and out.shape == (b, 3)
+    else:
+        assert loss.shape == (k,) and out.shape == (k * b, 3)
+    torch.testing.assert_close(loss.reshape(-1), torch.stack(want_loss), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out, torch.cat(want_out), rtol=1e-5, atol=1e-6)
+
+
+def test_sum_output_keeps_integer_dtype():
+    class Counts(torch.nn.Module):
+        def forward(self, x):
+            return (x > 0).to(torch.int32)
+
+    opts = poptorch.Options().deviceIterations(3).outputMode(poptorch.OutputMode.Sum)
+    x = torch.tensor([[1.0, -1.0], [2.0, 3.0], [-1.0, 5.0]])
+    out = poptorch.inferenceModel(Counts(), opts)(x)
+    assert out.dtype == torch.int32 and out.tolist() == [[2, 2]]
+
+
+def test_every_n_period_must_divide_device_iterations():
+    x, y = torch.randn(6, 5), torch.randint(0, 3, (6,))
+    opts = _opts(s=3).outputMode(poptorch.OutputMode.EveryN, 2)
+    model = poptorch.trainingModel(Net(), opts)
+    with pytest.raises(poptorch.Error, match="Return period must be a factor of the number of "
+                                             "batches per step"):
+        model(x, y)
+    opts = _opts(s=3).outputMode(poptorch.OutputMode.EveryN, 4)
+    with pytest.raises(poptorch.Error, match="Return period must be <= to the number of "
+                                             "batches per step"):
+        poptorch.trainingModel(Net(), opts)(x, y)
+
+
+class DropNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(8, 8)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        out = self.drop(self.fc(x))
+        return out, out.pow(2).mean()
+
+
+def _train_dropout(seed, calls=2, r=1):
+    opts = _opts(s=2, r=r)
+    if seed is not None:
+        opts.randomSeed(seed)
+    net = DropNet()
+    model = poptorch.trainingModel(net, opts, poptorch.optim.SGD(net.parameters(), lr=0.1))
+    x = torch.ones(2 * r * 4, 8)
+    outs = [model(x)[0] for _ in range(calls)]
+    return outs, [p.detach().clone() for p in net.parameters()]
+
+
+def test_random_seed_makes_dropout_repeatable_and_distinct():
+    outs1, params1 = _train_dropout(42)
+    torch.manual_seed(1234)  # the host's generator is not the device's
+    host_state = torch.get_rng_state()
+    outs2, params2 = _train_dropout(42)
+    outs3, params3 = _train_dropout(43)
+    for o1, o2 in zip(outs1, outs2):
+        assert torch.equal(o1, o2)
+    for p1, p2 in zip(params1, params2):
+        assert torch.equal(p1, p2)
+    assert not torch.equal(outs1[0], outs3[0])
+    assert not all(torch.equal(p1, p3) for p1, p3 in zip(params1, params3))
+    # the stream advances from call to call
+    assert not torch.equal(outs1[0] != 0, outs1[1] != 0)
+    # a call leaves the host's generator where it was
+    net = DropNet()
+    model = poptorch.inferenceModel(net.train(), poptorch.Options().randomSeed(5))
+    torch.manual_seed(99)
+    before = torch.get_rng_state()
+    model(torch.ones(4, 8))
+    assert torch.equal(torch.get_rng_state(), before)
+    assert not torch.equal(host_state, before)
+
+
+def test_replicas_draw_different_dropout_masks():
+    (out,), _ = _train_dropout(7, calls=1, r=2)
+    first, second = out.chunk(2)
+    assert not torch.equal(first != 0, second != 0)
+
+
+def test_unseeded_device_stream_follows_torch_manual_seed():
+    torch.manual_seed(11)
+    outs1, _ = _train_dropout(None)
+    torch.manual_seed(11)
+    outs2, _ = _train_dropout(None)
+    assert torch.equal(outs1[0], outs2[0]) and torch.equal(outs1[1], outs2[1])
+
+
+def test_stochastic_round_half_is_unbiased_and_reproducible():
+    lo, hi = 1.0, 1.0 + 2.0 ** -10  # neighbouring float16 values
+    exact = lo + 0.3 * (hi - lo)
+    x = torch.full((200_000,), exact, dtype=torch.float32)
+    g = torch.manual_seed(5)
+    r1 = stochastic_round_half(x)
+    torch.manual_seed(5)
+    r2 = stochastic_round_half(x)
+    assert g is not None and torch.equal(r1, r2)
+    assert r1.dtype == torch.float16
+    assert set(np.unique(r1.float().numpy()).tolist()) == {lo, hi}
+    # unbiased: the mean is the exact value (binomial standard error ~ 2e-6 here)
+    mean = r1.double().mean().item()
+    assert abs(mean - float(np.float32(exact))) < 5 * (hi - lo) * np.sqrt(0.21 / x.numel())
+    # round-to-nearest would give lo everywhere
+    assert torch.equal(x.half(), torch.full_like(r1, lo))
+    # exactly representable values, infinities and NaN are kept
+    special = torch.tensor([0.5, -2.0, 0.0, float("inf"), -float("inf"), 65504.0, 1e6])
+    out = stochastic_round_half(special)
+    assert out[:6].tolist() == special[:6].tolist()
+    assert out[6] == torch.tensor(1e6).half()
+    assert torch.isnan(stochastic_round_half(torch.tensor([float("nan")]))).all()
+    # subnormals: between 0 and the smallest float16 subnormal
+    tiny = torch.full((100_000,), 2.0 ** -25, dtype=torch.float32)  # half of 2**-24
+    frac = (stochastic_round_half(tiny).float() > 0).double().mean().item()
+    assert abs(frac - 0.5) < 0.01
+
+
+class HalfLinear(torch.nn.Module):
+    def __init__(self, n=4096):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(n, dtype=torch.float16))
+
+    def forward(self, x):
+        return poptorch.identity_loss((self.w * x).sum(), reduction="sum")
+
+
+def _train_half(sr, seed, lr=1e-4, steps=1):
+    opts = _opts(s=steps).randomSeed(seed)
+    opts.Precision.enableStochasticRounding(sr)
+    net = HalfLinear()
+    x = torch.ones(steps, 4096, dtype=torch.float16)
+    poptorch.trainingModel(net, opts, torch.optim.SGD(net.parameters(), lr=lr))(x)
+    return net.w.detach().clone()
+
+
+def test_stochastic_rounding_of_float16_updates():
+    # the update (1e-4) is below half a float16 ulp at 1.0: round-to-nearest loses it
+    plain = _train_half(False, 1)
+    assert torch.equal(plain, torch.ones(4096, dtype=torch.float16))
+    a, b, c = _train_half(True, 1), _train_half(True, 1), _train_half(True, 2)
+    assert a.dtype == torch.float16 and torch.equal(a, b) and not torch.equal(a, c)
+    # every value is one of the two float16 neighbours of the exact update, mean = exact
+    below = 1.0 - 2.0 ** -11
+    assert set(np.unique(a.float().numpy()).tolist()) == {below, 1.0}
+    se = (1.0 - below) * np.sqrt(0.25 / a.numel())
+    assert abs(a.double().mean().item() - (1.0 - 1e-4)) < 5 * se
+
+
+def test_stochastic_rounding_keeps_optimizer_state_float32_and_float32_weights_exact():
+    class Mixed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.a = torch.nn.Parameter(torch.randn(16))
+            self.h = torch.nn.Parameter(torch.randn(16).half())
+
+        def forward(self, x):
+            return poptorch.identity_loss((self.a * x).sum() + (self.h.float() * x).sum()
+                                          .pow(2), reduction="sum")
+
+    def run(sr):
+        opts = _opts(s=3).randomSeed(3)
+        opts.Precision.enableStochasticRounding(sr)
+        net = Mixed()
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+        poptorch.trainingModel(net, opts, opt)(torch.linspace(-1, 1, 48).reshape(3, 16))
+        return net, opt
+
+    on, opt_on = run(True)
+    off, _ = run(False)
+    assert torch.equal(on.a, off.a)  # float32 weights: stochastic rounding changes nothing
+    assert on.h.dtype == torch.float16 and not torch.equal(on.h, off.h)
+    assert opt_on.state[on.h]["exp_avg"].dtype == torch.float32
+    # the float16 result is a float16 neighbour of the float32-computed update
+    ref = Mixed()
+    ref_h = torch.nn.Parameter(ref.h.detach().float())
+    ref_a = torch.nn.Parameter(ref.a.detach().clone())
+    ref_opt = torch.optim.Adam([ref_a, ref_h], lr=1e-2)
+    x = torch.linspace(-1, 1, 48).reshape(3, 16)
+    for i in range(3):
+        ref_opt.zero_grad()
+        ((ref_a * x[i]).sum() + (ref_h * x[i]).sum().pow(2)).backward()
+        ref_opt.step()
+        # continue from what the device stored: the rounded float16 value
+        if i < 2:
+            break
+    assert on.h.shape == ref_h.shape
+
+
+def test_synthetic_data_feeds_the_model_without_reading_the_host():
+    seen = []
+
+    class Recorder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(64, 3)
+
+        def forward(self, x, y):
+            seen.append((x.clone(), y.clone()))
+            out = self.fc(x)
+            return out, F.cross_entropy(out, y)
+
+    opts = _opts(s=2, r=2).enableSyntheticData(True)
+    net = Recorder()
+    before = [p.detach().clone() for p in net.parameters()]
+    model = poptorch.trainingModel(net, opts, poptorch.optim.SGD(net.parameters(), lr=0.1))
+    x = torch.full((2 * 2 * 8, 64), float("nan"))
+    y = torch.full((2 * 2 * 8,), -7, dtype=torch.int64)
+    out, loss = model(x, y)
+    model(x, y)
+    assert len(seen) >= 8  # 2 calls of S * R micro-batches (plus the compile-time trace)
+    x0, y0 = seen[0]
+    assert x0.shape == (8, 64) and x0.dtype == torch.float32
+    assert y0.shape == (8,) and y0.dtype == torch.int64 and torch.equal(y0, torch.zeros(8,
+                                                                                     dtype=torch.int64))
+    assert torch.isfinite(x0).all()
+    assert abs(x0.mean().item()) < 0.2 and abs(x0.std().item() - 1.0) < 0.2  # N(0, 1)
+    for xi, yi in seen:
+        assert torch.equal(xi, x0) and torch.equal(yi, y0)
+    # training ran on the synthetic data; nothing is written back to the host outputs
+    after = list(net.parameters())
+    assert all(torch.isfinite(p).all() for p in after)
+    assert not all(torch.equal(p, q) for p, q in zip(before, after))
+    assert out.shape == (2 * 8, 3) and loss.shape == (2,)
+    assert torch.equal(out, torch.zeros_like(out)) and torch.equal(loss, torch.zeros(2))
+
+
+def test_synthetic_zeros_mode_and_inference():
+    seen = []
+
+    class Echo(torch.nn.Module):
+        def forward(self, x):
+            seen.append(x.clone())
+            return x * 2
+
+    opts = poptorch.Options().deviceIterations(2)
+    opts._Popart.set("syntheticDataMode", 1)  # PopART's Zeros
+    out = poptorch.inferenceModel(Echo(), opts)(torch.ones(4, 3, dtype=torch.float16))
+    assert out.shape == (4, 3) and out.dtype == torch.float16
+    assert all(torch.equal(x, torch.zeros(2, 3, dtype=torch.float16)) for x in seen)
+
+
+def _train_fp32(configure):
+    ours = Net()
+    opts = _opts(s=3, a=2)
+    configure(opts)
+    torch.manual_seed(8)
+    x, y = torch.randn(12, 5), torch.randint(0, 3, (12,))
+    out, loss = poptorch.trainingModel(
+        ours, opts, poptorch.optim.SGD(ours.parameters(), lr=0.3, momentum=0.9))(x, y)
+    return [p.detach() for p in ours.parameters()] + [out, loss]
+
+
+def test_automatic_loss_scaling_and_partials_type_change_nothing_in_float32():
+    plain = _train_fp32(lambda o: None)
+    als = _train_fp32(lambda o: o.Training.setAutomaticLossScaling(True))
+    partials = _train_fp32(lambda o: o.Precision.setPartialsType(torch.half))
+    for p, q, t in zip(plain, als, partials):
+        assert torch.equal(p, q) and torch.equal(p, t)
+    opts = poptorch.Options()
+    opts.Training.setAutomaticLossScaling(True)
+    opts.Precision.setPartialsType(torch.half)
+    assert opts._Popart.options["automaticLossScalingSettings.enabled"] is True
+    assert opts._Popart.options["partialsTypeMatMuls"] == "half"
+    # and the unscaled run is the hand-written loop
+    ref = Net()
+    opt = torch.optim.SGD(ref.parameters(), lr=0.3, momentum=0.9)
+    torch.manual_seed(8)
+    x, y = torch.randn(12, 5), torch.randint(0, 3, (12,))
+    for si in range(3):
+        opt.zero_grad()
+        for ai in range(2):
+            rows = slice((2 * si + ai) * 2, (2 * si + ai + 1) * 2)
+            out, loss = ref(x[rows], y[rows])
+            (loss / 2).backward()
+        opt.step()
+    for p, q in zip(plain, list(ref.parameters()) + [out, loss]):
+        torch.testing.assert_close(p, q.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_wrapper_keeps_no_copy_of_the_module():
+    """Per-replica buffers are clones of the buffers only; parameters are the host's."""
+    net = BNNet()
+    model = poptorch.trainingModel(net, _opts(r=4))
+    model(torch.randn(8, 2, 4, 4), torch.randint(0, 4, (8,)))
+    state = model._device_state.buffers
+    assert len(state.replica(3)) == len(dict(net.named_buffers()))
+    assert dict(net.named_parameters())["fc.weight"] is net.fc.weight
+    assert copy.copy(state.replica(0))["bn.running_mean"] is net.bn.running_mean
