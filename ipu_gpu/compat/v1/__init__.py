@@ -97,10 +97,13 @@ _PARTITION_NAMES = ["fixed_size_partitioner", "min_max_variable_partitioner",
 globals().update({n: getattr(_pv, n) for n in _PARTITION_NAMES})
 _SCOPE_NAMES += _PARTITION_NAMES
 
-layers = _types.ModuleType(f"{__name__}.layers", "``tf.compat.v1.layers``: dense, flatten, "
-                           "dropout on get_variable.")
+layers = _types.ModuleType(f"{__name__}.layers", "``tf.compat.v1.layers``: dense, conv2d, "
+                           "pooling, batch_normalization, flatten, dropout on get_variable.")
 layers.dense, layers.flatten, layers.dropout = _vs.dense, _vs.flatten, _vs.dropout
-layers.__all__ = ["dense", "dropout", "flatten"]
+from . import tf_layers as _tf_layers  # noqa: E402
+
+layers.__dict__.update({n: getattr(_tf_layers, n) for n in _tf_layers.__all__})
+layers.__all__ = sorted(["dense", "dropout", "flatten", *_tf_layers.__all__])
 _sys.modules[layers.__name__] = layers
 
 from . import losses, metrics  # noqa: E402,F401  (tf.compat.v1.losses and .metrics)

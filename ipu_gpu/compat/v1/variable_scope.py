@@ -135,9 +135,7 @@ def _wrap_custom_getter(custom_getter, outer_getter):
 
 
 def _unique(outer: VariableScope, base: str) -> str:
-    counts = getattr(_local, "defaults", None)
-    if counts is None:
-        counts = _local.defaults = {}
+    counts = _store("_default_scope_names")  # per graph, as TF's name scopes are
     key = (outer.name, base)
     n = counts.get(key, 0)
     counts[key] = n + 1
