@@ -202,12 +202,17 @@ class _PrecisionOptions(OptionsDict):
         return self
 
     def enableStochasticRounding(self, enabled: bool) -> _PrecisionOptions:
-        """Stochastic rounding of float16 results (recorded only)."""
+        """Round float16 values up or down at random, with the expectation equal to the
+        unrounded value. ipu_gpu rounds float16 weight updates so (computed in float32,
+        drawn from the ``randomSeed`` stream, so repeatable per seed); float32 weights and
+        float16 activations are unaffected (PyTorch computes those with round-to-nearest)."""
         self._popart_options.set("enableStochasticRounding", enabled)
         return self
 
     def setPartialsType(self, dtype) -> _PrecisionOptions:
-        """Type of matmul/convolution partial results: ``torch.float`` or ``torch.half``."""
+        """Type of matmul/convolution partial results: ``torch.float`` or ``torch.half``.
+        Recorded only: PyTorch offers no control over its kernels' partial sums (float16
+        matmuls accumulate as its kernels do), and float32 models are unchanged."""
         kind = _partials_kind(dtype)
         if kind is None:
             # PopTorch's message, missing space included
@@ -263,7 +268,10 @@ class _TrainingOptions(OptionsDict):
         return self
 
     def setAutomaticLossScaling(self, enabled: bool) -> _TrainingOptions:
-        """Automatic loss scaling (recorded only)."""
+        """Automatic loss scaling: on the IPU the loss scale adapts to float16 gradient
+        statistics. Recorded only: scaling the loss and dividing the gradients back changes
+        nothing in float32 arithmetic (the update equals the unscaled one); float16 models
+        keep the optimizer's ``loss_scaling``."""
         self._popart_options.set("automaticLossScalingSettings.enabled", enabled)
         return self
 
@@ -813,7 +821,9 @@ class Options(OptionsDict):
         return self
 
     def randomSeed(self, random_seed: int) -> Options:
-        """Seed of the device's random streams; also seeds ``torch`` on the host."""
+        """Seed of the device's random streams (dropout and other random ops, stochastic
+        rounding): the same seed gives the same results; also seeds ``torch`` on the
+        host."""
         assert isinstance(random_seed, int)
         try:
             import torch
@@ -893,7 +903,9 @@ class Options(OptionsDict):
 
     def enableSyntheticData(self, enabled: bool) -> Options:
         """Device-generated inputs instead of host I/O (PopART syntheticDataMode
-        RandomNormal=2 / Off=0)."""
+        RandomNormal=2 / Off=0): the host's data is not read, the model sees the same
+        standard-normal micro-batch (zeros for integer and bool inputs) every iteration, and
+        the outputs carry no results (zeros in ipu_gpu)."""
         self._Popart.set("syntheticDataMode", 2 if enabled else 0)
         return self
 
