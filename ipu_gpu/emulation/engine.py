@@ -191,19 +191,19 @@ class _LiveTensors:
         self.refs = {}  # id(weak reference) -> (the reference, its tensor's bytes)
 
     def add(self, t, nbytes: int) -> None:
-        self.ledger.charge(nbytes, _TENSORS)
+        self.ledger._charge(nbytes, _TENSORS)
         ref = weakref.ref(t, self._died)
         self.refs[id(ref)] = (ref, nbytes)
 
     def _died(self, ref) -> None:
         entry = self.refs.pop(id(ref), None)
         if entry is not None:
-            self.ledger.release(entry[1], _TENSORS)
+            self.ledger._release(entry[1], _TENSORS)
 
     def release_all(self) -> None:
         refs, self.refs = self.refs, {}
         for _, nbytes in refs.values():
-            self.ledger.release(nbytes, _TENSORS)
+            self.ledger._release(nbytes, _TENSORS)
 
 
 def _charge_tensor(t) -> None:

@@ -118,7 +118,10 @@ class MemoryLedger:
     def charge(self, nbytes: int, label: str = "tensor") -> None:
         """Account ``nbytes`` for a tensor labelled ``label`` on this IPU; raises
         GraphMemoryAllocationError when the IPU's memory would be exceeded."""
-        nbytes = _check_bytes(nbytes, "charge")
+        self._charge(_check_bytes(nbytes, "charge"), label)
+
+    def _charge(self, nbytes: int, label: str) -> None:
+        """``charge`` of a checked, non-negative int (the per-tensor hook's path)."""
         with self._lock:
             if self._used + nbytes > self.capacity and not self.allow_out_of_memory:
                 report = self._report(nbytes, label)
@@ -142,7 +145,10 @@ class MemoryLedger:
 
     def release(self, nbytes: int, label: str = "tensor") -> None:
         """Give back ``nbytes`` charged under ``label`` (ValueError if more than charged)."""
-        nbytes = _check_bytes(nbytes, "release")
+        self._release(_check_bytes(nbytes, "release"), label)
+
+    def _release(self, nbytes: int, label: str) -> None:
+        """``release`` of a checked, non-negative int (the per-tensor hook's path)."""
         with self._lock:
             entry = self._by_label.get(label)
             if entry is None or entry[0] < nbytes:
