@@ -133,20 +133,6 @@ class DeviceRandom:
         self._host = None
         return False
 
-    @property
-    def state(self) -> list:
-        """``[seed, *state]``: the seed then the CPU generator's state bytes."""
-        return [self.seed] + self._cpu.tolist()
-
-    @state.setter
-    def state(self, value) -> None:
-        value = list(value)
-        self.seed = int(value[0])
-        if len(value) == 1:
-            self._cpu = torch.Generator().manual_seed(self.seed).get_state()
-        else:
-            self._cpu = torch.tensor(value[1:], dtype=torch.uint8)
-
 
 def stochastic_round_half(x: torch.Tensor) -> torch.Tensor:
     """``x`` (float32/float64) rounded to float16 up or down at random, up with probability
@@ -255,11 +241,12 @@ class CompileChecks:
     ``broadcastBuffers`` on, a buffer other than those changed in place. On error the
     module's parameters and buffers are put back as before the call."""
 
-    def __init__(self, model, replicas: int, broadcast_buffers: bool) -> None:
+    def __init__(self, model, replicas: int, broadcast_buffers: bool, params=None) -> None:
         self._model = model
         self._check_in_place = replicas > 1 and broadcast_buffers
         self._buffers = self._named_buffers()
-        self._params = dict(model.named_parameters())
+        # ``params``: the parameters before the compile-time trace (which may rebind them)
+        self._params = dict(model.named_parameters()) if params is None else params
         self._versions = {k: t._version for k, t in self._buffers.items()}
         self._slots = [(mod, name, mod._buffers[name], mod._buffers[name].detach().clone())
                        for mod, name, _ in _buffer_slots(model)]
@@ -303,7 +290,8 @@ class CompileChecks:
         return None
 
     def restore(self) -> None:
-        """Put back the parameters and buffers (objects and values) seen at construction."""
+        """Put back the parameter objects and the buffer objects and values seen at
+        construction."""
         for mod, name, buf, value in self._slots:
             mod._buffers[name] = buf
             with torch.no_grad():
@@ -325,7 +313,7 @@ class DeviceState:
       Error: ``OutputMode.EveryN`` with a period above ``deviceIterations`` or not dividing
         it (PopART's messages)."""
 
-    def __init__(self, executor, leaves, factors) -> None:
+    def __init__(self, executor, leaves, factors, params=None) -> None:
         from .enums import OutputMode
 
         opts = executor.options
@@ -345,7 +333,7 @@ class DeviceState:
                        if t.is_cuda}, key=str)
         seed = opts.random_seed if opts.exists("random_seed") else None
         self.random = DeviceRandom(seed, cuda)
-        self.checks = CompileChecks(model, r, bool(opts.broadcast_buffers))
+        self.checks = CompileChecks(model, r, bool(opts.broadcast_buffers), params)
         self.stochastic_rounding = bool(popart.get("enableStochasticRounding", False))
         synthetic = int(popart.get("syntheticDataMode", SYNTHETIC_OFF))
         self.synthetic = (synthetic_micro_batches(leaves, s * r * a, synthetic)

@@ -238,7 +238,9 @@ class PoplarExecutor:
                             f"{dtype}. To recompile, call destroy() or make a new wrapper.")
 
     def __call__(self, *args, **kwargs):
+        params = None
         if self._signature is None:
+            params = dict(self.model.named_parameters())  # as before the compile's trace
             self.compile(*args, **kwargs)
         else:
             self._check_later(args, kwargs)
@@ -248,7 +250,7 @@ class PoplarExecutor:
         try:
             if first:
                 state = self._device_state = DeviceState(
-                    self, _leaves([list(args), kwargs]), self._factors())
+                    self, _leaves([list(args), kwargs]), self._factors(), params)
             with state.random:
                 return self._run(state, args, kwargs, first)
         except BaseException:
