@@ -304,12 +304,14 @@ class DropNet(torch.nn.Module):
         return out, out.pow(2).mean()
 
 
-def _train_dropout(seed, calls=2, r=1):
+def _train_dropout(seed, calls=2, r=1, host_seed=None):
     opts = _opts(s=2, r=r)
     if seed is not None:
         opts.randomSeed(seed)
     net = DropNet()
     model = poptorch.trainingModel(net, opts, poptorch.optim.SGD(net.parameters(), lr=0.1))
+    if host_seed is not None:
+        torch.manual_seed(host_seed)
     x = torch.ones(2 * r * 4, 8)
     outs = [model(x)[0] for _ in range(calls)]
     return outs, [p.detach().clone() for p in net.parameters()]
@@ -346,11 +348,13 @@ def test_replicas_draw_different_dropout_masks():
 
 
 def test_unseeded_device_stream_follows_torch_manual_seed():
-    torch.manual_seed(11)
-    outs1, _ = _train_dropout(None)
-    torch.manual_seed(11)
-    outs2, _ = _train_dropout(None)
+    """Without randomSeed the device's seed is drawn from the host's generator at the first
+    call (PopART would pick a nondeterministic one)."""
+    outs1, _ = _train_dropout(None, host_seed=11)
+    outs2, _ = _train_dropout(None, host_seed=11)
+    outs3, _ = _train_dropout(None, host_seed=12)
     assert torch.equal(outs1[0], outs2[0]) and torch.equal(outs1[1], outs2[1])
+    assert not torch.equal(outs1[0], outs3[0])
 
 
 def test_stochastic_round_half_is_unbiased_and_reproducible():
