@@ -6,9 +6,13 @@ Not provided: ``FunctionalExtension``/``SequentialExtension`` (their methods are
 ``Model``'s here), ``ipu.keras.layers`` and ``ipu.keras.losses``.
 """
 
-from ...keras.engine.pipelining import (FunctionalLayerPipelineStageAssignment,
-                                        ModelLayerPipelineStageAssignment, PipelineStage,
-                                        SequentialLayerPipelineStageAssignment)
+from ...keras.engine.pipelining import (
+    FunctionalLayerPipelineStageAssignment, FunctionalNestedModelPipelineStageAssignment,
+    ModelLayerPipelineStageAssignment, NestedModelPipelineStageAssignment, PipelineStage,
+    SequentialLayerPipelineStageAssignment, SequentialNestedModelPipelineStageAssignment)
 
-__all__ = ["FunctionalLayerPipelineStageAssignment", "ModelLayerPipelineStageAssignment",
-           "PipelineStage", "SequentialLayerPipelineStageAssignment"]
+__all__ = ["FunctionalLayerPipelineStageAssignment",
+           "FunctionalNestedModelPipelineStageAssignment", "ModelLayerPipelineStageAssignment",
+           "NestedModelPipelineStageAssignment", "PipelineStage",
+           "SequentialLayerPipelineStageAssignment",
+           "SequentialNestedModelPipelineStageAssignment"]

@@ -191,7 +191,8 @@ class Runner:
         self.mode = mode
         num_ipus = strategy.extended._device().num_ipus
         options = model._ipu_options
-        self.pipeline = options.pipeline_stage_assignment or pipelining.from_nodes(model)
+        self.pipeline = (options.pipeline_stage_assignment
+                         or pipelining.from_nodes(model, quiet=True))
         per_replica = 1
         if self.pipeline:
             shards = pipelining.shard_count(self.pipeline, options.pipelining_device_mapping)

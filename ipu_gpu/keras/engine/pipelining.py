@@ -12,8 +12,11 @@ same), so a pipelined model trains as its unpipelined twin with that gradient
 accumulation; the stages only set how many IPUs a replica takes (the highest stage, or the
 device mapping, plus one, rounded up to a power of two).
 
-Not emulated: nested models' assignments (``*NestedModelPipelineStageAssignment``),
-``accumulate_outfeed``.
+Models holding models take ``*NestedModelPipelineStageAssignment`` entries (the nested
+model's own assignment list) and are checked as Graphcore checks them (each call only uses
+outputs of its own or earlier stages); a subclassed model is pipelined through the graph of
+its ``call`` traced on ``keras.Input`` tensors of its build shape (``PipelineStage`` scopes
+inside ``call`` assign the calls). ``accumulate_outfeed`` changes nothing here.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ import threading
 
 from ...core import nest
 
-__all__ = ["FunctionalLayerPipelineStageAssignment", "ModelLayerPipelineStageAssignment",
-           "PipelineStage", "SequentialLayerPipelineStageAssignment", "current_stage"]
+__all__ = ["FunctionalLayerPipelineStageAssignment",
+           "FunctionalNestedModelPipelineStageAssignment", "ModelLayerPipelineStageAssignment",
+           "NestedModelPipelineStageAssignment", "PipelineStage",
+           "SequentialLayerPipelineStageAssignment",
+           "SequentialNestedModelPipelineStageAssignment", "current_stage"]
 
 _LOCAL = threading.local()
 
@@ -122,12 +128,162 @@ class SequentialLayerPipelineStageAssignment:
         return f"Layer: {self.layer.name} is assigned to pipeline stage: {self.pipeline_stage}"
 
 
-def post_order(model) -> list:
-    """The nodes of a functional model in execution order, input nodes excluded."""
-    done = {id(x) for x in model.inputs}
+class NestedModelPipelineStageAssignment:
+    """The pipeline stage assignments of the layers of a model called (``node_index``)
+    inside a model subclass (its own assignment list, in its own format)."""
+
+    def __init__(self, nested_model, node_index, pipeline_stage_assignments):
+        self._nested_model = nested_model
+        self._node_index = node_index
+        self._pipeline_stage_assignments = list(pipeline_stage_assignments)
+
+    @property
+    def nested_model(self):
+        return self._nested_model
+
+    @property
+    def node_index(self):
+        return self._node_index
+
+    @property
+    def inbound_layers(self):
+        node = self._nested_model._inbound_nodes[self._node_index]
+        return [n.layer for n in node.parent_nodes]
+
+    @property
+    def pipeline_stage_assignments(self) -> list:
+        return list(self._pipeline_stage_assignments)
+
+    @property
+    def is_nested_model(self) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        inner = "".join(f"\n  {x}" for x in self.pipeline_stage_assignments)
+        return (f"Model: {self.nested_model.name} (node index {self.node_index}) has the "
+                f"following pipeline stage assignments:{inner}")
+
+
+class FunctionalNestedModelPipelineStageAssignment(NestedModelPipelineStageAssignment):
+    """The assignments of the layers of a model called inside a functional model."""
+
+
+class SequentialNestedModelPipelineStageAssignment:
+    """The pipeline stage assignments of the layers of a model inside a Sequential model."""
+
+    def __init__(self, nested_model, pipeline_stage_assignments):
+        self._nested_model = nested_model
+        self._pipeline_stage_assignments = list(pipeline_stage_assignments)
+
+    @property
+    def nested_model(self):
+        return self._nested_model
+
+    @property
+    def pipeline_stage_assignments(self) -> list:
+        return list(self._pipeline_stage_assignments)
+
+    @property
+    def is_nested_model(self) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        inner = "".join(f"\n  {x}" for x in self.pipeline_stage_assignments)
+        return (f"Model: {self.nested_model.name} has the following pipeline stage "
+                f"assignments:{inner}")
+
+
+# ---- the layer-call graph of a model ---------------------------------------------------------
+def _is_model(layer) -> bool:
+    from .training import Model
+
+    return isinstance(layer, Model)
+
+
+def graph(model):
+    """(inputs, {depth: nodes}) of the model's layer calls: a functional model's own; a
+    subclassed model's traced once (Graphcore's ``_trace_graph_network``: ``call`` run on
+    ``keras.Input`` tensors of the shape the model was built with), else None."""
+    if model._is_graph_network:
+        return model.inputs, model._nodes_by_depth, model.outputs
+    return model.__dict__.get("_pipeline_graph")
+
+
+def trace(model):
+    """Trace a built subclassed model's ``call`` into its layer-call graph (PipelineStage
+    scopes in ``call`` record their stages on the nodes); returns ``graph(model)``.
+
+    Raises:
+      RuntimeError: the model is not built (Graphcore's message names ``action``).
+      ValueError: ``call`` cannot run on symbolic float inputs (Graphcore's message)."""
+    from ... import distribute
+    from . import call_context
+    from .functional import _map_graph_network
+    from .input_layer import Input
+
+    found = model.__dict__.get("_pipeline_graph")
+    if found is not None:
+        return found
+    shape = model._build_input_shape
+    if not model.built or shape is None:
+        return None
+
+    def as_input(s):
+        return Input(batch_shape=tuple(getattr(s, "as_list", lambda: s)()))
+
+    if isinstance(shape, dict):
+        inputs = {k: as_input(v) for k, v in shape.items()}
+    elif isinstance(shape, (list, tuple)) and shape and all(
+            isinstance(x, (list, tuple)) or hasattr(x, "as_list") for x in shape):
+        inputs = [as_input(x) for x in shape]
+    else:
+        inputs = as_input(shape)
+    spec = model._call_spec
+    kwargs = {a: False for a in spec.arg_names[1:] if a == "training"
+              and a not in spec.defaults}
+    strategy = model.distribute_strategy
+    try:
+        with strategy.scope() if strategy is not distribute.get_strategy() else _null(), \
+                call_context.enter(model, False), call_context.name_scope(model.name):
+            outputs = model.call(inputs, **kwargs)
+    except TypeError as e:
+        raise ValueError("You cannot pass a plain shape to your model's `build` function if "
+                         "your layers do not support float type inputs. You must pass a "
+                         "`keras.Input` object with the required dtype, or `call` your model "
+                         "on real tensor data (of the correct dtype).") from e
+    flat_inputs, flat_outputs = nest.flatten(inputs), nest.flatten(outputs)
+    _, nodes_by_depth, _ = _map_graph_network(flat_inputs, flat_outputs)
+    found = (flat_inputs, nodes_by_depth, flat_outputs)
+    object.__setattr__(model, "_pipeline_graph", found)
+    return found
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _built_graph(model, action: str):
+    found = graph(model) if model._is_graph_network else trace(model)
+    if found is None:
+        extra = (", or assign pipeline stages in your graph definition using PipelineStage "
+                 "scopes." if action == "set" else ".")
+        raise RuntimeError(f"Cannot {action} pipeline stage assignments for model "
+                           f"`{model.name}` which has not been built yet. Please call "
+                           f"`model.build()` first{extra}")
+    return found
+
+
+def post_order(model, found=None) -> list:
+    """The nodes of a model's layer-call graph in execution order, input nodes excluded."""
+    inputs, nodes_by_depth, _ = found if found is not None else graph(model)
+    done = {id(x) for x in inputs}
     order = []
-    for depth in sorted(model._nodes_by_depth, reverse=True):
-        for node in model._nodes_by_depth[depth]:
+    for depth in sorted(nodes_by_depth, reverse=True):
+        for node in nodes_by_depth[depth]:
             if node.is_input or any(id(t) not in done for t in node.keras_inputs):
                 continue
             order.append(node)
@@ -141,6 +297,13 @@ def _is_sequential(model) -> bool:
     return isinstance(model, Sequential)
 
 
+def _kind(model) -> str:
+    """The prefix of the model's assignment classes: Sequential, Functional or Model."""
+    if _is_sequential(model):
+        return "Sequential"
+    return "Functional" if model._is_graph_network else "Model"
+
+
 def _check_list(assignment, expected: int):
     if not isinstance(assignment, list):
         raise ValueError("`pipeline_stage_assignment` needs to be a list.")
@@ -152,19 +315,20 @@ def _check_list(assignment, expected: int):
 
 
 def validate_sequential(model, assignment) -> list:
-    """The assignment as SequentialLayerPipelineStageAssignments, checked."""
-    from .training import Model
-
+    """The assignment as SequentialLayerPipelineStageAssignments, checked (a Sequential model
+    holding models: as a graph, Graphcore's ``_get_pipelined_post_order``)."""
     _check_list(assignment, len(model.layers))
     assignment = [SequentialLayerPipelineStageAssignment(model.layers[i], a)
                   if isinstance(a, int) else a for i, a in enumerate(assignment)]
-    if not all(isinstance(a, SequentialLayerPipelineStageAssignment) for a in assignment):
+    if not all(isinstance(a, (SequentialLayerPipelineStageAssignment,
+                              SequentialNestedModelPipelineStageAssignment))
+               for a in assignment):
         raise ValueError("All elements of `pipeline_stage_assignment` must be instances of "
                          "`SequentialLayerPipelineStageAssignment` for layers or  "
                          "`SequentialNestedModelPipelineStageAssignment` for nested models.")
-    if any(isinstance(layer, Model) for layer in model.layers):
-        raise NotImplementedError("Pipelining Sequential models that contain models is not "
-                                  "emulated")
+    if any(_is_model(layer) for layer in model.layers):
+        _stages(model, assignment, None)
+        return assignment
     previous = 0
     for i, a in enumerate(assignment):
         if a.pipeline_stage is None:
@@ -188,74 +352,184 @@ def validate_sequential(model, assignment) -> list:
 
 
 def validate_functional(model, assignment) -> list:
-    """Check a functional model's assignment (one per layer call, in execution order)."""
-    from .training import Model
-
-    nodes = post_order(model)
-    _check_list(assignment, len(nodes))
-    stage_of = {id(x): 0 for x in model.inputs}
-    for a, node in zip(assignment, nodes):
-        if isinstance(node.layer, Model):
-            raise NotImplementedError("Pipelining functional models that contain models is "
-                                      "not emulated")
-        if not isinstance(a, ModelLayerPipelineStageAssignment):
-            raise ValueError(f"The pipeline stage assignment for layer {node.layer.name} in "
-                             f"{model.name} must be an instance of "
-                             "`FunctionalLayerPipelineStageAssignment`. Instead the assignment "
-                             f"was of type {type(a).__name__}.")
-        if a.layer is not node.layer:
-            raise ValueError(f"The order of `pipeline_stage_assignment` does not match the "
-                             f"post-order generated from the graph ({a.layer.name} != "
-                             f"{node.layer.name}).")
-        if a.pipeline_stage is None:
-            raise ValueError(f"Layer {a.layer.name} with node_index {a.node_index} has not "
-                             "been assigned a pipeline stage in `pipeline_stage_assignment`.")
-        if any(stage_of.get(id(t), 0) > a.pipeline_stage for t in node.keras_inputs):
-            raise ValueError(f"Layer {node.layer.name} in pipeline stage {a.pipeline_stage} has "
-                             "a dependency from a pipeline stage which has not yet been "
-                             "executed. Layers can only use outputs from current or previous "
-                             "pipeline stages.")
-        for t in nest.flatten(node.outputs):
-            stage_of[id(t)] = a.pipeline_stage
+    """Check a functional or subclassed model's assignment (one per layer call, in execution
+    order; a nested model's call takes a ``*NestedModelPipelineStageAssignment``)."""
+    found = _built_graph(model, "set")
+    if not isinstance(assignment, list):
+        raise ValueError("`pipeline_stage_assignment` needs to be a list.")
+    _stages(model, assignment, None, found)
     return list(assignment)
 
 
-def from_nodes(model):
-    """The assignment recorded by ``PipelineStage`` scopes on a functional model's layers
-    and calls, or None when there is none.
+def _steps(model, found=None) -> list:
+    """(layer, node or None, input keys, output keys) per layer call in execution order: a
+    Sequential model's layers as a chain, a graph's nodes by tensor identity."""
+    if _is_sequential(model):
+        return [(layer, None, [("chain", i)], [("chain", i + 1)])
+                for i, layer in enumerate(model.layers)]
+    return [(node.layer, node, [id(t) for t in node.keras_inputs],
+             [id(t) for t in nest.flatten(node.outputs)])
+            for node in post_order(model, found)]
+
+
+def _input_keys(model, found=None) -> list:
+    if _is_sequential(model):
+        return [("chain", 0)]
+    inputs = (found if found is not None else graph(model))[0]
+    return [id(x) for x in inputs]
+
+
+def _stages(model, assignment, input_stages, found=None) -> list:
+    """Graphcore's ``_get_pipelined_post_order`` check: every layer call (nested models'
+    included, with their own assignments) may only use outputs of its own or earlier
+    stages. ``input_stages``: the stages of the model's inputs (None: a top-level model, its
+    inputs in stage 0). Returns the stages of the model's outputs."""
+    kind = _kind(model)
+    if found is None and kind != "Sequential":
+        found = _built_graph(model, "set")
+    steps = _steps(model, found)
+    _check_list(assignment, len(steps))
+    stage_of = dict(zip(_input_keys(model, found), input_stages or [0] * len(
+        _input_keys(model, found))))
+    nested_class = ("SequentialNestedModelPipelineStageAssignment" if kind == "Sequential"
+                    else "FunctionalNestedModelPipelineStageAssignment"
+                    if kind == "Functional" else "NestedModelPipelineStageAssignment")
+    nested_types = ((SequentialNestedModelPipelineStageAssignment,) if kind == "Sequential"
+                    else (NestedModelPipelineStageAssignment,))
+    layer_types = ((SequentialLayerPipelineStageAssignment,) if kind == "Sequential"
+                   else (ModelLayerPipelineStageAssignment,))
+    for a, (layer, node, ins, outs) in zip(assignment, steps):
+        if _is_model(layer):
+            if not isinstance(a, nested_types):
+                raise ValueError(f"The pipeline stage assignment for nested model {layer.name} "
+                                 f"in {model.name} must be an instance of `{nested_class}`. "
+                                 f"Instead the assignment was of type {type(a).__name__}.")
+            if a.nested_model is not layer:
+                raise ValueError(f"The order of `pipeline_stage_assignment` does not match the "
+                                 f"post-order generated from the graph ({a.nested_model.name} "
+                                 f"!= {layer.name}).")
+            produced = _stages(layer, a.pipeline_stage_assignments,
+                               [stage_of.get(k, 0) for k in ins])
+            stage_of.update(zip(outs, produced if len(produced) == len(outs)
+                                else [max(produced, default=0)] * len(outs)))
+            continue
+        if not isinstance(a, layer_types):
+            raise ValueError(f"The pipeline stage assignment for layer {layer.name} in "
+                             f"{model.name} must be an instance of `{kind}LayerPipelineStage"
+                             f"Assignment`. Instead the assignment was of type "
+                             f"{type(a).__name__}.")
+        if a.layer is not layer:
+            raise ValueError(f"The order of `pipeline_stage_assignment` does not match the "
+                             f"post-order generated from the graph ({a.layer.name} != "
+                             f"{layer.name}).")
+        if a.pipeline_stage is None:
+            where = "" if kind == "Sequential" else f" with node_index {a.node_index}"
+            raise ValueError(f"Layer {a.layer.name}{where} has not been assigned a pipeline "
+                             "stage in `pipeline_stage_assignment`.")
+        if node is not None and kind != "Sequential":
+            calls = layer._inbound_nodes
+            if len(calls) <= a.node_index:
+                raise ValueError(f"Layer {layer.name} has {len(calls)} invocation(s) in the "
+                                 "graph, but `pipeline_stage_assignment` contains an "
+                                 f"assignment for node_index {a.node_index}.")
+            if calls[a.node_index] is not node:
+                raise ValueError("The order of `pipeline_stage_assignment` does not match the "
+                                 "post-order generated from the graph (missmatched nodes of "
+                                 f"layer {layer.name}).")
+        if any(stage_of.get(k, 0) > a.pipeline_stage for k in ins):
+            raise ValueError(f"Layer {layer.name} in pipeline stage {a.pipeline_stage} has a "
+                             "dependency from a pipeline stage which has not yet been "
+                             "executed. Layers can only use outputs from current or previous "
+                             "pipeline stages.")
+        for k in outs:
+            stage_of[k] = a.pipeline_stage
+    if kind == "Sequential":
+        return [stage_of.get(("chain", len(steps)), 0)]
+    return [stage_of.get(id(t), 0) for t in found[2]]
+
+
+def from_nodes(model, quiet=False):
+    """The assignment recorded by ``PipelineStage`` scopes on a functional or subclassed
+    model's layers and calls (a nested model's own, as a nested assignment), or None when
+    there is none. ``quiet``: a subclassed model whose ``call`` cannot be traced is not
+    pipelined (``fit`` of a model never asked about its stages).
 
     Raises:
       ValueError: some layers of a pipelined model have no stage (Graphcore's message).
     """
-    if not model._is_graph_network or _is_sequential(model):
+    if _is_sequential(model):
         return None
-    nodes = post_order(model)
+    if model._is_graph_network:
+        found = graph(model)
+    else:
+        try:
+            found = trace(model)
+        except Exception:  # noqa: BLE001 - see ``quiet``
+            if not quiet:
+                raise
+            return None
+        if found is None:
+            return None
+    nodes = post_order(model, found)
 
     def stage(node):
         s = getattr(node, "_pipeline_stage", None)
         return getattr(node.layer, "_pipeline_stage", None) if s is None else s
 
-    if all(stage(n) is None for n in nodes):
+    if all(stage(n) is None for n in nodes if not _is_model(n.layer)):
         return None
+    layer_class = (FunctionalLayerPipelineStageAssignment if model._is_graph_network
+                   else ModelLayerPipelineStageAssignment)
+    nested_class = (FunctionalNestedModelPipelineStageAssignment if model._is_graph_network
+                    else NestedModelPipelineStageAssignment)
     assignment = []
     for node in nodes:
+        index = node.layer._inbound_nodes.index(node)
+        if _is_model(node.layer):
+            assignment.append(nested_class(node.layer, index,
+                                           node.layer.get_pipeline_stage_assignment()))
+            continue
         if stage(node) is None:
             raise ValueError(f"All layers of a pipelined model must have an associated pipeline "
                              f"stage. However, {node.layer.name} has not been assigned to one. "
                              "Pipeline stages can be assigned when a layer is constructed, or "
                              "each time a layer is called. Different pipeline stages can "
                              "assigned to each call.")
-        assignment.append(FunctionalLayerPipelineStageAssignment(
-            node.layer, node.layer._inbound_nodes.index(node), stage(node)))
+        assignment.append(layer_class(node.layer, index, stage(node)))
     return validate_functional(model, assignment)
 
 
 def default_assignment(model) -> list:
-    """Unassigned entries, one per layer (Sequential) or layer call (functional)."""
+    """Unassigned entries, one per layer (Sequential) or layer call (functional or
+    subclassed), nested models' own assignments for the models among them.
+
+    Raises:
+      RuntimeError: a subclassed model not built (Graphcore's message)."""
     if _is_sequential(model):
-        return [SequentialLayerPipelineStageAssignment(layer) for layer in model.layers]
-    return [FunctionalLayerPipelineStageAssignment(n.layer, n.layer._inbound_nodes.index(n))
-            for n in post_order(model)]
+        return [SequentialNestedModelPipelineStageAssignment(
+                    layer, layer.get_pipeline_stage_assignment()) if _is_model(layer)
+                else SequentialLayerPipelineStageAssignment(layer) for layer in model.layers]
+    found = _built_graph(model, "get")
+    layer_class = (FunctionalLayerPipelineStageAssignment if model._is_graph_network
+                   else ModelLayerPipelineStageAssignment)
+    nested_class = (FunctionalNestedModelPipelineStageAssignment if model._is_graph_network
+                    else NestedModelPipelineStageAssignment)
+    out = []
+    for n in post_order(model, found):
+        index = n.layer._inbound_nodes.index(n)
+        out.append(nested_class(n.layer, index, n.layer.get_pipeline_stage_assignment())
+                   if _is_model(n.layer) else layer_class(n.layer, index))
+    return out
+
+
+def _flat_stages(assignment) -> list:
+    stages = []
+    for a in assignment:
+        if getattr(a, "is_nested_model", False):
+            stages.extend(_flat_stages(a.pipeline_stage_assignments))
+        elif a.pipeline_stage is not None:
+            stages.append(a.pipeline_stage)
+    return stages
 
 
 def shard_count(assignment, device_mapping) -> int:
@@ -263,7 +537,7 @@ def shard_count(assignment, device_mapping) -> int:
     mapping's highest IPU) plus one."""
     if device_mapping:
         return max(device_mapping) + 1
-    return max(a.pipeline_stage for a in assignment) + 1
+    return max(_flat_stages(assignment)) + 1
 
 
 def ipus_per_replica(shards: int) -> int:
@@ -299,14 +573,23 @@ def print_summary(model, assignment, line_length=None, print_fn=None):
     print_fn("_" * line_length)
     print_row(headers)
     print_fn("=" * line_length)
-    for i, a in enumerate(assignment):
-        layer = a.layer
-        if sequential:
-            print_row([f"{layer.name} ({type(layer).__name__})", str(a.pipeline_stage)])
-        else:
-            names = [x.name for x in nest.flatten(a.inbound_layers)]
-            print_row([f"{layer.name} ({type(layer).__name__}) ({a.node_index})",
-                       names[0] if names else "", str(a.pipeline_stage)])
-            for name in names[1:]:
-                print_row(["", name, ""])
-        print_fn("=" * line_length if i == len(assignment) - 1 else "_" * line_length)
+
+    def print_assignments(assignments):
+        for i, a in enumerate(assignments):
+            if a.is_nested_model:
+                print_fn(f'Nested Model: "{a.nested_model.name}"')
+                print_fn("-" * line_length)
+                print_assignments(a.pipeline_stage_assignments)
+                continue
+            layer = a.layer
+            if sequential:
+                print_row([f"{layer.name} ({type(layer).__name__})", str(a.pipeline_stage)])
+            else:
+                names = [x.name for x in nest.flatten(a.inbound_layers)]
+                print_row([f"{layer.name} ({type(layer).__name__}) ({a.node_index})",
+                           names[0] if names else "", str(a.pipeline_stage)])
+                for name in names[1:]:
+                    print_row(["", name, ""])
+            last = i == len(assignments) - 1 or assignments[i + 1].is_nested_model
+            print_fn("=" * line_length if last else "_" * line_length)
+    print_assignments(assignment)

@@ -894,8 +894,13 @@ class Model(Layer):
                                device_mapping=None, accumulate_outfeed=None,
                                gradient_accumulation_reduction_method="sum",
                                **pipelining_kwargs):
-        """Stores the pipelining options (pipelined models are not emulated: ``fit`` of a
-        model with a pipeline stage assignment raises NotImplementedError)."""
+        """Sets the pipelining options: a pipelined model trains as its unpipelined twin
+        accumulating the gradients of ``gradient_accumulation_steps_per_replica`` steps
+        (reduced by ``gradient_accumulation_reduction_method``) per weight update; its stages
+        (or ``device_mapping``) set the IPUs a replica takes (see ``pipelining``).
+
+        Raises:
+          ValueError, TypeError: Graphcore's messages for bad values."""
         self._ipu_options.set_pipelining(gradient_accumulation_steps_per_replica,
                                          device_mapping, accumulate_outfeed,
                                          gradient_accumulation_reduction_method,
@@ -908,9 +913,14 @@ class Model(Layer):
         as ``get_pipeline_stage_assignment`` returns them). See ``pipelining`` for how a
         pipelined model trains here.
 
+        A subclassed model takes ``ModelLayerPipelineStageAssignment`` objects for the layer
+        calls of its ``call`` (traced on ``keras.Input`` tensors of its build shape) and
+        ``NestedModelPipelineStageAssignment`` objects for the models it calls; models
+        holding models take the ``*NestedModelPipelineStageAssignment`` of their kind.
+
         Raises:
           ValueError: an invalid assignment (Graphcore's messages).
-          NotImplementedError: a subclassed model.
+          RuntimeError: a subclassed model not built yet (Graphcore's message).
         """
         from . import pipelining
 
@@ -919,15 +929,16 @@ class Model(Layer):
                                                         if isinstance(pipeline_stage_assignment,
                                                                       list)
                                                         else pipeline_stage_assignment)
-        elif self._is_graph_network:
-            assignment = pipelining.validate_functional(self, pipeline_stage_assignment)
         else:
-            raise NotImplementedError("Pipelining subclassed models is not emulated")
+            assignment = pipelining.validate_functional(self, pipeline_stage_assignment)
         self._ipu_options.pipeline_stage_assignment = assignment
 
     def get_pipeline_stage_assignment(self) -> list:
         """The pipeline stage assignment: the one set, else the stages ``PipelineStage``
-        scopes recorded, else one unassigned entry per layer (call), in execution order."""
+        scopes recorded, else one unassigned entry per layer (call), in execution order.
+
+        Raises:
+          RuntimeError: a subclassed model not built yet (Graphcore's message)."""
         from . import pipelining
 
         current = self._ipu_options.pipeline_stage_assignment
@@ -964,8 +975,12 @@ class Model(Layer):
         self._ipu_options.asynchronous_callbacks = bool(asynchronous)
 
     def set_replication_options(self, replicated_metric_reduction_method="NONE"):
-        """How the metrics of the replicas reach the host: NONE (the last replica's), SUM,
-        MEAN or LIST (not emulated: NotImplementedError at ``fit``)."""
+        """How the metrics of the replicas reach the host (``ReplicatedMetricReductionMethod``
+        or its name): NONE (the last replica's, Graphcore's default), SUM and MEAN over the
+        replicas, LIST every replica's value in replica order.
+
+        Raises:
+          ValueError: an unknown method (Graphcore's message)."""
         self._ipu_options.set_replication(replicated_metric_reduction_method)
 
     # ---- summary, weights files ----------------------------------------------------------

@@ -4,9 +4,13 @@ Keras 2.6 fork): ``PipelineStage`` and the pipeline stage assignment classes, fr
 ``ALSOptimizerGradientAccumulationWrapper``.
 """
 
-from ..engine.pipelining import (FunctionalLayerPipelineStageAssignment,
-                                 ModelLayerPipelineStageAssignment, PipelineStage,
-                                 SequentialLayerPipelineStageAssignment)
+from ..engine.pipelining import (
+    FunctionalLayerPipelineStageAssignment, FunctionalNestedModelPipelineStageAssignment,
+    ModelLayerPipelineStageAssignment, NestedModelPipelineStageAssignment, PipelineStage,
+    SequentialLayerPipelineStageAssignment, SequentialNestedModelPipelineStageAssignment)
 
-__all__ = ["FunctionalLayerPipelineStageAssignment", "ModelLayerPipelineStageAssignment",
-           "PipelineStage", "SequentialLayerPipelineStageAssignment"]
+__all__ = ["FunctionalLayerPipelineStageAssignment",
+           "FunctionalNestedModelPipelineStageAssignment", "ModelLayerPipelineStageAssignment",
+           "NestedModelPipelineStageAssignment", "PipelineStage",
+           "SequentialLayerPipelineStageAssignment",
+           "SequentialNestedModelPipelineStageAssignment"]
