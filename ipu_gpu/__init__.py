@@ -15,6 +15,7 @@ from .core.spec import TensorShape as TensorShape  # tf.TensorShape: None dims, 
 from .debugging import Assert, assert_equal, assert_greater, assert_less, assert_rank
 from .device import DeviceSpec, device
 from .function import function, numpy_function, py_function
+from .ops.clip import clip_by_global_norm, clip_by_norm
 from .ops.array import (broadcast_to, eye, linspace, meshgrid, pad, rank, reverse, roll, shape,
                         size, slice, strided_slice, tile, unstack)
 from .ops.math import floor, round
@@ -25,6 +26,7 @@ from .ops.sort import (argsort, boolean_mask, gather_nd, scatter_nd, sort, tenso
 from .printing import print  # noqa: A004 - tf.print
 from .core.backend import BackendError, backend_name, set_backend
 from .core.convert import constant, convert_to_tensor
+from .core.indexed_slices import IndexedSlices, IndexedSlicesSpec
 from .core.dtypes import (as_dtype, bool_, double, float16, float32, float64, half, int8, int16,
                           int32, int64, uint8)
 from .core.tape import GradientTape, UnconnectedGradients
@@ -56,9 +58,11 @@ newaxis = None  # tf.newaxis: indexing with it inserts an axis of size 1, as num
 
 __all__ = [
     "newaxis",
-    "BackendError", "GradientTape", "Tensor", "TensorShape", "UnconnectedGradients", "Variable",
+    "BackendError", "GradientTape", "IndexedSlices", "IndexedSlicesSpec", "Tensor",
+    "TensorShape", "UnconnectedGradients", "Variable",
     "abs", "add", "argmax", "argmin", "as_dtype", "backend_name", "bool", "cast", "errors",
-    "clip_by_value", "concat", "constant", "convert_to_tensor", "divide", "double", "equal",
+    "clip_by_global_norm", "clip_by_norm", "clip_by_value", "concat", "constant",
+    "convert_to_tensor", "divide", "double", "equal",
     "exp", "expand_dims", "fill", "float16", "float32", "float64", "floordiv", "floormod",
     "gather", "greater", "greater_equal", "half", "identity", "int8", "int16", "int32", "int64",
     "less", "less_equal", "log", "logical_and", "logical_not", "logical_or", "math", "matmul",

@@ -643,7 +643,8 @@ def _py_function_backward(k, xp, res, *cotangents, func, tout, pyfunc):
                            output_gradients=[c if isinstance(c, Tensor) else wrap(c)
                                              for _, c in pairs])
     by_id = {t._id: g for t, g in zip(sources, grads)}
-    return [None if by_id.get(t._id) is None else by_id[t._id]._value for t in inputs]
+    return [None if by_id.get(t._id) is None else convert_to_tensor(by_id[t._id])._value
+            for t in inputs]
 
 
 _EAGER_PY_FUNC = register("EagerPyFunc", args=("inp...",), check=_py_function_check,

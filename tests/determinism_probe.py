@@ -50,7 +50,8 @@ def _with_grads(fn, inputs, seed):
         y = fn(*ts)
     u = np.random.default_rng(seed).standard_normal(y.shape).astype(y.dtype)
     floats = [t for t in ts if t.dtype.kind == "f"]
-    return [y] + list(tape.gradient(y, floats, output_gradients=u))
+    grads = tape.gradient(y, floats, output_gradients=u)  # gather's: IndexedSlices, densified
+    return [y] + [None if g is None else tf.convert_to_tensor(g) for g in grads]
 
 
 def workloads(rng):

@@ -134,7 +134,7 @@ def _run_ipu(layer, xs, u, training):
         loss = ig.reduce_sum(ig.cast(out, "float64") * u)
     sources = [x for x in xs if x.dtype.kind == "f"] + layer.trainable_weights
     grads = tape.gradient(loss, sources)
-    return out.numpy(), [None if g is None else g.numpy() for g in grads]
+    return out.numpy(), [None if g is None else ig.convert_to_tensor(g).numpy() for g in grads]
 
 
 def _run_tf(tf, layer, xs, u, training):

@@ -18,11 +18,11 @@ Two things the models avoid on purpose, each with a test or a note of its own:
     the bias takes steps of about the learning rate in a direction that only summation order
     decides; both libraries are right and disagree. Such layers have ``use_bias=False``, as
     is usual before a batch normalization.
-  * an embedding row missing from a batch under SGD with momentum: TF hands the Embedding's
-    gradient to the optimizer as IndexedSlices, and the legacy SGD's sparse momentum update
-    touches only the rows in the batch, where ipu_gpu (dense gradients) also moves the other
-    rows by their momentum. ``_sequence_data`` puts every id in every batch, and
-    ``test_sparse_momentum_rows_absent_from_a_batch`` records the difference (xfail).
+  * an embedding row missing from a batch: TF hands the Embedding's gradient to the optimizer
+    as IndexedSlices, and the legacy SGD's sparse momentum update touches only the rows in
+    the batch. ipu_gpu does the same (``test_sparse_momentum_rows_absent_from_a_batch``;
+    every optimizer's sparse path: test_keras_sparse_optimizers.py); ``_sequence_data`` puts
+    every id in every batch unless asked not to.
 """
 
 from __future__ import annotations
@@ -184,12 +184,9 @@ def test_training_matches_tf_keras(K, model, opt):
            "inference outputs")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "TF gives the Embedding's gradient as IndexedSlices and tf_keras's legacy SGD updates "
-    "the momentum of the rows in the batch only; ipu_gpu's gradients are dense, so a row "
-    "missing from a batch keeps moving by its momentum (a change for the core's gradients "
-    "or keras/optimizers, not the layers)"))
 def test_sparse_momentum_rows_absent_from_a_batch(K):
+    """TF gives the Embedding's gradient as IndexedSlices and the legacy SGD moves the rows
+    in the batch only: a row missing from a batch keeps its weights and its momentum."""
     x, y = _sequence_data(every_id_in_every_batch=False)  # id 3 is missing from batch 3
     assert 3 not in x[32:48] and all(3 in x[i:i + 16] for i in (0, 16))
     ours, theirs, _, _ = _fit_both(K, _lstm, x, y, "sgd", 16, 3)

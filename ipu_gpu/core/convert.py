@@ -10,6 +10,7 @@ import numpy as np
 
 from . import backend, dtypes
 from .allocation import allocation_failure, check_allocation
+from .indexed_slices import IndexedSlices, densify
 from .tensor import Tensor, wrap
 
 _KDL_CPU = 1
@@ -142,6 +143,8 @@ def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_ten
         return a
     if isinstance(value, np.ndarray) or backend.is_cupy_array(value):
         a = value
+    elif isinstance(value, IndexedSlices):
+        return densify(value, dtype, arg)._value
     elif isinstance(value, np.generic):
         a = np.asarray(value)
     elif isinstance(value, (numbers.Number, list, tuple)):
@@ -169,7 +172,8 @@ def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_ten
 
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     """A Tensor for ``value`` (Tensor, Variable, numpy/cupy array, number, nested list, or
-    any ``__dlpack__`` producer such as torch/jax/tf tensors, zero-copy where possible).
+    any ``__dlpack__`` producer such as torch/jax/tf tensors, zero-copy where possible; an
+    IndexedSlices gives its dense value, repeated indices summed, as TF).
 
     A Tensor is returned as is; a Variable gives its current value. ``dtype``
     is enforced for Tensors (TypeError on mismatch) and converted to for
@@ -189,6 +193,8 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
             return wrap(to_array(value, hinted))
         except TypeError:
             pass
+    if isinstance(value, IndexedSlices):  # its dense value, connected to the values
+        return densify(value, d)
     if isinstance(value, Tensor):  # a Variable: a snapshot that stays connected to it
         value = value.read_value()
         if d is not None and value.dtype != d:

@@ -20,6 +20,7 @@ import numpy as np
 from . import backend, tape
 from .allocation import allocation_failure
 from .convert import to_array
+from .indexed_slices import IndexedSlices, densify
 from .nest import flatten
 from .tensor import Tensor, Variable, wrap
 
@@ -170,6 +171,11 @@ class Op:
             elif tx is np.ndarray or backend.is_cupy_array(x):
                 a = to_array(x, arg=self._arg(j), op=self.name)
                 raw = True
+            elif tx is IndexedSlices:  # a sparse gradient: its dense value, as TF converts it
+                x = densify(x, arg=self._arg(j))
+                inputs = inputs[:j] + (x,) + inputs[j + 1:]
+                a = x._value
+                ids[j] = x._id
             else:
                 pending = True
                 continue

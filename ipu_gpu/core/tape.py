@@ -8,6 +8,10 @@ respect to a variable sum over all its reads.
 When other tapes are recording while ``gradient`` runs (nested tapes), the
 backward rules run on Tensors through the ops layer's array namespace, so the
 outer tapes record the gradient computation and can differentiate it again.
+
+Sparse gradients (``IndexedSlices``, from row gathers) travel as TF's do: two meeting
+are concatenated, one meeting a dense gradient is densified into it, ``identity`` and
+``cast`` pass them through, and any other op's backward gets the dense value.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import threading
 import numpy as np
 
 from . import backend, nest
+from .indexed_slices import IndexedSlices, densify
 from .tensor import Tensor, Variable, wrap
 
 
@@ -96,6 +101,37 @@ def record(op, in_ids, in_arrays, out_ids, out_arrays, residuals, static, xp) ->
 
 def _is_float(dtype) -> bool:
     return dtype.kind == "f"
+
+
+# Ops whose gradient hands a sparse cotangent on as it is (``cast``: in the input's dtype,
+# which the tape's cast of every gradient gives), as TF's Identity and Cast gradients do.
+_SPARSE_PASSTHROUGH = frozenset({"identity", "cast"})
+
+
+def _dense(g, nested: bool):
+    """``g`` with an IndexedSlices replaced by its dense value (an array unless ``nested``)."""
+    if type(g) is not IndexedSlices:
+        return g
+    t = densify(g, arg="gradient")
+    return t if nested else t._value
+
+
+def _add_grads(old, new, nested: bool):
+    """Two gradients of one node summed as TF aggregates them: IndexedSlices concatenated
+    (the earlier-recorded contribution, which arrives second, first), else dense sums."""
+    if type(old) is IndexedSlices and type(new) is IndexedSlices:
+        idx = [new.indices, old.indices]
+        if idx[0].dtype != idx[1].dtype:
+            idx = [_tensor_ops.astype(i, np.int64) for i in idx]
+        if nested:
+            values = _tensor_ops.concatenate([new.values, old.values])
+            indices = _tensor_ops.concatenate(idx)
+        else:
+            xp = backend.xp_of(new.values._value)
+            values = xp.concatenate([new.values._value, old.values._value])
+            indices = xp.concatenate([i._value for i in idx])
+        return IndexedSlices(values, indices, old.dense_shape)
+    return _dense(old, nested) + _dense(new, nested)
 
 
 class GradientTape:
@@ -227,7 +263,7 @@ class GradientTape:
                 else:
                     results.append(None)
             else:
-                results.append(g if isinstance(g, Tensor) else wrap(
+                results.append(g if isinstance(g, (Tensor, IndexedSlices)) else wrap(
                     g if type(g) is not np.generic and not isinstance(g, np.generic)
                     else np.asarray(g)))
         return nest.pack_sequence_as(sources, results)
@@ -237,7 +273,7 @@ class GradientTape:
 
         def accumulate(node, g):
             old = grads.get(node)
-            grads[node] = g if old is None else old + g
+            grads[node] = g if old is None else _add_grads(old, g, nested)
 
         for t, seed in zip(targets, seeds):
             if seed is None:
@@ -280,18 +316,25 @@ class GradientTape:
                     shape, dtype = rec.out_meta[j]
                     z = rec.xp.zeros(shape, dtype)
                     cots[j] = wrap(z) if nested else z
-            needed = None
-            if rec.op.partial_backward:  # tell the rule which input gradients are kept
-                needed = tuple(i in reach and d.kind == "f"
-                               for i, d in zip(rec.in_ids, rec.in_dtypes))
-            in_grads = _run_backward(rec, cots, nested, needed)
+                elif type(c) is IndexedSlices:
+                    if rec.op.name in _SPARSE_PASSTHROUGH and len(cots) == 1:
+                        break  # handed on below
+                    cots[j] = _dense(c, nested)
+            if type(cots[0]) is IndexedSlices:
+                in_grads = (cots[0] if rec.in_dtypes[0].kind == "f" else None,)
+            else:
+                needed = None
+                if rec.op.partial_backward:  # tell the rule which input gradients are kept
+                    needed = tuple(i in reach and d.kind == "f"
+                                   for i, d in zip(rec.in_ids, rec.in_dtypes))
+                in_grads = _run_backward(rec, cots, nested, needed)
             for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
                 if g is None or dtype.kind != "f" or node not in reach:
                     continue
                 if g.dtype != dtype:
                     g = _cast(g, dtype)
                 old = grads.get(node)
-                grads[node] = g if old is None else old + g
+                grads[node] = g if old is None else _add_grads(old, g, nested)
         return grads
 
 
@@ -306,6 +349,8 @@ def _seed_array(seed, target: Tensor):
 
 
 def _cast(g, dtype):
+    if type(g) is IndexedSlices:
+        return IndexedSlices(_tensor_ops.astype(g.values, dtype), g.indices, g.dense_shape)
     if isinstance(g, Tensor):
         return _tensor_ops.astype(g, dtype)
     return g.astype(dtype)
@@ -322,7 +367,8 @@ def _run_backward(rec: Record, cots: list, nested: bool, needed=None):
     wanted = any(not involved.isdisjoint(tp._watched) for tp in _local.tapes)
     if not wanted:
         grads = op.backward(k, rec.xp, rec.residuals, *[c._value for c in cots], **static)
-        return [None if g is None else wrap(g) for g in grads]
+        return [None if g is None else g if type(g) is IndexedSlices else wrap(g)
+                for g in grads]
     if rec.arrays is None:
         raise LookupError(f"{op.name}: its gradient is not differentiable (second derivatives "
                           f"of {op.name} are not supported)")

@@ -480,6 +480,64 @@ class Variable(Tensor):
         self._update(self._new_value(delta, "assign_sub"), "subtract")
         return self
 
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        """Add ``sparse_delta`` (an IndexedSlices) to the rows it names, repeated indices
+        adding in turn (TF's ResourceScatterAdd). Returns the variable."""
+        self._scatter(sparse_delta, "scatter_add", False)
+        return self
+
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        """Subtract ``sparse_delta`` (an IndexedSlices) from the rows it names. Returns the
+        variable."""
+        self._scatter(sparse_delta, "scatter_sub", True)
+        return self
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        """Set the rows ``sparse_delta`` (an IndexedSlices) names to its values (for a
+        repeated index one of them, as TF leaves it). Returns the variable."""
+        self._scatter(sparse_delta, "scatter_update", None)
+        return self
+
+    def sparse_read(self, indices, name=None) -> Tensor:
+        """The rows ``indices`` of the value (``gather``; its gradient is an
+        IndexedSlices)."""
+        return OPS["gather"](self, indices)
+
+    def _scatter(self, sparse_delta, how: str, negate):
+        """Write an IndexedSlices into the value: add it (``negate`` False), subtract it (True)
+        or assign its rows (None); in place where ``_buffer_for_update`` allows."""
+        from .convert import to_array
+        from .indexed_slices import IndexedSlices
+
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")
+        value = self._value
+        shape = tuple(value.shape)
+        if not shape:
+            raise ValueError(f"Variable.{how}: the variable must have rank >= 1, got a scalar")
+        ids = to_array(sparse_delta.indices, arg="indices", op=f"Variable.{how}").reshape(-1)
+        rows = to_array(sparse_delta.values, dtype=value.dtype, arg="values",
+                        op=f"Variable.{how}")
+        if tuple(rows.shape) != (ids.shape[0],) + shape[1:]:
+            raise ValueError(f"Variable.{how}: values must have shape "
+                             f"{[ids.shape[0], *shape[1:]]}, got {list(rows.shape)}")
+        if backend.is_cupy_array(rows) != backend.is_cupy_array(value):
+            raise TypeError(f"Variable.{how}: values must be on the variable's device "
+                            f"({self.device})")
+        xp = np if type(value) is np.ndarray else backend.xp_of(value)
+        buffer = self._buffer_for_update()
+        if not buffer.flags.c_contiguous:
+            buffer = xp.ascontiguousarray(buffer)
+        width = int(np.prod(shape[1:], dtype=np.int64))
+        flat = buffer.reshape(shape[0], width)
+        rows = xp.ascontiguousarray(rows).reshape(ids.shape[0], width)
+        if negate is None:
+            flat[ids] = rows
+        else:
+            k = backend.kernels_for("indexing", xp)
+            k.scatter_add_rows(-rows if negate else rows, ids, flat)
+        self._install_buffer(buffer)
+
     def _owns_buffer(self) -> bool:
         """Whether the value may be updated in place: nothing but this variable holds the
         buffer (no read Tensor, view, tape residual or exported array: each would hold a

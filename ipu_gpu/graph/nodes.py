@@ -209,7 +209,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
               unconnected_gradients="none", **kwargs) -> list:
     """Symbolic d(sum of ``ys``)/d``xs`` (``tf.gradients``): computed in a run by the run's
     GradientTape, on the forward values that run computed; None for an ``xs`` the ``ys``
-    do not depend on."""
+    do not depend on. Gradients are dense (TF 1 gives a gather's as IndexedSlices)."""
     ys_list = ys if isinstance(ys, (list, tuple)) else [ys]
     xs_list = list(xs) if isinstance(xs, (list, tuple)) else [xs]
     grad_list = (grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys]
@@ -229,7 +229,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
         out = tape.gradient(list(y_vals), list(x_vals),
                             output_gradients=[g for g in g_vals] if grad_ys is not None
                             else None)
-        return [g if g is not None else _zeros(x) for g, x in zip(out, x_vals)]
+        return [convert_to_tensor(g) if g is not None else _zeros(x)
+                for g, x in zip(out, x_vals)]
     inputs = [*ys_list, *targets, *([g for g in grad_list] if grad_ys is not None else [])]
     specs = [(x._dtype, x.shape.as_list()) if isinstance(x, GraphTensor)
              else (x.dtype, list(x.shape)) for x in targets]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from ..core.convert import convert_to_tensor
+from ..core.indexed_slices import IndexedSlices
 from ..core.tensor import Tensor, Variable
 from .core import GraphTensor, Operation, add_node
 from .nodes import _graph_for, gradients, group, trainable_variables
@@ -59,6 +61,8 @@ class _Optimizer:
         lr = self._lr if isinstance(getattr(self, "_lr", None), GraphTensor) else None
 
         def update(var, grad, lr_value):
+            if isinstance(grad, IndexedSlices):  # applied dense (TF 1 applies it sparsely)
+                grad = convert_to_tensor(grad)
             with learning_rate_value(lr_value):
                 self._eager_update(var, grad)
             return []

@@ -6,7 +6,8 @@ from . import (collectives, conv, creation, ctc, ctc_decoder, embedding, histogr
                math, matmul, multi_conv, nn, pooling, reduction, sequence_slice,
                serialized_matmul, shape, tensor_namespace)
 from . import array  # noqa: F401  # array ops (tile, pad, strided_slice, ...; issue 14)
-from . import math_extra  # noqa: F401  # cumsum, unsorted_segment_sum, einsum (issue 14)
+from . import clip  # noqa: F401  # clip_by_norm, clip_by_global_norm, global_norm
+from . import math_extra  # cumsum, unsorted_segment_sum, einsum (issue 14)
 from . import sort  # noqa: F401  # sort, top_k, gather_nd, scatter_nd, ... (issue 14)
 
 _tape.set_tensor_namespace(tensor_namespace)
@@ -17,6 +18,8 @@ _OPERATORS.update(
     logical_and=math.logical_and, logical_or=math.logical_or, less=math.less,
     less_equal=math.less_equal, greater=math.greater, greater_equal=math.greater_equal,
     equal=math.equal, not_equal=math.not_equal, getitem=indexing.getitem,
+    unsorted_segment_sum=math_extra.unsorted_segment_sum,  # IndexedSlices' dense value
+    gather=indexing.gather,  # Variable.sparse_read
 )
 
 __all__ = ["collectives", "conv", "creation", "ctc", "ctc_decoder", "embedding", "histogram",

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..core import backend, dtypes
 from ..core.convert import to_array
+from ..core.indexed_slices import IndexedSlices, densify
 from ..core.registry import register
 from ..core.tensor import Tensor
 from ._util import broadcast_shape, check_axis, require_bool, require_int, require_same_dtype
@@ -37,25 +38,35 @@ def _gather_forward(k, xp, params, indices, *, axis):
 def _gather_backward(k, xp, res, g, *, axis):
     shape, dtype, indices, a = res
     nb = indices.ndim
+    n = int(np.prod(indices.shape, dtype=np.int64))
+    flat_ids = xp.reshape(indices, (n,))
+    if a == 0:  # rows: a sparse gradient, as TF's GatherV2 gradient
+        return IndexedSlices(xp.reshape(g, (n,) + tuple(shape[1:])), flat_ids, shape), None
     order = list(range(a, a + nb)) + list(range(a)) + list(range(a + nb, g.ndim))
     moved_shape = (shape[a],) + tuple(shape[:a]) + tuple(shape[a + 1:])
+    back = list(range(1, a + 1)) + [0] + list(range(a + 1, len(shape)))
+    if isinstance(g, Tensor):  # under nested tapes: through ops, which they record
+        rows = xp.reshape(xp.transpose(g, order), (n,) + moved_shape[1:])
+        return xp.transpose(densify(IndexedSlices(rows, flat_ids, moved_shape)), back), None
     width = int(np.prod(moved_shape[1:], dtype=np.int64))  # not -1: size 0 is ambiguous
-    g_rows = xp.ascontiguousarray(xp.transpose(g, order)).reshape(indices.size, width)
+    g_rows = xp.ascontiguousarray(xp.transpose(g, order)).reshape(n, width)
     out = xp.zeros((shape[a], g_rows.shape[1]), dtype=dtype)
-    k.scatter_add_rows(g_rows, indices.reshape(-1), out)
-    return xp.moveaxis(out.reshape(moved_shape), 0, a), None
+    k.scatter_add_rows(g_rows, flat_ids, out)
+    return xp.transpose(out.reshape(moved_shape), back), None
 
 
 _GATHER = register("gather", args=("params", "indices"), check=_check_gather,
-                   forward=_gather_forward, backward=_gather_backward, family="indexing")
+                   forward=_gather_forward, backward=_gather_backward, family="indexing",
+                   twice_differentiable=True)
 
 
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """Slices of ``params`` along ``axis`` (default 0) at ``indices``: the output shape is
     ``params.shape[:axis] + indices.shape + params.shape[axis+1:]``. Out-of-range indices
     raise ValueError on the CPU (as TF's CPU kernel) and give zeros on the GPU (as TF's GPU
-    kernel). The gradient scatter-adds, so duplicate indices accumulate. Only
-    ``batch_dims=0`` is supported."""
+    kernel). The gradient scatter-adds, so duplicate indices accumulate; with respect to
+    ``params`` along axis 0 it is an ``IndexedSlices`` (the output gradient's rows at the
+    flattened indices), as TF's. Only ``batch_dims=0`` is supported."""
     if batch_dims != 0:
         raise ValueError(f"gather: batch_dims must be 0 (the only value ipu_gpu supports), "
                          f"got {batch_dims}")

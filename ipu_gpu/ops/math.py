@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes
+from ..core.indexed_slices import IndexedSlices
 from ..core.registry import register
 from ._util import (astype, broadcast_shape, quiet, require_bool, require_float, require_numeric,
                     require_same_dtype, unbroadcast)
@@ -343,7 +344,10 @@ _CAST = register("cast", args=("x",), check=_check_any, forward=_cast_forward,
 
 def cast(x, dtype, name=None):
     """``x`` converted to ``dtype`` (floats to ints truncate toward zero, as TF);
-    the gradient flows between floating dtypes only."""
+    the gradient flows between floating dtypes only. An IndexedSlices stays one (its values
+    cast), as in TF."""
+    if type(x) is IndexedSlices:
+        return IndexedSlices(cast(x.values, dtype), x.indices, x.dense_shape)
     return _CAST(x, dtype=dtypes.as_dtype(dtype, "cast: dtype"))
 
 
@@ -355,7 +359,10 @@ _STOP_GRADIENT = register("stop_gradient", args=("input",), check=_check_any,
 
 
 def identity(input, name=None):  # noqa: A002 - TF's name
-    """A Tensor with the same value as ``input``; gradients pass through unchanged."""
+    """A Tensor with the same value as ``input``; gradients pass through unchanged. An
+    IndexedSlices stays one, as in TF."""
+    if type(input) is IndexedSlices:
+        return IndexedSlices(_IDENTITY(input.values), input.indices, input.dense_shape)
     return _IDENTITY(input)
 
 
@@ -401,7 +408,10 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     the bounds broadcast to ``t``'s shape. Gradients go to ``t`` inside the range and to
     the bound that clipped elsewhere. As TF, this is ``maximum(minimum(t, max), min)``: a
     ``clip_value_min`` above ``clip_value_max`` wins, and NaN propagates (its gradient goes
-    to ``clip_value_min``)."""
+    to ``clip_value_min``). An IndexedSlices stays one, its values clipped, as in TF."""
+    if type(t) is IndexedSlices:
+        return IndexedSlices(_CLIP(t.values, clip_value_min, clip_value_max), t.indices,
+                             t.dense_shape)
     return _CLIP(t, clip_value_min, clip_value_max)
 
 

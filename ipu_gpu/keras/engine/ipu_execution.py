@@ -40,6 +40,8 @@ import logging
 import numpy as np
 
 from ...core import nest
+from ...core.convert import convert_to_tensor
+from ...core.indexed_slices import IndexedSlices
 from ...core.tape import GradientTape
 from ...ipu.gradient_accumulation import GradientAccumulationReductionMethod
 from . import call_context, data_adapter
@@ -380,6 +382,8 @@ def _accumulate(acc, grads, micro, ga, method):
         if g is None:
             out.append(a)
             continue
+        if isinstance(g, IndexedSlices):  # dense accumulators, as Graphcore's
+            g = convert_to_tensor(g)
         if method is GradientAccumulationReductionMethod.MEAN:
             g = g * (1.0 / ga)
         if a is None:  # the first step (RUNNING_MEAN too: acc*0/1 + g/1)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...core import backend as _array_backend
 from ...core.convert import convert_to_tensor
+from ...core.indexed_slices import IndexedSlices
 from ...core.tensor import Tensor, Variable
 from ...ops import math as _m
 from ... import distribute
@@ -65,11 +66,21 @@ def _is_all_finite(grads) -> bool:
     for g in grads:
         if g is None:
             continue
+        if isinstance(g, IndexedSlices):  # its dense value, as TF's is_finite converts it
+            g = convert_to_tensor(g)
         value = g._value if isinstance(g, Tensor) else g
         xp = _array_backend.xp_of(value)
         if not bool(xp.isfinite(value).all()):  # syncs device
             return False
     return True
+
+
+def _multiply_gradient(g, scale):
+    """``g * scale``, an IndexedSlices staying one (its values scaled), as Keras's."""
+    scale = _m.cast(scale, g.dtype)
+    if isinstance(g, IndexedSlices):
+        return IndexedSlices(g.values * scale, g.indices, g.dense_shape)
+    return convert_to_tensor(g) * scale
 
 
 class LossScaleOptimizer(OptimizerV2):
@@ -168,8 +179,7 @@ class LossScaleOptimizer(OptimizerV2):
         """Each gradient divided by the loss scale (None stays None)."""
         object.__setattr__(self, "_gradients_have_been_unscaled", True)
         reciprocal = 1.0 / self.loss_scale
-        return [None if g is None else convert_to_tensor(g) * _m.cast(reciprocal, g.dtype)
-                for g in grads]
+        return [None if g is None else _multiply_gradient(g, reciprocal) for g in grads]
 
     # ---- the gradient pipeline ----
     def _compute_gradients(self, loss, var_list, grad_loss=None, tape=None):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...core.indexed_slices import IndexedSlices
+from ...ops.indexing import gather
 from ...ops.math import rsqrt, sqrt
 from .optimizer_v2 import OptimizerV2, with_iterations
 
@@ -14,7 +16,9 @@ class Adadelta(OptimizerV2):
         w = w - update * learning_rate
         accum_var = accum_var * rho + update * update * (1 - rho)
 
-    Slots: "accum_grad", "accum_var".
+    Slots: "accum_grad", "accum_var". A sparse gradient (IndexedSlices, repeated rows
+    summed) updates only its rows, with the same formulas (TF's
+    ResourceSparseApplyAdadelta).
 
     Args:
       learning_rate: a float, a ``LearningRateSchedule`` or a callable.
@@ -48,6 +52,19 @@ class Adadelta(OptimizerV2):
         update = sqrt(accum_update + eps) * rsqrt(accum + eps) * grad
         var.assign_sub(update * c["lr_t"])
         return accum_update.assign(accum_update * c["rho"] + update * update * c["one_minus_rho"])
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        accum = self.get_slot(var, "accum_grad")
+        accum_update = self.get_slot(var, "accum_var")
+        eps, rho, one_minus_rho = c["epsilon"], c["rho"], c["one_minus_rho"]
+        accum_rows = gather(accum, indices) * rho + grad * grad * one_minus_rho
+        accum.scatter_update(IndexedSlices(accum_rows, indices))
+        update_rows = gather(accum_update, indices)
+        update = sqrt(update_rows + eps) * rsqrt(accum_rows + eps) * grad
+        var.scatter_sub(IndexedSlices(update * c["lr_t"], indices))
+        update_rows = update_rows * rho + update * update * one_minus_rho
+        return accum_update.scatter_update(IndexedSlices(update_rows, indices))
 
     def set_weights(self, weights):
         super().set_weights(with_iterations(self.weights, weights))

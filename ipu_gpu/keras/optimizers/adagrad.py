@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...core.indexed_slices import IndexedSlices
+from ...ops.indexing import gather
 from ...ops.math import sqrt
 from .optimizer_v2 import OptimizerV2, with_iterations
 
@@ -12,7 +14,9 @@ class Adagrad(OptimizerV2):
         accumulator = accumulator + g * g
         w = w - g * learning_rate / (sqrt(accumulator) + epsilon)
 
-    Slot: "accumulator", starting at ``initial_accumulator_value``.
+    Slot: "accumulator", starting at ``initial_accumulator_value``. A sparse gradient
+    (IndexedSlices, repeated rows summed) updates only its rows, with the same formulas
+    (TF's ResourceSparseApplyAdagradV2).
 
     Args:
       learning_rate: a float, a ``LearningRateSchedule`` or a callable.
@@ -49,6 +53,14 @@ class Adagrad(OptimizerV2):
         acc = self.get_slot(var, "accumulator")
         acc.assign_add(grad * grad)
         return var.assign_sub(grad * c["lr_t"] / (sqrt(acc) + c["epsilon"]))
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        acc = self.get_slot(var, "accumulator")
+        acc_rows = gather(acc, indices) + grad * grad
+        acc.scatter_update(IndexedSlices(acc_rows, indices))
+        step = grad * c["lr_t"] / (sqrt(acc_rows) + c["epsilon"])
+        return var.scatter_sub(IndexedSlices(step, indices))
 
     def set_weights(self, weights):
         super().set_weights(with_iterations(self.weights, weights))

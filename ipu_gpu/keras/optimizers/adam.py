@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.indexed_slices import IndexedSlices
 from ...ops.math import maximum, sqrt
 from .optimizer_v2 import OptimizerV2, fused_cpu_update
 
@@ -19,6 +20,12 @@ class Adam(OptimizerV2):
         w = w - m * alpha / (sqrt(v or vhat) + epsilon)
 
     ``t`` is ``iterations + 1``. Slots: "m", "v" (and "vhat" with ``amsgrad``).
+
+    A sparse gradient (IndexedSlices, repeated rows summed) takes Keras 2's sparse path:
+    the moments of every row decay (``m = beta_1 * m``, ``v = beta_2 * v``), the batch
+    rows' ``(1 - beta_1) * g`` and ``(1 - beta_2) * g * g`` are scatter-added, and every
+    row moves by ``lr * sqrt(1 - beta_2 ** t) / (1 - beta_1 ** t) * m / (sqrt(v) +
+    epsilon)`` (``vhat`` for ``v`` with ``amsgrad``).
 
     Args:
       learning_rate: a float, a ``LearningRateSchedule`` or a callable.
@@ -53,6 +60,7 @@ class Adam(OptimizerV2):
         beta_2_power = np.power(beta_2, step)
         lr = t(c["lr_t"])
         c.update(alpha=float(lr * np.sqrt(one - beta_2_power) / (one - beta_1_power)),
+                 lr=float(lr * (np.sqrt(one - beta_2_power) / (one - beta_1_power))),
                  epsilon=float(t(self.epsilon)), beta_1_t=float(beta_1),
                  beta_2_t=float(beta_2), beta_1_power=float(beta_1_power),
                  beta_2_power=float(beta_2_power), one_minus_beta_1_t=float(one - beta_1),
@@ -72,6 +80,19 @@ class Adam(OptimizerV2):
             vhat.assign(maximum(vhat, v))
             v = vhat
         return var.assign_sub(m * c["alpha"] / (sqrt(v) + c["epsilon"]))
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m.assign(m * c["beta_1_t"])
+        m.scatter_add(IndexedSlices(grad * c["one_minus_beta_1_t"], indices))
+        v.assign(v * c["beta_2_t"])
+        v.scatter_add(IndexedSlices((grad * grad) * c["one_minus_beta_2_t"], indices))
+        if self.amsgrad:
+            vhat = self.get_slot(var, "vhat")
+            vhat.assign(maximum(vhat, v))
+            v = vhat
+        return var.assign_sub(c["lr"] * m / (sqrt(v) + c["epsilon"]))
 
     def set_weights(self, weights):
         # weights of a Keras 1 optimizer hold vhat even without amsgrad: 3n + 1 of them

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.indexed_slices import IndexedSlices
+from ...ops.indexing import gather
 from ...ops.math import abs as abs_
 from ...ops.math import maximum
 from .optimizer_v2 import OptimizerV2
@@ -17,7 +19,9 @@ class Adamax(OptimizerV2):
         v = max(beta_2 * v, |g|)
         w = w - learning_rate / (1 - beta_1 ** t) * (m / (v + epsilon))
 
-    ``t`` is ``iterations + 1``. Slots: "m", "v".
+    ``t`` is ``iterations + 1``. Slots: "m", "v". A sparse gradient (IndexedSlices,
+    repeated rows summed) updates only its rows, with the same formulas (Keras 2's sparse
+    path).
 
     Args:
       learning_rate: a float, a ``LearningRateSchedule`` or a callable.
@@ -54,6 +58,16 @@ class Adamax(OptimizerV2):
         m.assign_add((grad - m) * c["one_minus_beta_1_t"])
         v.assign(maximum(v * c["beta_2_t"], abs_(grad)))
         return var.assign_sub(c["scaled_lr"] * (m / (v + c["epsilon"])))
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_rows = gather(m, indices) * c["beta_1_t"] + grad * c["one_minus_beta_1_t"]
+        m.scatter_update(IndexedSlices(m_rows, indices))
+        v_rows = maximum(gather(v, indices) * c["beta_2_t"], abs_(grad))
+        v.scatter_update(IndexedSlices(v_rows, indices))
+        step = -c["scaled_lr"] * (m_rows / (v_rows + c["epsilon"]))
+        return var.scatter_add(IndexedSlices(step, indices))
 
     def get_config(self) -> dict:
         return {**super().get_config(), **self._hyper_config("beta_1", "beta_2"),

@@ -69,6 +69,12 @@ class AdamW(Adam):
             var.assign_sub(var * c["weight_decay"] * c["lr_t"])
         return super()._resource_apply_dense(grad, var, apply_state)
 
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        if self.weight_decay and self._use_weight_decay(var):  # every row decays
+            c = self._coefficients(var, apply_state)
+            var.assign_sub(var * c["weight_decay"] * c["lr_t"])
+        return super()._resource_apply_sparse(grad, var, indices, apply_state)
+
     def get_config(self) -> dict:
         config = super().get_config()
         config["weight_decay"] = self.weight_decay

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.indexed_slices import IndexedSlices
+from ...ops.indexing import gather
 from ...ops.math import sqrt
 from .optimizer_v2 import OptimizerV2
 from .schedules import LearningRateSchedule
@@ -23,6 +25,11 @@ class Nadam(OptimizerV2):
 
     ``t`` is ``iterations + 1``; the learning rate is not decayed (Keras's ``decay`` is the
     schedule's 0.004, its ``schedule_decay``). Slots: "m", "v".
+
+    A sparse gradient (IndexedSlices, repeated rows summed) takes Keras 2's sparse path:
+    ``m`` and ``v`` of every row decay by ``beta_1`` and ``beta_2``, the batch rows'
+    ``(1 - beta_1) * g`` and ``(1 - beta_2) * g * g`` are scatter-added, and only the batch
+    rows of ``w`` move, by the formula above on their rows.
 
     Args:
       learning_rate: a float or a callable (not a schedule, as Keras).
@@ -94,6 +101,20 @@ class Nadam(OptimizerV2):
         v_t_prime = v / c["v_t_prime_denominator"]
         m_t_bar = g_prime * c["one_minus_m_t"] + m_t_prime * c["m_t_1"]
         return var.assign_sub(m_t_bar * c["lr_t"] / (sqrt(v_t_prime) + c["epsilon"]))
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        g_prime = grad / c["one_minus_m_schedule_new"]
+        m.assign(m * c["beta_1_t"])
+        m.scatter_add(IndexedSlices(grad * c["one_minus_beta_1_t"], indices))
+        m_t_prime = gather(m, indices) / c["one_minus_m_schedule_next"]
+        m_t_bar = g_prime * c["one_minus_m_t"] + m_t_prime * c["m_t_1"]
+        v.assign(v * c["beta_2_t"])
+        v.scatter_add(IndexedSlices((grad * grad) * c["one_minus_beta_2_t"], indices))
+        v_t_prime = gather(v, indices) / c["v_t_prime_denominator"]
+        step = m_t_bar * c["neg_lr_t"] / (sqrt(v_t_prime) + c["epsilon"])
+        return var.scatter_add(IndexedSlices(step, indices))
 
     def get_config(self) -> dict:
         return {**super().get_config(), **self._hyper_config("beta_1", "beta_2"),

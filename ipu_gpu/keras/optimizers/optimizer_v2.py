@@ -14,14 +14,21 @@ One step (``apply_gradients``):
    clipped (``clipvalue``, ``clipnorm``, ``global_clipnorm``, then ``gradient_transformers``);
 5. ``_resource_apply_dense(grad, var, apply_state)`` updates each variable and its slots
    with core ops and the variables' own ``assign``/``assign_add``/``assign_sub`` (in place
-   where nothing else holds the buffer); a variable's ``constraint``, if it has one, follows;
+   where nothing else holds the buffer); a variable's ``constraint``, if it has one, follows.
+   A sparse gradient (an ``IndexedSlices``: the gradient of an embedding lookup) goes to
+   ``_resource_apply_sparse_duplicate_indices``, which sums the values of repeated indices
+   (``_deduplicate_indexed_slices``) and calls ``_resource_apply_sparse(values, var,
+   unique_indices, apply_state)``: each optimizer's Keras 2 sparse arithmetic, which moves
+   only the rows in the batch (or, for Adam and Nadam, decays the moments of all rows), as
+   TF's ResourceSparseApply kernels and ``_resource_scatter_add``/``_update`` do. A sparse
+   gradient for a variable with a ``constraint`` is Keras's RuntimeError;
 6. ``iterations`` is incremented; it is returned.
 
 Subclasses written for Keras 2 (``_create_slots``, ``_prepare_local``,
 ``_resource_apply_dense``, ``_set_hyper``/``_get_hyper``, ``add_slot``/``get_slot``) work
 unchanged: ``_get_hyper`` and ``_decayed_lr`` return Tensors as in Keras, and the
 coefficients in ``apply_state`` are Python floats, which ops accept wherever Keras passes
-scalar Tensors. Sparse (IndexedSlices) gradients do not exist in the core and are not handled.
+scalar Tensors.
 """
 
 from __future__ import annotations
@@ -34,13 +41,15 @@ import numpy as np
 
 from ... import distribute
 from ...errors import InvalidArgumentError
-from ...core import nest
+from ...core import backend, nest
 from ...core.dtypes import as_dtype
+from ...core.indexed_slices import IndexedSlices
 from ...core.tape import GradientTape
 from ...core.tensor import Tensor, Variable
 from ...core.convert import constant, convert_to_tensor
 from ...ops.creation import ones_like, zeros_like
 from ...ops.math import cast
+from ...ops.math_extra import unsorted_segment_sum
 from . import schedules, utils
 
 _ALLOWED_KWARGS = {"clipnorm", "clipvalue", "lr", "decay", "global_clipnorm"}
@@ -265,31 +274,45 @@ class OptimizerV2:
             if not isinstance(var, Variable):
                 raise NotImplementedError(f"Updating a `Tensor` is not implemented. Received: "
                                           f"var={var}.")
-            if not isinstance(grad, Tensor):
+            sparse = isinstance(grad, IndexedSlices)
+            if not sparse and not isinstance(grad, Tensor):
                 grad = convert_to_tensor(grad)
-            if grad.shape != var.shape:  # ops would broadcast it silently
+            shape = grad.shape if not sparse else grad.shape.as_list()
+            if shape != var.shape:  # ops would broadcast it silently
                 raise InvalidArgumentError(
                     f"apply_gradients: the gradient of {var.name} must have the variable's "
-                    f"shape {list(var.shape)}, got {list(grad.shape)}")
+                    f"shape {list(var.shape)}, got {list(shape)}")
             if grad.dtype != var.dtype:
                 raise TypeError(f"apply_gradients: the gradient of {var.name} must have the "
                                 f"variable's dtype {var.dtype.name}, got {grad.dtype.name}")
+            constraint = getattr(var, "constraint", None)
+            if sparse:
+                if constraint is not None:
+                    raise RuntimeError(f"Cannot use a constraint function on a sparse variable. "
+                                       f"Received: grad={grad}, var.constraint={constraint}.")
+                kwargs = ({"apply_state": apply_state}
+                          if self._takes_apply_state("_resource_apply_sparse") else {})
+                self._resource_apply_sparse_duplicate_indices(grad.values, var, grad.indices,
+                                                              **kwargs)
+                continue
             if pass_state:
                 apply_dense(grad, var, apply_state=apply_state)
             else:
                 apply_dense(grad, var)
-            constraint = getattr(var, "constraint", None)
             if constraint is not None:
                 var.assign(constraint(var))
         return self.iterations.assign_add(1)
 
     @classmethod
-    def _takes_apply_state(cls) -> bool:
-        takes = cls.__dict__.get("_apply_state_arg")
+    def _takes_apply_state(cls, method: str = "_resource_apply_dense") -> bool:
+        """Whether the subclass's ``method`` takes ``apply_state`` (Keras passes it only
+        then)."""
+        key = f"_apply_state_arg{method}"
+        takes = cls.__dict__.get(key)
         if takes is None:
-            params = inspect.signature(cls._resource_apply_dense).parameters
+            params = inspect.signature(getattr(cls, method)).parameters
             takes = "apply_state" in params
-            cls._apply_state_arg = takes
+            setattr(cls, key, takes)
         return takes
 
     # ---- hyperparameters ----
@@ -574,8 +597,38 @@ class OptimizerV2:
     def _resource_apply_dense(self, grad, handle, apply_state):
         raise NotImplementedError("`_resource_apply_dense` must be implemented in subclasses.")
 
+    def _resource_apply_sparse_duplicate_indices(self, grad, handle, indices, **kwargs):
+        """Apply the sparse gradient ``grad`` (rows at ``indices``, which may repeat) to
+        ``handle``: the rows of repeated indices summed, then ``_resource_apply_sparse``.
+        Optimizers that deal with repeated indices themselves override it."""
+        summed_grad, unique_indices = _deduplicate_indexed_slices(grad, indices)
+        return self._resource_apply_sparse(summed_grad, handle, unique_indices, **kwargs)
+
     def _resource_apply_sparse(self, grad, handle, indices, apply_state):
         raise NotImplementedError("`_resource_apply_sparse` Must be implemented in subclasses.")
+
+    def _resource_scatter_add(self, x, i, v):
+        """``x[i] += v`` for the rows ``i`` of the Variable ``x``; returns ``x``'s value."""
+        return x.scatter_add(IndexedSlices(v, i)).read_value()
+
+    def _resource_scatter_update(self, x, i, v):
+        """``x[i] = v`` for the rows ``i`` of the Variable ``x``; returns ``x``'s value."""
+        return x.scatter_update(IndexedSlices(v, i)).read_value()
+
+
+def _deduplicate_indexed_slices(values, indices):
+    """``(summed_values, unique_indices)``: the rows of ``values`` summed per index, in index
+    order, the unique indices in the order of their first occurrence (TF's ``unique``)."""
+    ids = indices._value if isinstance(indices, Tensor) else np.asarray(indices)
+    ids = ids.reshape(-1)
+    xp = backend.xp_of(ids)
+    uniq, first, inverse = xp.unique(ids, return_index=True, return_inverse=True)
+    order = xp.argsort(first)  # first positions are distinct: any sort is stable
+    rank = xp.empty_like(order)
+    rank[order] = xp.arange(order.shape[0], dtype=order.dtype)
+    positions = rank[inverse.reshape(-1)]
+    summed = unsorted_segment_sum(values, positions, int(uniq.shape[0]))  # syncs device
+    return summed, Tensor(uniq[order])
 
 
 def uses_momentum(momentum) -> bool:

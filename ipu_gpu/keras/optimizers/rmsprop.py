@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from ...ops.math import sqrt
+from ...core.indexed_slices import IndexedSlices
+from ...ops.indexing import gather
+from ...ops.math import rsqrt, sqrt, square
 from .optimizer_v2 import OptimizerV2, uses_momentum, with_iterations
 
 
@@ -18,6 +20,12 @@ class RMSprop(OptimizerV2):
     without momentum (Keras's own ops): ``w = w - lr * g / (sqrt(denom) + epsilon)``;
     with momentum (TF's ApplyRMSProp): ``mom = momentum * mom + lr * g / sqrt(denom +
     epsilon)``, ``w = w - mom``. Slots: "rms", "momentum" (momentum > 0), "mg" (centered).
+
+    A sparse gradient (IndexedSlices, repeated rows summed): with momentum only its rows
+    change (TF's ResourceSparseApplyRMSProp / ResourceSparseApplyCenteredRMSProp: ``ms =
+    ms * rho + g * g * (1 - rho)``, ``mom = mom * momentum + rsqrt(denom + epsilon) * lr *
+    g``); without, Keras 2's sparse path decays "rms" (and "mg") of every row, scatter-adds
+    the batch rows' terms and moves only the batch rows of ``w``.
 
     Args:
       learning_rate: a float, a ``LearningRateSchedule`` or a callable.
@@ -77,6 +85,34 @@ class RMSprop(OptimizerV2):
             mg.assign(mg * c["rho"] + grad * c["one_minus_rho"])
             denom = rms - mg * mg
         return var.assign_sub(grad * lr / (sqrt(denom) + c["epsilon"]))
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        rms = self.get_slot(var, "rms")
+        rho, one_minus_rho, eps = c["rho"], c["one_minus_rho"], c["epsilon"]
+        if self._momentum:
+            ms = gather(rms, indices) * rho + grad * grad * one_minus_rho
+            rms.scatter_update(IndexedSlices(ms, indices))
+            denom = ms + eps
+            if self.centered:
+                mg = self.get_slot(var, "mg")
+                mg_rows = gather(mg, indices) * rho + grad * one_minus_rho
+                mg.scatter_update(IndexedSlices(mg_rows, indices))
+                denom = denom - square(mg_rows)
+            mom = self.get_slot(var, "momentum")
+            mom_rows = gather(mom, indices) * c["momentum"] + rsqrt(denom) * c["lr_t"] * grad
+            mom.scatter_update(IndexedSlices(mom_rows, indices))
+            return var.scatter_sub(IndexedSlices(mom_rows, indices))
+        rms.assign(rms * rho)
+        rms.scatter_add(IndexedSlices((grad * grad) * one_minus_rho, indices))
+        denom = gather(rms, indices)
+        if self.centered:
+            mg = self.get_slot(var, "mg")
+            mg.assign(mg * rho)
+            mg.scatter_add(IndexedSlices(grad * one_minus_rho, indices))
+            denom = denom - square(gather(mg, indices))
+        step = c["neg_lr_t"] * grad / (sqrt(denom) + eps)
+        return var.scatter_add(IndexedSlices(step, indices))
 
     def set_weights(self, weights):
         super().set_weights(with_iterations(self.weights, weights))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...core.indexed_slices import IndexedSlices
+from ...ops.indexing import gather
 from .optimizer_v2 import OptimizerV2, fused_cpu_update, uses_momentum
 
 
@@ -13,6 +15,11 @@ class SGD(OptimizerV2):
         w = w + momentum * velocity - learning_rate * g    # nesterov=True
 
     Without momentum: ``w = w - learning_rate * g``, and no slot.
+
+    A sparse gradient (IndexedSlices) updates only its rows: without momentum each row is
+    added in turn, repeated indices included (TF's ResourceScatterAdd); with momentum the
+    repeated rows are summed first and the rows' velocities and weights follow the formulas
+    above (TF's ResourceSparseApplyKerasMomentum), the other rows keeping theirs.
 
     Args:
       learning_rate: a float, a ``LearningRateSchedule`` or a callable returning the rate.
@@ -56,6 +63,22 @@ class SGD(OptimizerV2):
         if self.nesterov:
             return var.assign_add(accum * momentum - grad * lr)
         return var.assign_add(accum)
+
+    def _resource_apply_sparse_duplicate_indices(self, grad, var, indices, **kwargs):
+        if self._momentum:
+            return super()._resource_apply_sparse_duplicate_indices(grad, var, indices,
+                                                                    **kwargs)
+        c = self._coefficients(var, kwargs.get("apply_state"))
+        return var.scatter_add(IndexedSlices(-grad * c["lr_t"], indices))
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        c = self._coefficients(var, apply_state)
+        lr, momentum = c["lr_t"], c["momentum"]
+        accum = self.get_slot(var, "momentum")
+        a = gather(accum, indices) * momentum - grad * lr
+        accum.scatter_update(IndexedSlices(a, indices))
+        step = a * momentum - grad * lr if self.nesterov else a
+        return var.scatter_add(IndexedSlices(step, indices))
 
     def get_config(self) -> dict:
         return {**super().get_config(), **self._hyper_config("momentum"),

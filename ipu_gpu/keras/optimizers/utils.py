@@ -2,8 +2,8 @@
 a list of ``(gradient, variable)`` pairs (Keras 2's ``optimizers/utils.py``), so a wrapper
 (gradient accumulation, cross-replica mean, ...) can chain them in the same way.
 
-``clip_by_norm`` and ``clip_by_global_norm`` are TF's arithmetic composed from core ops (the
-core has neither yet).
+The clipping functions are ``tf.clip_by_norm``/``tf.clip_by_global_norm`` (``ops/clip.py``),
+which keep IndexedSlices (sparse gradients) as TF's do.
 """
 
 from __future__ import annotations
@@ -11,12 +11,8 @@ from __future__ import annotations
 import logging
 
 from ... import distribute
-from ...ops.indexing import where
-from ...ops.math import (clip_by_value, divide, greater, maximum, minimum, multiply, sqrt,
-                         subtract)
-from ...ops.nn import l2_loss
-from ...ops.reduction import reduce_sum
-from ...ops.shape import stack
+from ...ops.clip import clip_by_global_norm, clip_by_norm, global_norm  # noqa: F401 - Keras's
+from ...ops.math import clip_by_value
 
 _LOG = logging.getLogger("tensorflow")
 
@@ -55,30 +51,6 @@ def all_reduce_sum_gradients(grads_and_vars) -> list:
         return grads_and_vars
     reduced = iter(distribute.get_replica_context().all_reduce("sum", present))
     return [(None if g is None else next(reduced), v) for g, v in grads_and_vars]
-
-
-def clip_by_norm(t, clip_norm):
-    """``t * clip_norm / max(l2norm(t), clip_norm)`` (``tf.clip_by_norm`` over all axes)."""
-    l2sum = reduce_sum(multiply(t, t), keepdims=True)
-    positive = greater(l2sum, 0.0)
-    # where() keeps sqrt's gradient finite at zero, as TF does
-    l2norm = where(positive, sqrt(where(positive, l2sum, 1.0)), l2sum)
-    return divide(multiply(t, clip_norm), maximum(l2norm, clip_norm))
-
-
-def global_norm(t_list):
-    """``sqrt(sum(||t||^2))`` over the tensors (``tf.linalg.global_norm``), in their dtype."""
-    half_squares = stack([l2_loss(t) for t in t_list])
-    return sqrt(multiply(reduce_sum(half_squares), 2.0))
-
-
-def clip_by_global_norm(t_list, clip_norm):
-    """``(t_list scaled by clip_norm / max(global_norm, clip_norm), global_norm)``; every value
-    NaN when the global norm is not finite (``tf.clip_by_global_norm``)."""
-    use_norm = global_norm(t_list)
-    scale = multiply(clip_norm, minimum(divide(1.0, use_norm), 1.0 / clip_norm))
-    scale = scale + subtract(use_norm, use_norm)  # NaN for an infinite norm, as TF
-    return [multiply(t, scale) for t in t_list], use_norm
 
 
 def make_gradient_clipnorm_fn(clipnorm):
