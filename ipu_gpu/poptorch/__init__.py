@@ -22,12 +22,13 @@ from .options import (ConfigFileError, Options, ParallelPhasedExecution, Phase,
 
 from .errors import Error, RecoverableError, UnrecoverableError
 from .log_level import setLogLevel
+from .device_pool import ipuHardwareIsAvailable, ipuHardwareVersion
 
 _TORCH_NAMES = {"trainingModel": "executor", "inferenceModel": "executor",
                 "PoplarExecutor": "executor", "identity_loss": "executor",
                 "DataLoader": "data", "AsynchronousDataAccessor": "data",
                 "BeginBlock": "blocks", "Block": "blocks", "BlockFunction": "blocks",
-                "removeBlocks": "blocks",
+                "removeBlocks": "blocks", "load": "executable_cache",
                 **{name: "ops" for name in ("MultiConv", "NameScope", "dynamic_slice",
                                             "dynamic_update", "nop", "recomputationCheckpoint",
                                             "serializedMatMul", "set_available_memory",
@@ -66,4 +67,5 @@ __all__ = ["AnchorMode", "AutoStage", "CommGroupType", "ConfigFileError", "Conne
            "SerialPhasedExecution", "ShardedExecution", "SharingStrategy", "Stage",
            "SyncPattern", "TensorLocationSettings", "VariableRetrievalMode", "enums", "options",
            "Error", "RecoverableError", "UnrecoverableError", "optim", "setLogLevel",
+           "ipuHardwareIsAvailable", "ipuHardwareVersion",
            *_TORCH_NAMES]

@@ -27,7 +27,15 @@ instead of the host's data.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import sys
+import weakref
+
 import torch
+
+from . import device_pool
 
 from .enums import OutputMode, ReductionType
 from .device_state import DeviceState, HalfUpdatesInFloat32, synthetic_batch
@@ -96,6 +104,36 @@ def _find_loss(out):
     return scalars[-1]
 
 
+# ---- lifecycle helpers (device pool, weights, flags) -----------------------------------------
+logger = logging.getLogger("poptorch::python")
+_TRAINERS = weakref.WeakKeyDictionary()  # user module -> weakref to its training executor
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_site() -> str:
+    """``file:line`` of the user code that created the wrapper (for error messages)."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.dirname(
+            os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIR:
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+@contextlib.contextmanager
+def _module_flags(flags):
+    """Set each module's ``training`` flag as ``flags`` says for the body, then restore."""
+    saved = [(m, m.training) for m in flags]
+    try:
+        for m, flag in flags.items():
+            m.training = flag
+        yield
+    finally:
+        for m, flag in saved:
+            m.training = flag
+
+
 class PoplarExecutor:
     """A wrapped model (what ``trainingModel``/``inferenceModel`` return): call it like the
     module; ``options`` (frozen), ``model`` (the user's module) and PopTorch's methods."""
@@ -103,7 +141,7 @@ class PoplarExecutor:
     def __init__(self, model, options, training, optimizer=None):
         from .options import Options
 
-        if getattr(model, "_poptorch_wrapped", False):
+        if training and getattr(model, "_poptorch_wrapped", False):
             raise RuntimeError("Model has already been wrapped in 'poptorch.trainingModel'. "
                                "Call model.destroy() on the model to unwrap before wrapping "
                                "again.")
@@ -131,61 +169,497 @@ class PoplarExecutor:
         self._attached = False
         # per-replica buffers, random stream, synthetic inputs of the compiled executable
         self._device_state = None
+        self._lifecycle_init()
 
-    # ---- PopTorch's methods -------------------------------------------------------------
+    # ---- PopTorch's methods: device lifecycle, weights, optimizer, executables ----------
+    # research/poptorch_semantics.md 3.2, 3.5, 3.6. The emulated device holds a copy of the
+    # weights (``_device_weights``): taken when the model attaches (compile with
+    # ConnectionType.Always, else its first run, and every attachToDevice) and by
+    # copyWeightsToDevice(); a call runs on that copy (swapped into the host tensors' .data
+    # for the call), so host edits reach the device only through copyWeightsToDevice() /
+    # load_state_dict() / a new attach, as on an IPU. A training model writes its weights
+    # back to the host after every call (PopTorch copies them lazily on the first host read:
+    # what the host reads is the same), and an inference model of the same module re-copies
+    # them before its next call. The modules' train/eval flags are frozen at compilation
+    # (the top module's at wrapping, as PopTorch wraps a shallow copy).
+    def _lifecycle_init(self) -> None:
+        self._lease = None  # the pool's key for the IPUs held, or None
+        self._release = None  # weakref.finalize giving the IPUs back at garbage collection
+        self._device_weights = None  # {id(host tensor): (host tensor, device tensor)}
+        self._weights_version = 0  # training: bumped whenever the host gets new weights
+        self._trainer_version_seen = None  # inference: the trainer's version it copied
+        self._wrap_flag = bool(self.model.training)
+        self._compiled_flags = None
+        self._optimizer_description = None  # optim.describe() of the compiled optimizer
+        self._device_hyperparameters = None  # optim.hyperparameters() the device holds
+        self._input_template = None
+        self._origin = _caller_site()
+        if self.training:
+            from . import optim
+
+            self._attribute_tracker = optim.AttributeTracker(
+                bool(getattr(self.options, "_relax_optimizer_checks", False)))
+            self._take_optimizer(self.optimizer)
+            _TRAINERS[self.model] = weakref.ref(self)
+
+    def _holder(self) -> str:
+        kind = "trainingModel" if self.training else "inferenceModel"
+        return f"poptorch.{kind}({type(self.model).__name__}) created at {self._origin}"
+
+    def _connection(self):
+        from .enums import ConnectionType
+
+        return ConnectionType(int(self.options.connection_type))
+
+    def _uses_ipu_model(self) -> bool:
+        values = self.options._values
+        if "use_model" in values:
+            return bool(values["use_model"])
+        return any(os.environ.get(v, "0") not in ("", "0")
+                   for v in ("POPTORCH_IPU_MODEL", "POPTORCH_SMALL_IPU_MODEL"))
+
+    def _check_device_options(self) -> None:
+        from .enums import ConnectionType
+
+        values = self.options._values
+        never = self._connection() == ConnectionType.Never
+        cycles = self.options._Popart.options.get("instrumentWithHardwareCycleCounter", False)
+        if self._uses_ipu_model():
+            if cycles:
+                raise Error("Cycle count logging is only supported on actual IPU hardware.")
+            if never:
+                raise Error("ConnectionType.Never / poptorch.Options.useOfflineIpuTarget not "
+                            "supported for the IPU model")
+        elif never:
+            if "ipu_id" in values:
+                raise Error("Offline compilation targeting a specific id not supported")
+            if cycles:
+                raise Error("Cycle count logging is only supported on actual IPU hardware.")
+
     def compile(self, *args, **kwargs) -> None:
-        """Check and record the inputs' signature (the first call's job) without running."""
+        """Compile the model for these inputs (the arguments of the model's call) without
+        running it; PopTorch traces and compiles, ipu_gpu checks and records the input
+        signature, places the ops (blocks), records the optimizer's compiled constants and
+        the modules' train/eval flags, stores or finds the executable in the cache
+        (``enableExecutableCaching``), and with ``ConnectionType.Always`` (the default)
+        acquires the IPUs and copies the weights to them. A second call only warns.
+
+        Raises:
+          poptorch.Error: no free IPUs (see ``device_pool``), an invalid device choice."""
         if self._signature is not None:
-            import warnings
-
-            warnings.warn("Call to compile() ignored: the executable is already compiled",
-                          stacklevel=2)
+            logger.warning("Call to compile() ignored: the executable is already compiled")
             return
-        signature = self._check_first(args, kwargs)
         from .blocks import _trace_placement
+        from .enums import ConnectionType
 
-        # PopTorch's trace: placement and its checks (on the synthetic inputs if any)
-        _trace_placement(self, *synthetic_batch(self.options, args, kwargs, _map,
-                                                self._factors()))
+        self._check_device_options()
+        show = getattr(self.options, "_show_compilation_progress_bar", False)
+        bar = getattr(self.options, "_progress_bar", None) if show else None
+        if bar is not None:
+            bar(0, 100)
+        signature = self._check_first(args, kwargs)
+        from .executable_cache import TensorSpec
+
+        self._input_template = _map(TensorSpec.of, [list(args), kwargs])
+        with _module_flags({self.model: self._wrap_flag}):
+            # PopTorch's trace: placement and its checks (on the synthetic inputs if any)
+            _trace_placement(self, *synthetic_batch(self.options, args, kwargs, _map,
+                                                    self._factors()))
         self._signature = signature
+        try:
+            self._compiled(ConnectionType)
+        except BaseException:
+            self._signature = None
+            raise
+        if bar is not None:
+            bar(100, 100)
+
+    def _compiled(self, connection_types) -> None:
+        from . import executable_cache
+
+        flags = {m: m.training for m in self.model.modules()}
+        flags[self.model] = self._wrap_flag
+        self._compiled_flags = flags
+        if self.training:  # the optimizer's hyper-parameters are uploaded with the weights
+            from . import optim
+
+            self._optimizer_description = self._describe_optimizer(self.optimizer)
+            self._device_hyperparameters = optim.hyperparameters(self.optimizer)
+        if self._connection() == connection_types.Always and not self._attached:
+            self._attach()
+        if self._uses_ipu_model():
+            if self.options._Popart.options.get("enableEngineCaching", False):
+                logger.warning("enableExecutableCaching doesn't work with the IPU model")
+        else:
+            executable_cache.cache_entry(self)
+
+    def _num_ipus(self) -> int:
+        record = self.__dict__.get("_placement_record")
+        if record is not None:
+            return int(record.num_ipus)
+        return int(self.options.replication_factor)
+
+    def _attach(self) -> None:
+        """Take the IPUs (none for the IPU Model) and copy the weights to them."""
+        if not self._uses_ipu_model() and self._lease is None:
+            pool = device_pool.pool()
+            key, _ = pool.acquire(self._num_ipus(), self._holder(),
+                                  self.options._values.get("ipu_id"))
+            self._lease = key
+            self._release = weakref.finalize(self, pool.release, key)
         self._attached = True
+        self._upload_weights()
+        trainer = self._trainer()
+        if trainer is not None:
+            self._trainer_version_seen = trainer._weights_version
+
+    def _detach(self) -> None:
+        if self._release is not None:
+            self._release()  # gives the IPUs back (once)
+        self._lease = None
+        self._release = None
+        self._device_weights = None
+        self._attached = False
+
+    def _trainer(self):
+        """The training model of the same module, for an inference model (else None)."""
+        if self.training:
+            return None
+        ref = _TRAINERS.get(self.model)
+        trainer = ref() if ref is not None else None
+        return trainer if trainer is not None and trainer.isCompiled() else None
+
+    def _host_tensors(self) -> list:
+        found = {}
+        for _, t in self.model.named_parameters():
+            found.setdefault(id(t), t)
+        for _, t in self.model.named_buffers():
+            found.setdefault(id(t), t)
+        return list(found.values())
+
+    def _upload_weights(self) -> None:
+        with torch.no_grad():
+            self._device_weights = {id(t): (t, t.detach().clone())
+                                    for t in self._host_tensors()}
+        if self._device_state is not None:  # the host's buffers go to every replica
+            self._device_state.buffers.broadcast()
+        if self._device_state is not None:  # the host's buffers go to every replica
+            self._device_state.buffers.broadcast()
+
+    def _download_weights(self) -> None:
+        if self._device_weights is None:
+            return
+        with torch.no_grad():
+            for host, device in self._device_weights.values():
+                if host.data is not device:
+                    host.copy_(device)
+        self._weights_version += 1
+
+    def _before_call(self) -> None:
+        """PopTorch's first check in ``__call__``: an offline model cannot run."""
+        from .enums import ConnectionType
+
+        assert self._connection() != ConnectionType.Never, (
+            "Trying to run a model on an offline device (ConnectionType.Never): use "
+            "model.compile(inputs) instead of model(inputs)")
+
+    def _attach_for_call(self) -> None:
+        """Attach if detached (a call attaches again); an inference model re-copies the
+        weights its module's training model has changed since its last copy."""
+        if not self._attached:
+            self.attachToDevice()
+        trainer = self._trainer()
+        if trainer is not None and trainer._weights_version != self._trainer_version_seen:
+            logger.debug("Implicit copyWeightsToDevice()")
+            self._upload_weights()
+            self._trainer_version_seen = trainer._weights_version
+
+    @contextlib.contextmanager
+    def _on_device(self):
+        """Run the body on the device's weights and the compiled train/eval flags."""
+        weights = self._device_weights or {}
+        swapped = []
+        with _module_flags(self._compiled_flags or {}):
+            try:
+                for key, (host, device) in weights.items():
+                    swapped.append((key, host, host.data))
+                    host.data = device
+                yield
+            finally:
+                for key, host, data in swapped:
+                    weights[key] = (host, host.data)
+                    host.data = data
+                if self.training:
+                    self._download_weights()
 
     def isCompiled(self) -> bool:  # noqa: N802 - PopTorch's name
+        """Whether the model is compiled (and not destroyed)."""
         return self._signature is not None
 
     def isAttachedToDevice(self) -> bool:  # noqa: N802
-        return self._attached
+        """Whether the compiled model holds its IPUs now."""
+        return self.isCompiled() and self._attached
 
     def detachFromDevice(self) -> None:  # noqa: N802
+        """Give the IPUs back (a training model's weights are on the host first); the next
+        call, or ``attachToDevice()``, attaches again and copies the host's weights.
+
+        Raises:
+          poptorch.Error: not compiled, or not attached (PopTorch's messages)."""
+        self._needs_compiled()
         if not self._attached:
             raise Error("Device is not attached")
-        self._attached = False
+        if self.training:
+            self._download_weights()
+        self._detach()
 
     def attachToDevice(self) -> None:  # noqa: N802
+        """Take the IPUs again and copy the host's weights to them.
+
+        Raises:
+          poptorch.Error: not compiled, already attached, or no free IPUs.
+          AssertionError: ``ConnectionType.Never`` (PopTorch's messages)."""
+        from .enums import ConnectionType
+
+        self._needs_compiled()
+        assert self._connection() != ConnectionType.Never, (
+            "Trying to attach to an offline device (ConnectionType.Never)")
         if self._attached:
             raise Error("Device is already attached")
-        self._attached = True
+        self._attach()
 
     def copyWeightsToHost(self) -> None:  # noqa: N802
-        """The host module already holds the weights (they are shared)."""
+        """Copy the device's weights and buffers into the host module (a training model
+        does so after every call; an inference model's changed buffers need this).
+
+        Raises:
+          poptorch.Error: not compiled or destroyed (PopTorch's message)."""
         self._needs_compiled()
+        self._download_weights()
 
     def copyWeightsToDevice(self) -> None:  # noqa: N802
-        """The host's buffers go to every replica (the weights are shared)."""
+        """Copy the host module's weights and buffers to the device: host edits made after
+        the model attached are used from the next call on.
+
+        Raises:
+          poptorch.Error: not compiled or destroyed (PopTorch's message)."""
         self._needs_compiled()
-        if self._device_state is not None:
-            self._device_state.buffers.broadcast()
+        if self._attached:
+            self._upload_weights()
+
+    def load_state_dict(self, state_dict, strict: bool = True):
+        """``model.load_state_dict`` on the wrapped module, then ``copyWeightsToDevice()``
+        when attached; returns torch's ``(missing_keys, unexpected_keys)``."""
+        out = self.model.load_state_dict(state_dict, strict)
+        if self.isAttachedToDevice():
+            logger.debug("load_state_dict: implicit copyWeightsToDevice()")
+            self.copyWeightsToDevice()
+        return out
 
     def setOptimizer(self, optimizer) -> None:  # noqa: N802
-        """Use ``optimizer`` (its hyper-parameters) from the next call on."""
+        """Use ``optimizer`` from the next call on: a new optimizer, or the same one after
+        its hyper-parameters changed. As in PopTorch, the device holds the hyper-parameters
+        given at compilation and by ``setOptimizer``: edits on the host (an LR scheduler's
+        ``step()`` included) take effect only through this call. After compilation the
+        PopART optimizer type and the attributes compiled as constants cannot change
+        (``optim.check_constant_attributes``, PopART's messages).
+
+        Raises:
+          AssertionError: an unsupported optimizer type (PopTorch's message).
+          ValueError: ``amsgrad``, or a float16 ``accum_type`` needing another mean
+            reduction strategy after compilation (PopTorch's messages).
+          poptorch.Error: another optimizer type or a changed constant after compilation.
+          AttributeError: an inference model (it has no optimizer)."""
+        if not self.training:
+            raise AttributeError("setOptimizer: an inferenceModel has no optimizer; wrap the "
+                                 "model with poptorch.trainingModel to train it")
+        from . import optim
+
+        optim.check_supported(optimizer)
+        self._take_optimizer(optimizer)
+
+    def _take_optimizer(self, optimizer) -> None:
+        from . import optim
+
+        compiled = self.isCompiled()
+        optim.select_mean_reduction_strategy(optimizer, self.options, compiled)
+        self._attribute_tracker.check(optimizer)
+        if compiled and self._optimizer_description is not None:
+            optim.check_constant_attributes(self._optimizer_description,
+                                            self._describe_optimizer(optimizer))
         self.optimizer = optimizer
+        if compiled:
+            self._device_hyperparameters = optim.hyperparameters(optimizer)
+
+    def _describe_optimizer(self, optimizer) -> dict:
+        from . import optim
+
+        optim.bind_parameter_names(optimizer, self.model.named_parameters())
+        return optim.describe(optimizer)
 
     def destroy(self) -> None:
-        """Unwrap the model (it can be wrapped again); the next call recompiles."""
+        """Release the IPUs and the executable (a training model's weights are on the host
+        first) and unwrap the module so that it can be wrapped again; the next call
+        compiles again. Nothing else happens to a model that is not compiled (as
+        PopTorch)."""
+        if not self.isCompiled():
+            if self._lease is not None:  # a first call that failed after attaching
+                self._detach()
+            return
+        if self.training:
+            self._download_weights()
+            if _TRAINERS.get(self.model) is not None and _TRAINERS[self.model]() is self:
+                del _TRAINERS[self.model]
+        self._detach()
         self._signature = None
-        self._attached = False
+        self._device_state = None
+        self._compiled_flags = None
+        self._optimizer_description = None
+        self._device_hyperparameters = None
         if self.training:
             self.model._poptorch_wrapped = False
+
+    def train(self, mode: bool = True):
+        """The wrapped module's ``train(mode)`` (PopTorch forwards it and returns the
+        module). It changes nothing in a compiled model, whose train/eval behaviour was
+        fixed at compilation; a warning says so."""
+        self._warn_mode(mode)
+        return self.model.train(mode)
+
+    def eval(self):
+        """The wrapped module's ``eval()``; see :meth:`train`."""
+        self._warn_mode(False)
+        return self.model.eval()
+
+    def _warn_mode(self, mode: bool) -> None:
+        if self._compiled_flags is not None and self._compiled_flags.get(self.model) != mode:
+            logger.warning("%s: %s() has no effect on the compiled model (its train/eval "
+                           "behaviour was fixed when it was compiled); it changes the "
+                           "wrapped module only. Call destroy() and run the model again to "
+                           "recompile.", self._holder(), "train" if mode else "eval")
+
+    def cycleCount(self) -> int:  # noqa: N802
+        """PopTorch: the IPU cycles of the last run (``Options.logCycleCount(True)``).
+
+        Raises:
+          poptorch.Error: always: cycle logging off, or the model not compiled (PopTorch's
+            messages), else because these are IPU hardware cycle counts, which an emulator
+            cannot measure."""
+        if not self.options._Popart.options.get("instrumentWithHardwareCycleCounter", False):
+            raise Error("Cycle count logging is disabled. Please set option logCycleCount to "
+                        "True to enable.")
+        if not self.isCompiled():
+            raise Error("Please run the model at least once before obtaining cycle count.")
+        raise Error("cycleCount(): IPU hardware cycle counts are not available: ipu_gpu "
+                    "emulates the IPU on a CPU/GPU and has no IPU cycle counter to read. "
+                    "Time the calls on the host instead (time.perf_counter()).")
+
+    def getPerfCounters(self):  # noqa: N802
+        """PopTorch: the IPU's host-I/O performance counters of the last run; empty lists
+        before compilation, as PopTorch.
+
+        Raises:
+          poptorch.Error: once compiled: the counters are IPU hardware timestamps, which
+            an emulator cannot give."""
+        if not self.isCompiled():
+            return {"input": [[]], "input_complete": [[]], "output": [[]],
+                    "output_complete": [[]]}
+        raise Error("getPerfCounters(): the IPU's performance counters (hardware timestamps "
+                    "of its host transfers and cycle counts) are not available: ipu_gpu "
+                    "emulates the IPU and has no IPU hardware to read them from. Time the "
+                    "calls on the host instead (time.perf_counter()).")
+
+    def getHostIpuLatency(self):  # noqa: N802
+        """PopTorch: host-to-IPU latency from the performance counters (see
+        :meth:`getPerfCounters`, which raises once compiled)."""
+        return self._latency()
+
+    def getComputeLatency(self):  # noqa: N802
+        """PopTorch: IPU compute latency (see :meth:`getPerfCounters`)."""
+        return self._latency()
+
+    def getIpuHostLatency(self):  # noqa: N802
+        """PopTorch: IPU-to-host latency (see :meth:`getPerfCounters`)."""
+        return self._latency()
+
+    def getLatency(self):  # noqa: N802
+        """PopTorch: total latency (see :meth:`getPerfCounters`)."""
+        return self._latency()
+
+    def _latency(self):
+        self.getPerfCounters()
+        return (0.0, 0.0, 0.0)  # PopTorch's (min, max, mean) without any run
+
+    def compilationTime(self):  # noqa: N802
+        """How long the compilation took (a ``datetime.timedelta``).
+
+        Raises:
+          poptorch.Error: not compiled, or ``showCompilationProgressBar(False)``
+            (PopTorch's messages)."""
+        if not self.isCompiled():
+            raise Error("Please compile the model before obtaining compilation time.")
+        if not getattr(self.options, "_show_compilation_progress_bar", False):
+            raise Error("Please set showCompilationProgressBar option to obtain compilation "
+                        "time.")
+        return self.options._progress_bar.compilation_time
+
+    def compileAndExport(self, filename: str, *args, export_model: bool = True,  # noqa: N802
+                         **kwargs) -> None:
+        """Compile for these inputs and save the executable to ``filename`` (see
+        ``executable_cache`` for the file); with ``export_model`` the module and optimizer
+        are saved too, so that ``poptorch.load(filename)`` re-creates this model."""
+        self.compile(*args, **kwargs)
+        self.save(filename, export_model)
+
+    def save(self, filename: str, export_model: bool = True,
+             save_rng_state: bool = True) -> None:
+        """Save the compiled executable (and with ``export_model`` the module and
+        optimizer) to ``filename``; a directory gets ``model.poptorch``.
+        ``save_rng_state`` is accepted; the device's random state is not saved.
+
+        Raises:
+          poptorch.Error: not compiled (PopTorch's message)."""
+        from . import executable_cache
+
+        self._needs_compiled()
+        executable_cache.save(self, filename, export_model)
+
+    def loadExecutable(self, filename: str) -> None:  # noqa: N802
+        """Use the executable saved in ``filename`` (by ``compileAndExport``, with or
+        without the model) for this model: the model is compiled for the saved inputs and
+        attaches as its connection type says.
+
+        Raises:
+          poptorch.Error: not such a file, another version's file, a file compiled for
+            training loaded into an inference model (or the reverse), or other batching
+            options."""
+        from . import executable_cache
+
+        self._load_executable_payload(filename, executable_cache.load_payload(filename))
+
+    def _load_executable_payload(self, filename, payload) -> None:
+        saved = payload["options"]
+        if payload["training"] is not None and bool(payload["training"]) != self.training:
+            kinds = ("an inference", "a training")
+            raise Error(f"Invalid file {filename}: it holds {kinds[bool(payload['training'])]} "
+                        f"executable and this is {kinds[self.training]} model")
+        for group, name in (("", "device_iterations"), ("", "replication_factor"),
+                            ("", "output_mode"), ("Training.", "gradient_accumulation")):
+            theirs = getattr(saved.Training if group else saved, name)
+            ours = getattr(self.options.Training if group else self.options, name)
+            if theirs != ours:
+                raise Error(f"Invalid file {filename}: the executable was compiled with "
+                            f"{group}{name}={theirs} and this model's options have "
+                            f"{group}{name}={ours}")
+        # ipu_gpu's executable is the compiled signature: compile for the saved inputs
+        # (zeros of their shapes and dtypes; PopTorch traces the model with them too)
+        from .executable_cache import example_inputs
+
+        args, kwargs = example_inputs(payload["input_template"])
+        if self.isCompiled():
+            self._detach()
+            self._signature = None
+        self.compile(*args, **kwargs)
 
     def _needs_compiled(self):
         if self._signature is None:
@@ -238,20 +712,21 @@ class PoplarExecutor:
                             f"{dtype}. To recompile, call destroy() or make a new wrapper.")
 
     def __call__(self, *args, **kwargs):
+        self._before_call()
         params = None
         if self._signature is None:
             params = dict(self.model.named_parameters())  # as before the compile's trace
             self.compile(*args, **kwargs)
         else:
             self._check_later(args, kwargs)
-        self._attached = True
+        self._attach_for_call()
         state = self._device_state
         first = state is None or state.signature is not self._signature
         try:
             if first:
                 state = self._device_state = DeviceState(
                     self, _leaves([list(args), kwargs]), self._factors(), params)
-            with state.random:
+            with state.random, self._on_device():
                 return self._run(state, args, kwargs, first)
         except BaseException:
             if first:  # the compile failed: the next call compiles again
@@ -349,9 +824,10 @@ class PoplarExecutor:
         state = self._device_state
         if state is not None and state.stochastic_rounding:
             with HalfUpdatesInFloat32(params):
-                apply_update(opt)
+                apply_update(opt, self._device_hyperparameters)
         else:
-            apply_update(opt)  # the device's update rule, never a subclass's Python step
+            # the device's update rule, never a subclass's Python step
+            apply_update(opt, self._device_hyperparameters)
 
     @staticmethod
     def _assemble(template, kept, sums, mode, period, s, a, r, synthetic):
