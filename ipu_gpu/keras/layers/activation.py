@@ -76,7 +76,7 @@ class LeakyReLU(_Elementwise):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config["alpha"] = self.alpha
+        config["alpha"] = float(backend.cast_to_floatx(self.alpha))  # Keras 2 keeps floatx's
         return config
 
 
