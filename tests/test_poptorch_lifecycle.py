@@ -611,3 +611,22 @@ def test_a_program_detaches_to_share_one_ipu(tmp_path):
     assert float(lines["out"]) == pytest.approx(trained(torch.ones(3, 4)).sum().item(),
                                                 rel=1e-5)
     assert (tmp_path / "exported.poptorch").read_bytes().startswith(executable_cache.MAGIC)
+
+
+def test_a_model_on_two_ipus_holds_two(pool):
+    class TwoStage(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(4, 4)
+            self.b = poptorch.BeginBlock(torch.nn.Linear(4, 2), ipu_id=1)
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    net = TwoStage()
+    model = poptorch.inferenceModel(net, poptorch.Options().deviceIterations(2))
+    x = torch.randn(4, 4)
+    torch.testing.assert_close(model(x), net(x).detach())
+    assert [len(le.ipus) for le in pool.leases()] == [2] and pool.free_ipus() == 0
+    with pytest.raises(poptorch.Error, match=r"Failed to acquire 1 IPU\(s\)"):
+        poptorch.inferenceModel(Net())(torch.randn(3, 4))

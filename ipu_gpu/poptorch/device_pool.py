@@ -1,13 +1,12 @@
 """The IPUs PopTorch models attach to: the emulated system's device pool.
 
-A compiled PopTorch model holds ``replicationFactor * IPUs per replica`` IPUs while it is
-attached to the device, as PopTorch's models do (research/poptorch_semantics.md §3.6): from
-``compile`` (``ConnectionType.Always``, the default) or its first run
-(``ConnectionType.OnDemand``) until ``detachFromDevice()``, ``destroy()`` or its garbage
-collection. The IPUs per replica are PopART's count, ``max(distinct ipu ids, largest id + 1)``
-of the model's blocks (1 without blocks); the request must be a power of two, as PopTorch
-reserves IPUs in powers of two (``Options.autoRoundNumIPUs(True)`` rounds up with a warning),
-and at most 64 per process.
+A compiled PopTorch model holds the IPUs PopART reserves for it while it is attached to the
+device, as PopTorch's models do (research/poptorch_semantics.md §3.6): from ``compile``
+(``ConnectionType.Always``, the default) or its first run (``ConnectionType.OnDemand``) until
+``detachFromDevice()``, ``destroy()`` or its garbage collection. How many is the compile-time
+placement's count (``blocks.py``): ``max(distinct ipu ids, largest id + 1)`` of the model's
+blocks (1 without blocks) times ``replicationFactor``, a power of two (PopTorch reserves IPUs
+in powers of two; ``Options.autoRoundNumIPUs(True)`` rounds up), at most 64 per process.
 
 The system offers ``IPU_GPU_POPTORCH_IPUS`` IPUs, else ``IPU_GPU_NUM_IPUS`` (``ipu-gpu run
 --ipus N``), else 64, PopTorch's per-process maximum (so any program that runs on one IPU-POD64
@@ -37,7 +36,7 @@ from dataclasses import dataclass
 from .errors import Error
 
 __all__ = ["DevicePool", "Lease", "ipuHardwareIsAvailable", "ipuHardwareVersion", "pool",
-           "request_size", "system_size", "used_ipu_ids"]
+           "system_size"]
 
 logger = logging.getLogger("poptorch::python")
 
@@ -199,73 +198,6 @@ def pool() -> DevicePool:
         if _POOL is None:
             _POOL = DevicePool()
         return _POOL
-
-
-def _block_marks(module):
-    """``(user_id, ipu_id)`` of the block annotations on ``module``: PopTorch's forward
-    pre-hook (an object with ``ipu_id``), or ``_poptorch_ipu_id`` / ``_poptorch_user_id``
-    attributes."""
-    marks = []
-    for hook in getattr(module, "_forward_pre_hooks", {}).values():
-        if hasattr(hook, "ipu_id"):
-            marks.append((getattr(hook, "user_id", None), hook.ipu_id))
-    if hasattr(module, "_poptorch_ipu_id"):
-        marks.append((getattr(module, "_poptorch_user_id", None), module._poptorch_ipu_id))
-    return marks
-
-
-def used_ipu_ids(model, strategy=None) -> set:
-    """The IPU ids the model's layers are placed on by its block annotations
-    (``BeginBlock``/``Block``/``BlockFunction`` with ``ipu_id``), a block in a ``Stage``
-    given ``.ipu(n)`` by the execution ``strategy`` taking the stage's IPU; empty without
-    annotations (the model then runs on one IPU per replica)."""
-    stages = getattr(strategy, "_block_map", {}) or {}
-    ids = set()
-    modules = model.modules() if hasattr(model, "modules") else ()
-    for module in modules:
-        for user_id, ipu_id in _block_marks(module):
-            stage = stages.get(user_id)
-            if stage is not None and getattr(stage, "_ipu", None) is not None:
-                ipu_id = stage._ipu
-            if isinstance(ipu_id, int) and not isinstance(ipu_id, bool):
-                ids.add(ipu_id)
-    return ids
-
-
-def request_size(ipu_ids, replication_factor: int, auto_round: bool) -> int:
-    """The IPUs a model asks PopART for: ``max(len(ids), max(ids) + 1) * replication`` (one
-    IPU per replica without blocks), rounded up to a power of two when ``auto_round``.
-
-    Raises:
-      poptorch.Error: more than 64 IPUs, or not a power of two without ``auto_round``
-        (PopTorch's messages)."""
-    ids = set(ipu_ids)
-    per_replica = max(len(ids), max(ids) + 1) if ids else 1
-    num_ipus = per_replica * int(replication_factor)
-    _check_max(num_ipus)
-    rounded = 1
-    while rounded < num_ipus:
-        rounded *= 2
-    if rounded != num_ipus:
-        common = (", because PopTorch must reserve a power of 2 or maximum of 64 IPUs per "
-                  "process")
-        if not auto_round:
-            raise Error(f"The model specifies the use of {num_ipus} IPUs, however PopTorch "
-                        f"must reserve a minimum of {rounded} in order to allow the model "
-                        f"to run{common}. Please reconfigure your model to use a different "
-                        "number of IPUs or set poptorch.Options().autoRoundNumIPUs(True).")
-        logger.warning("Reserving %d IPUs when the model specifices the use of only %d%s. "
-                       "%d will be reserved but not used.", rounded, num_ipus, common,
-                       rounded - num_ipus)
-        num_ipus = rounded
-    _check_max(num_ipus)
-    return num_ipus
-
-
-def _check_max(num_ipus: int) -> None:
-    if num_ipus > MAX_IPUS_PER_PROCESS:
-        raise Error(f"Too many IPUs requested ({num_ipus}). Experiments that need more than "
-                    "64 IPUs require distributed execution.")
 
 
 def ipuHardwareIsAvailable(num_ipus: int = 1) -> bool:  # noqa: N802 - PopTorch's name
