@@ -320,11 +320,16 @@ def _graph_of(values) -> Graph:
 _PROBE_SIZES = (2, 3)
 
 
-def _stand_in(x, size):
+def _stand_in(x, size, rank=None):
     if isinstance(x, GraphTensor):
+        if x.shape.rank is None:  # unknown rank: probed at ``rank`` dimensions of ``size``
+            return Tensor(np.zeros([size] * rank, x._dtype))
         shape = [size if d is None else d for d in x.shape.as_list()]
         return Tensor(np.zeros(shape, x._dtype))
     return x
+
+
+_PROBE_RANKS = (1, 2, 3, 4)
 
 
 def infer_outputs(fn, inputs, static):
@@ -333,10 +338,43 @@ def infer_outputs(fn, inputs, static):
     dimensions that follow it are unknown); when the op refuses those (a constant input fixes
     the size), at the sizes the constant inputs have."""
     leaves = nest.flatten(list(inputs))
-    unknown = any(isinstance(x, GraphTensor) and None in (x.shape.as_list() or [])
-                  for x in leaves)
     with eager_scope():  # the stand-in runs compute; nothing they call is recorded
+        if any(isinstance(x, GraphTensor) and x.shape.rank is None for x in leaves):
+            return _infer_unknown_rank(fn, inputs, static)
+        unknown = any(isinstance(x, GraphTensor) and None in x.shape.as_list()
+                      for x in leaves)
         return _infer(fn, inputs, static, leaves, unknown)
+
+
+def _infer_unknown_rank(fn, inputs, static):
+    """Specs of ``fn`` on an input of unknown rank (TF's shape functions give an unknown-rank
+    output unless the op fixes it): the stand-ins of unknown rank are probed at ranks 1 to 4
+    (each at two sizes); an output whose rank changes with them has unknown rank, the others
+    keep the dimensions every probe agrees on."""
+    probes, first_error = [], None
+    for rank in _PROBE_RANKS:
+        try:
+            outs = []
+            for size in _PROBE_SIZES:
+                stand_ins = nest.map_structure(lambda x, s=size, r=rank: _stand_in(x, s, r),
+                                               list(inputs))
+                outs.append(fn(*stand_ins, **static))
+            probes.extend(outs)
+        except Exception as e:  # noqa: BLE001 - the op refuses this rank: try the next
+            first_error = first_error or e
+    if not probes:
+        raise first_error
+    sequence = isinstance(probes[0], (list, tuple))
+    runs = [list(o) if sequence else [o] for o in probes]
+    specs = []
+    for j, t in enumerate(runs[0]):
+        shapes = [list(r[j].shape) for r in runs]
+        if len({len(sh) for sh in shapes}) > 1:
+            specs.append((t.dtype, None))
+        else:
+            specs.append((t.dtype, [d if all(sh[i] == d for sh in shapes) else None
+                                    for i, d in enumerate(shapes[0])]))
+    return specs, sequence
 
 
 def _infer(fn, inputs, static, leaves, unknown):

@@ -139,3 +139,26 @@ __all__ = sorted({*__all__, *_SCOPE_NAMES, *_misc.__all__, *_CONFIG_NAMES, "Hist
                   "Summary", "layers",
                   "local_variables", "local_variables_initializer", "losses", "metrics",
                   "summary"})
+
+# ---- tf.case, tf.Assert in graphs, TF1's initializers and decays, TF1's older names --------
+from . import control_flow as _control_flow  # noqa: E402
+from . import init_ops as _init_ops  # noqa: E402
+from . import learning_rate_decay as _decay  # noqa: E402
+from . import tf1_aliases as _aliases  # noqa: E402
+
+Assert, case = _control_flow.Assert, _control_flow.case
+initializers = _init_ops.initializers
+_init_ops._install_variable_ops(initializers)
+orthogonal_initializer = _init_ops.orthogonal_initializer
+uniform_unit_scaling_initializer = _init_ops.uniform_unit_scaling_initializer
+tables_initializer = _init_ops.tables_initializer
+globals().update({n: getattr(_aliases, n) for n in _aliases.__all__})
+Operation = _graph.Operation
+for _name in _decay.__all__:
+    setattr(train, _name, getattr(_decay, _name))
+for _name in _aliases.TRAIN_NAMES:
+    setattr(train, _name, getattr(_aliases, _name))
+nn.softmax_cross_entropy_with_logits_v2 = _core.nn.softmax_cross_entropy_with_logits
+__all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "initializers",
+                  "orthogonal_initializer", "tables_initializer",
+                  "uniform_unit_scaling_initializer"})

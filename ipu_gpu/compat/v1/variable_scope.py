@@ -6,8 +6,10 @@
 variable that exists raises ValueError unless the scope reuses (``reuse=True`` or
 ``AUTO_REUSE``), and ``reuse=True`` for one that does not exist raises ValueError. Without an
 initializer a float variable starts from ``glorot_uniform_initializer()``, an integer one
-from zeros, as in TF. The initial value is drawn when the variable is made (TF draws it when
-the initializer runs: the same distribution, another draw). Custom getters follow TF's
+from zeros, as in TF. In a graph an initializer is a node run by the variable's initializer,
+so each run of ``global_variables_initializer()`` draws new values, as in TF; a ``regularizer``
+(here or the scope's) adds ``regularizer(variable)`` to REGULARIZATION_LOSSES when the
+variable is made. Custom getters follow TF's
 protocol and compose across nested scopes; a partitioner makes a ``PartitionedVariable``
 (``partitioned_variables.py``).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
+import copy
 import functools
 import inspect
 import threading
@@ -47,8 +50,9 @@ class VariableScope:
     partitioner and custom getter."""
 
     def __init__(self, name: str, reuse=None, initializer=None, dtype=None, partitioner=None,
-                 custom_getter=None):
+                 custom_getter=None, regularizer=None):
         self.name = name
+        self.regularizer = regularizer
         self.reuse = reuse
         self.initializer = initializer
         self.dtype = dtype
@@ -115,7 +119,7 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
                           initializer if initializer is not None else outer.initializer,
                           dtype if dtype is not None else outer.dtype,
                           partitioner if partitioner is not None else base.partitioner,
-                          getter)
+                          getter, regularizer if regularizer is not None else base.regularizer)
     _stack().append(scope)
     try:
         yield scope
@@ -187,7 +191,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         dtype=dtypes.as_dtype(dtype if dtype is not None else (scope.dtype or np.float32),
                               "get_variable: dtype"),
         initializer=initializer if initializer is not None else scope.initializer,
-        regularizer=regularizer, reuse=scope.reuse if scope.reuse is not None else False,
+        regularizer=regularizer if regularizer is not None else scope.regularizer,
+        reuse=scope.reuse if scope.reuse is not None else False,
         trainable=True if trainable is None else trainable, collections=collections,
         caching_device=caching_device, partitioner=partitioner, validate_shape=validate_shape,
         use_resource=use_resource, synchronization=synchronization, aggregation=aggregation)
@@ -226,10 +231,10 @@ def _true_getter(name, shape=None, dtype=np.float32, initializer=None, regulariz
         raise ValueError(f"No partitioner was provided, but a partitioned version of the "
                          f"variable was found: {name}/part_0. Perhaps a variable of the same "
                          "name was already created with partitioning?")
-    return _get_single_variable(name, shape, d, initializer, reuse, trainable)
+    return _get_single_variable(name, shape, d, initializer, reuse, trainable, regularizer)
 
 
-def _get_single_variable(name, shape, dtype, initializer, reuse, trainable):
+def _get_single_variable(name, shape, dtype, initializer, reuse, trainable, regularizer=None):
     from . import Variable
 
     store = _store()
@@ -251,7 +256,20 @@ def _get_single_variable(name, shape, dtype, initializer, reuse, trainable):
     value = _initial_value(name, initializer, shape, dtype)
     var = Variable(value, trainable=trainable, name=name, dtype=dtype)
     store[name] = var
+    if regularizer is not None:
+        _add_regularization_loss(name, var, regularizer)
     return var
+
+
+def _add_regularization_loss(name, var, regularizer) -> None:
+    """TF's ``_get_single_variable``: ``regularizer(var)``, made in the name scope
+    ``<name>/Regularizer/``, joins REGULARIZATION_LOSSES unless it is None."""
+    from ... import graph
+
+    with graph.get_default_graph().name_scope(f"{name}/Regularizer"):
+        loss = regularizer(var)
+    if loss is not None:
+        graph.get_default_graph().add_to_collection("regularization_losses", loss)
 
 
 def _get_partitioned_variable(name, partitioner, shape, dtype, initializer, reuse,
@@ -361,7 +379,7 @@ def _shard_values(name, initializer, full_shape, dtype, axis, n) -> list:
     if isinstance(initializer, Initializer):
         # Keras-style initializers (TF1's factories here) draw the whole variable once, so
         # fan-based scales use the full shape, as TF1's partition-aware initializers do
-        initializer = initializer(full_shape, dtype=dtype)
+        initializer = _fresh(initializer)(full_shape, dtype=dtype)
     if callable(initializer):
         if _takes(initializer, "partition_info"):  # TF's protocol for sharded initializers
             return [(offset, initializer(shard, dtype=dtype,
@@ -399,7 +417,35 @@ def _initial_value(name, init, shape, dtype):
     shape = [int(s) for s in shape]
     if init is None:
         init = glorot_uniform_initializer() if dtype.kind == "f" else zeros_initializer()
-    return init(shape, dtype=dtype)
+    return _drawn_when_run(name, init, shape, dtype)
+
+
+def _drawn_when_run(name, init, shape, dtype):
+    """``init(shape, dtype=)``: in a graph, the output of a node calling it each time it
+    runs, so every run of the variable's initializer draws afresh, as TF's initializer ops
+    do; eagerly, the value at once."""
+    from ... import graph
+
+    if not graph.core.building():
+        return _fresh(init)(shape, dtype=dtype)
+    g = graph.get_default_graph()
+    value = _fresh(init)(shape, dtype=dtype)  # checks the initializer, as TF builds its op
+    return graph.core.add_node(g, "Initializer", f"{name}/Initializer", [],
+                               lambda: _fresh(init)(shape, dtype=dtype),
+                               [(value.dtype, list(value.shape))]).outputs[0]
+
+
+def _fresh(init):
+    """``init`` as TF1's initializers behave: an unseeded random one draws anew on each call
+    (a copy that has not picked its seed yet; the Keras 2 initializers the factories make
+    pick one seed on their first call and repeat its values after)."""
+    from ...keras.initializers import _RandomInitializer
+
+    if isinstance(init, _RandomInitializer) and init.seed is None:
+        init = copy.copy(init)
+        init.__dict__.pop("_seed", None)
+        init.__dict__.pop("_used", None)
+    return init
 
 
 # ---- TF1's initializer factories (the Keras 2 initializers TF aliases them to) ------------
@@ -454,20 +500,29 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
           activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
           trainable=True, name=None, reuse=None):
     """``tf.layers.dense``: ``activation(inputs @ kernel + bias)`` with the variables
-    ``<name>/kernel`` and ``<name>/bias`` (name default ``dense``, made unique)."""
+    ``<name>/kernel`` and ``<name>/bias`` (name default ``dense``, made unique); the
+    regularizers' losses join REGULARIZATION_LOSSES."""
     import ipu_gpu as core
 
     in_dim = int(inputs.shape[-1])
     with variable_scope(name, default_name="dense", reuse=reuse):
         kernel = get_variable("kernel", [in_dim, units], initializer=kernel_initializer,
-                              trainable=trainable)
+                              regularizer=kernel_regularizer, trainable=trainable)
         out = core.matmul(inputs, kernel) if len(inputs.shape) == 2 else core.tensordot(
             inputs, kernel, [[len(inputs.shape) - 1], [0]])
         if use_bias:
             bias = get_variable("bias", [units], trainable=trainable,
+                                regularizer=bias_regularizer,
                                 initializer=bias_initializer or zeros_initializer())
             out = core.nn.bias_add(out, bias)
-    return activation(out) if activation is not None else out
+    out = activation(out) if activation is not None else out
+    if activity_regularizer is not None:  # the activity loss per example, as TF's Layer
+        from ... import graph
+
+        loss = activity_regularizer(out)
+        loss = loss / core.cast(core.shape(out)[0], loss.dtype)
+        graph.get_default_graph().add_to_collection("regularization_losses", loss)
+    return out
 
 
 def flatten(inputs, name=None, data_format="channels_last"):

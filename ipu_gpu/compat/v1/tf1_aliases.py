@@ -1,0 +1,294 @@
+"""TF1's older names for TF2 functions (``random_normal``, ``to_float``, ``arg_max``,
+``count_nonzero`` with ``reduction_indices``, ...), with TF 1.15's signatures, and the
+small graph utilities TF1 programs call: ``tf.Tensor`` (graph tensors are instances),
+``get_default_session``, ``is_variable_initialized``, ``Print``, ``py_func``, ``add_n``,
+``all_variables``/``model_variables``, and ``tf.train``'s checkpoint-state helpers."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import numpy as np
+
+import ipu_gpu as _core
+
+__all__ = ["Print", "Tensor", "add_n", "all_variables", "arg_max", "arg_min",
+           "argmax", "argmin", "count_nonzero", "get_default_session", "global_norm",
+           "is_variable_initialized", "model_variables", "moving_average_variables",
+           "multinomial", "py_func", "random_normal", "random_shuffle", "random_uniform",
+           "to_double", "to_float", "to_int32", "to_int64", "truncated_normal"]
+
+
+def _graph():
+    from ... import graph
+
+    return graph
+
+
+# ---- tf.Tensor and tf.Operation -------------------------------------------------------------
+class _TensorMeta(type):
+    def __instancecheck__(cls, obj):
+        graph = _graph()
+        if isinstance(obj, graph.GraphVariable):  # a TF1 variable is not a tf.Tensor
+            return False
+        return isinstance(obj, (_core.Tensor, graph.GraphTensor))
+
+    def __subclasscheck__(cls, sub):
+        graph = _graph()
+        return issubclass(sub, (_core.Tensor, graph.GraphTensor))
+
+
+class Tensor(metaclass=_TensorMeta):
+    """``tf.Tensor`` for ``isinstance`` checks: a graph tensor (not a graph variable) or an
+    eager Tensor."""
+
+
+# ---- renamed ops -----------------------------------------------------------------------------
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=np.float32, seed=None, name=None):
+    return _core.random.normal(shape, mean=mean, stddev=stddev, dtype=dtype, seed=seed)
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=np.float32, seed=None, name=None):
+    return _core.random.uniform(shape, minval=minval, maxval=maxval, dtype=dtype, seed=seed)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=np.float32, seed=None, name=None):
+    return _core.random.truncated_normal(shape, mean=mean, stddev=stddev, dtype=dtype,
+                                         seed=seed)
+
+
+def random_shuffle(value, seed=None, name=None):
+    return _core.random.shuffle(value, seed=seed)
+
+
+def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None):
+    return _core.random.categorical(logits, num_samples, dtype=output_dtype, seed=seed)
+
+
+def to_float(x, name="ToFloat"):
+    return _core.cast(x, _core.float32)
+
+
+def to_double(x, name="ToDouble"):
+    return _core.cast(x, _core.float64)
+
+
+def to_int32(x, name="ToInt32"):
+    return _core.cast(x, _core.int32)
+
+
+def to_int64(x, name="ToInt64"):
+    return _core.cast(x, _core.int64)
+
+
+def _axis(axis, dimension, name="axis", old="dimension"):
+    if axis is not None and dimension is not None:
+        raise ValueError(f"Cannot specify both '{name}' and '{old}'")
+    return axis if axis is not None else dimension
+
+
+def argmax(input, axis=None, name=None, dimension=None, output_type=np.int64):  # noqa: A002
+    """TF1's ``argmax``: ``axis`` (or its old name ``dimension``) defaults to 0."""
+    axis = _axis(axis, dimension)
+    return _core.argmax(input, 0 if axis is None else axis, output_type=output_type)
+
+
+def argmin(input, axis=None, name=None, dimension=None, output_type=np.int64):  # noqa: A002
+    axis = _axis(axis, dimension)
+    return _core.argmin(input, 0 if axis is None else axis, output_type=output_type)
+
+
+def arg_max(input, dimension, output_type=np.int64, name=None):  # noqa: A002
+    return _core.argmax(input, dimension, output_type=output_type)
+
+
+def arg_min(input, dimension, output_type=np.int64, name=None):  # noqa: A002
+    return _core.argmin(input, dimension, output_type=output_type)
+
+
+def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=np.int64, name=None,
+                  reduction_indices=None, keep_dims=None, input=None):  # noqa: A002
+    """TF1's ``count_nonzero`` (old names ``reduction_indices``, ``keep_dims``, ``input``)."""
+    input_tensor = _axis(input_tensor, input, "input_tensor", "input")
+    axis = _axis(axis, reduction_indices, "axis", "reduction_indices")
+    keepdims = _axis(keepdims, keep_dims, "keepdims", "keep_dims")
+    return _core.math.count_nonzero(input_tensor, axis=axis, keepdims=bool(keepdims),
+                                    dtype=dtype)
+
+
+def add_n(inputs, name=None):
+    """The element-wise sum of ``inputs`` (tensors of one dtype and shape).
+
+    Raises:
+      ValueError: ``inputs`` is not a non-empty list (TF's message)."""
+    if not inputs or not isinstance(inputs, (list, tuple)):
+        raise ValueError("inputs must be a list of at least one Tensor/IndexedSlices with the "
+                         "same dtype and shape")
+    total = inputs[0]
+    for t in inputs[1:]:
+        total = total + t
+    return total if len(inputs) > 1 else _core.identity(total)
+
+
+def global_norm(t_list, name=None):
+    return _core.linalg.global_norm(t_list)
+
+
+# ---- sessions and variables -----------------------------------------------------------------
+def get_default_session():
+    """The default session (``with sess.as_default():`` / ``with sess:``, or an
+    InteractiveSession), or None."""
+    from ...graph import session
+
+    try:
+        return session.default_session()
+    except ValueError:
+        return None
+
+
+def all_variables():
+    """The old name of ``global_variables``."""
+    return _graph().global_variables()
+
+
+def model_variables(scope=None) -> list:
+    return _graph().get_default_graph().get_collection("model_variables", scope)
+
+
+def moving_average_variables(scope=None) -> list:
+    return _graph().get_default_graph().get_collection("moving_average_variables", scope)
+
+
+def is_variable_initialized(variable):
+    """A boolean tensor: whether ``variable``'s initializer has run (an eager variable
+    always has)."""
+    graph = _graph()
+    if not isinstance(variable, graph.GraphVariable):
+        return _core.constant(True)
+    return graph.core.add_node(variable.graph, "IsVariableInitialized",
+                               "IsVariableInitialized", [],
+                               lambda: _core.constant(variable._variable is not None),
+                               [(np.bool_, [])]).outputs[0]
+
+
+# ---- Print and py_func ----------------------------------------------------------------------
+def _print_value(v, summarize) -> str:
+    a = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+    if a.ndim == 0:
+        return str(a[()])
+    flat = [str(x) for x in a.reshape(-1)[:summarize]]
+    return "[" + " ".join(flat) + ("..." if a.size > summarize else "") + "]"
+
+
+def Print(input_, data, message=None, first_n=None, summarize=None, name=None):  # noqa: N802
+    """``input_``, printing ``message`` and each of ``data`` (its first ``summarize``
+    elements, 3 by default) to stderr each time it is computed (the first ``first_n``
+    times when that is positive), as TF1's deprecated ``tf.Print``."""
+    graph = _graph()
+    data = list(data or [])
+    n = 3 if summarize is None else summarize
+    limit = first_n if first_n is not None and first_n >= 0 else None
+    count = [0]
+
+    def emit(value, *items):
+        if limit is None or count[0] < limit:
+            count[0] += 1
+            sys.stderr.write((message or "") + "".join(_print_value(x, n) for x in items)
+                             + "\n")
+        return value
+    if not any(isinstance(x, graph.GraphTensor) for x in [input_, *data]):
+        return emit(input_, *data)
+    spec = (input_._dtype, input_.shape.as_list() if input_.shape.rank is not None else None) \
+        if isinstance(input_, graph.GraphTensor) else (input_.dtype, list(input_.shape))
+    g = graph.core._graph_of([input_, data])
+    return graph.core.add_node(g, "Print", name or "Print", [input_, *data],
+                               lambda v, *items: _core.identity(emit(v, *items)),
+                               [spec]).outputs[0]
+
+
+def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 - TF's name
+    """``func`` on the numpy values of ``inp`` (``tf.numpy_function``); on graph tensors a
+    node calling it in each run, its outputs of unknown shape (as TF's ``PyFunc``)."""
+    graph = _graph()
+    inp = list(inp)
+    if not any(isinstance(x, graph.GraphTensor) for x in inp):
+        return _core.numpy_function(func, inp, Tout, stateful=stateful)
+    many = isinstance(Tout, (list, tuple))
+    touts = list(Tout) if many else [Tout]
+    g = graph.core._graph_of(inp)
+
+    def run(*values):
+        out = _core.numpy_function(func, list(values), Tout, stateful=stateful)
+        return list(out) if many else [out]
+    node = graph.core.add_node(g, "PyFunc", name or "PyFunc", inp, run,
+                               [(_core.as_dtype(t).as_numpy_dtype
+                                 if hasattr(_core.as_dtype(t), "as_numpy_dtype")
+                                 else _core.as_dtype(t), None) for t in touts])
+    return list(node.outputs) if many else node.outputs[0]
+
+
+# ---- tf.train's checkpoint-state helpers ----------------------------------------------------
+class CheckpointState:
+    """The contents of a ``checkpoint`` state file (TF's ``CheckpointState`` proto)."""
+
+    def __init__(self, model_checkpoint_path="", all_model_checkpoint_paths=()):
+        self.model_checkpoint_path = model_checkpoint_path
+        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
+
+    def __repr__(self) -> str:
+        lines = [f'model_checkpoint_path: "{self.model_checkpoint_path}"']
+        lines += [f'all_model_checkpoint_paths: "{p}"' for p in self.all_model_checkpoint_paths]
+        return "\n".join(lines) + "\n"
+
+
+def get_checkpoint_state(checkpoint_dir, latest_filename=None):
+    """The ``CheckpointState`` of the state file in ``checkpoint_dir`` (relative paths joined
+    to the directory, as TF does), or None when there is none."""
+    path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
+    if not os.path.exists(path):
+        return None
+    model, paths = "", []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r'(model_checkpoint_path|all_model_checkpoint_paths): "(.*)"',
+                         line.strip())
+            if m is None:
+                continue
+            p = m.group(2)
+            if not os.path.isabs(p):
+                p = os.path.join(checkpoint_dir, p)
+            if m.group(1) == "model_checkpoint_path":
+                model = p
+            else:
+                paths.append(p)
+    return CheckpointState(model, paths)
+
+
+def checkpoint_exists(checkpoint_prefix) -> bool:
+    """Whether a checkpoint with this prefix was written (ipu_gpu's ``<prefix>.npz``)."""
+    return os.path.exists(f"{checkpoint_prefix}.npz") or os.path.exists(checkpoint_prefix)
+
+
+def create_global_step(graph=None):
+    """A new global step variable.
+
+    Raises:
+      ValueError: the graph has one already (TF's message)."""
+    from ...graph import optimizers
+
+    if optimizers.get_global_step(graph) is not None:
+        raise ValueError('"global_step" already exists.')
+    return optimizers.get_or_create_global_step(graph)
+
+
+def global_step(sess, global_step_tensor) -> int:
+    """The value of ``global_step_tensor`` (a variable or tensor) in ``sess``."""
+    if isinstance(global_step_tensor, _core.Tensor):
+        return int(global_step_tensor.numpy())
+    return int(sess.run(global_step_tensor))
+
+
+TRAIN_NAMES = ["CheckpointState", "checkpoint_exists", "create_global_step",
+               "get_checkpoint_state", "global_step"]
