@@ -544,6 +544,8 @@ def _structured_compile(compile_fn, c, make_op):
             got = sess.run(out, {x: [1.0, 2.0]})
         with pytest.raises(ValueError) as err:
             compile_fn(lambda a: {"b": a * 2, "op": make_op()}, [x])
+        empty = compile_fn(lambda a: {"k": []}, [x])  # no tensor: a NoOp
+        shape["empty"] = type(empty).__name__ == "Operation"
     return got, shape, str(err.value)
 
 
@@ -562,7 +564,8 @@ def test_compile_keeps_a_dict_of_outputs_as_tf_does(real_tf, fresh_ipu_system):
     got, shape, message = _structured_compile(ours, v1, v1.no_op)
     want, their_shape, their_message = _structured_compile(
         xla.compile, real_tf.compat.v1, real_tf.no_op)
-    assert shape == their_shape == {"a": ("list", "tuple"), "b": True, "k": True}
+    assert shape == their_shape == {"a": ("list", "tuple"), "b": True, "k": True,
+                                    "empty": True}
     assert isinstance(got["a"], list) and isinstance(got["a"][1], tuple)
     for key in ("b", "k"):
         np.testing.assert_array_equal(got[key], want[key])

@@ -189,10 +189,10 @@ def traced_compile(computation, inputs, device):
     node = add_node(graph, "IpuProgram", "cluster", [], run, specs,
                     control_inputs=[])
     _track_outer(node)
+    if not node.outputs:  # TF: a NoOp when no tensor comes out, whatever the structure
+        return node
     if structured:
         return nest.pack_sequence_as(result, list(node.outputs))
-    if not node.outputs:
-        return node
     return list(node.outputs)
 
 
