@@ -83,8 +83,8 @@ def test_tf1_program_sees_tf1_names_and_a_named_error_for_what_is_missing():
     assert r.stdout.splitlines()[2] == "session [2.0, 4.0]"
     r = _run("tf1_style_program.py", "--missing")
     assert r.returncode == 1
-    assert ("AttributeError: module 'tensorflow' has no attribute 'contrib': ipu_gpu "
-            "does not emulate tensorflow.contrib") in r.stderr
+    assert ("AttributeError: module 'tensorflow.contrib' has no attribute 'slim': ipu_gpu "
+            "does not emulate tensorflow.contrib.slim") in r.stderr
 
 
 def test_tf_version_flags_force_what_tensorflow_shows(tmp_path):

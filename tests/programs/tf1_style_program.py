@@ -1,7 +1,8 @@
 """A program written for Graphcore's TF 1.15 build: `import tensorflow as tf` with TF1 names.
 It asks for the TF1 behaviour, prints the version it sees, then runs a small graph in a
 tf.Session (`--session`) or reaches for a TF1 name ipu_gpu does not emulate yet
-(`--missing` picks tf.contrib, which TF1 programs still reach for)."""
+(`--missing` picks tf.contrib.slim, which TF1 programs still reach for and ipu_gpu
+does not provide)."""
 
 import sys
 
@@ -17,4 +18,4 @@ if "--session" in sys.argv:
         with tf.Session() as sess:
             print("session", sess.run(doubled, feed_dict={x: [1.0, 2.0]}).tolist())
 if "--missing" in sys.argv:
-    tf.contrib.layers.xavier_initializer()
+    tf.contrib.slim.conv2d
