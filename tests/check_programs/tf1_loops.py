@@ -32,4 +32,4 @@ cfg.configure_ipu_system()
 with tf.Session() as sess:
     sess.run(infeed.initializer)
     print(sess.run(result, feed_dict={x: 2.0}))
-    print(tf.contrib.framework.get_name_scope())  # TF1's contrib: never provided
+    print(tf.contrib.framework.get_name_scope())  # TF1's contrib.framework: not provided
