@@ -26,10 +26,10 @@ def _regularized(c):
             s = c.get_variable("s", initializer=_B)
             t = c.get_variable("t", initializer=_B, regularizer=l2)  # its own wins
         x = c.placeholder(np.float32, [None, 3])
-        y = c.layers.dense(x, 4, kernel_initializer=c.constant_initializer(_K),
-                           bias_initializer=c.constant_initializer(_B),
-                           kernel_regularizer=l2, bias_regularizer=l1,
-                           activity_regularizer=l1)
+        c.layers.dense(x, 4, kernel_initializer=c.constant_initializer(_K),
+                       bias_initializer=c.constant_initializer(_B),
+                       kernel_regularizer=l2, bias_regularizer=l1,
+                       activity_regularizer=l1)
         losses = c.get_collection(c.GraphKeys.REGULARIZATION_LOSSES)
         total = c.losses.get_regularization_loss()
         everything = c.losses.get_total_loss()

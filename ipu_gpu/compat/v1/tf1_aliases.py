@@ -60,11 +60,22 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=np.float32, seed=None, n
 
 
 def random_shuffle(value, seed=None, name=None):
-    return _core.random.shuffle(value, seed=seed)
+    return _node_or_call(_core.random.shuffle, (value,), dict(seed=seed))
 
 
 def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None):
-    return _core.random.categorical(logits, num_samples, dtype=output_dtype, seed=seed)
+    """``tf.random.categorical``; on graph tensors a node drawing each run."""
+    return _node_or_call(_core.random.categorical, (logits, num_samples),
+                         dict(dtype=output_dtype, seed=seed))
+
+
+def _node_or_call(fn, args, kwargs):
+    """``fn(*args, **kwargs)``, as one graph node (called each run) when an argument is a
+    graph tensor: for the functions that read their arguments' values themselves."""
+    from ...core import registry
+
+    node = registry.symbolic_call(fn, args, kwargs)
+    return fn(*args, **kwargs) if node is NotImplemented else node
 
 
 def to_float(x, name="ToFloat"):
@@ -175,11 +186,9 @@ def is_variable_initialized(variable):
 
 # ---- Print and py_func ----------------------------------------------------------------------
 def _print_value(v, summarize) -> str:
-    a = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
-    if a.ndim == 0:
-        return str(a[()])
-    flat = [str(x) for x in a.reshape(-1)[:summarize]]
-    return "[" + " ".join(flat) + ("..." if a.size > summarize else "") + "]"
+    from .control_flow import _summarize_graph
+
+    return _summarize_graph(v, summarize)  # TF's SummarizeValue, as its Assert prints
 
 
 def Print(input_, data, message=None, first_n=None, summarize=None, name=None):  # noqa: N802

@@ -1,0 +1,130 @@
+"""TF1's older names and small graph utilities (random_normal, to_float, arg_max,
+count_nonzero's old arguments, add_n, tf.Tensor checks, get_default_session,
+is_variable_initialized, Print, py_func, tf.train's checkpoint-state helpers), against real
+TF1 graph mode or numpy."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import ipu_gpu.compat.v1 as v1
+
+_X = np.array([[0.0, 3.0, -1.0], [2.0, 0.0, 5.0]], np.float32)
+
+
+def _renamed(c):
+    g = c.Graph()
+    with g.as_default():
+        x = c.placeholder(np.float32, [2, 3])
+        outs = [c.to_float(c.to_int32(x)), c.to_int64(x), c.to_double(x),
+                c.arg_max(x, 1), c.arg_min(x, 0), c.argmax(x, dimension=1),
+                c.argmax(x), c.count_nonzero(x, reduction_indices=[1], keep_dims=True),
+                c.count_nonzero(input=x), c.add_n([x, x, x]), c.add_n([x]),
+                c.global_norm([x, 2.0 * x])]
+        shapes = [c.random_normal([2, 3]).shape, c.random_uniform([4]).shape,
+                  c.truncated_normal([1, 2]).shape, c.multinomial(x, 5).shape,
+                  c.random_shuffle(x).shape]
+        with c.Session(graph=g) as sess:
+            values = sess.run(outs, {x: _X})
+        return values, [o.dtype.name for o in outs], [s.as_list() for s in shapes]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_renamed_ops_equal_real_tensorflow(real_tf):
+    ours = _renamed(v1)
+    theirs = _renamed(real_tf.compat.v1)
+    for a, b in zip(ours[0], theirs[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+    assert ours[1] == theirs[1]
+    assert ours[2] == theirs[2]
+
+
+def test_renamed_op_argument_errors():
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dimension'"):
+        v1.argmax(_X, axis=0, dimension=1)
+    with pytest.raises(ValueError, match="inputs must be a list of at least one Tensor"):
+        v1.add_n([])
+
+
+def test_tensor_isinstance_as_tf1(real_tf):
+    for c in (v1, real_tf.compat.v1):
+        with c.Graph().as_default():
+            x = c.placeholder(np.float32, [2])
+            v = c.Variable(np.zeros(2, np.float32))
+            y = x + v
+            assert isinstance(x, c.Tensor) and isinstance(y, c.Tensor)
+            assert not isinstance(v, c.Tensor)
+            assert isinstance(y.op, c.Operation)
+            assert isinstance(c.no_op(), c.Operation)
+
+
+def test_default_session_and_initialization_checks():
+    assert v1.get_default_session() is None
+    with v1.Graph().as_default():
+        v = v1.Variable(np.float32(1.0))
+        ready = v1.is_variable_initialized(v)
+        with v1.Session() as sess:
+            assert v1.get_default_session() is sess
+            assert not sess.run(ready)
+            sess.run(v.initializer)
+            assert sess.run(ready)
+        assert v1.get_default_session() is None
+        assert v1.all_variables() == v1.global_variables()
+        assert v1.model_variables() == [] and v1.moving_average_variables() == []
+
+
+def test_print_writes_message_and_data_each_run(capfd):
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [4])
+        y = v1.Print(x * 2.0, [x, v1.reduce_sum(x)], message="x: ", summarize=2, first_n=2)
+        with v1.Session() as sess:
+            for _ in range(3):
+                out = sess.run(y, {x: [1.0, 2.5, 3.0, 4.0]})
+    np.testing.assert_array_equal(out, [2.0, 5.0, 6.0, 8.0])
+    assert capfd.readouterr().err.splitlines() == ["x: [1 2.5...]10.5"] * 2
+
+
+def test_py_func_in_a_graph_runs_numpy_each_run():
+    calls = []
+
+    def scale(a, b):
+        calls.append(1)
+        return (a * b).astype(np.float32), np.int32(a.size)
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [None])
+        y, n = v1.py_func(scale, [x, 3.0], [v1.float32, v1.int32])
+        assert y.shape.rank is None
+        z = v1.reduce_sum(y)
+        with v1.Session() as sess:
+            assert sess.run([z, n], {x: [1.0, 2.0]}) == [9.0, 2]
+            assert sess.run(z, {x: [1.0]}) == 3.0
+    assert len(calls) == 2
+
+
+def test_checkpoint_state_helpers(tmp_path):
+    with v1.Graph().as_default():
+        v = v1.Variable(np.float32(1.0))
+        step = v1.train.create_global_step()
+        with pytest.raises(ValueError, match='"global_step" already exists.'):
+            v1.train.create_global_step()
+        saver = v1.train.Saver(max_to_keep=2)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            assert v1.train.global_step(sess, step) == 0
+            assert v1.train.get_checkpoint_state(str(tmp_path)) is None
+            prefixes = [saver.save(sess, str(tmp_path / "model"), global_step=i)
+                        for i in range(3)]
+            sess.run(v.assign(5.0))
+            state = v1.train.get_checkpoint_state(str(tmp_path))
+            assert state.model_checkpoint_path == prefixes[-1]
+            assert state.all_model_checkpoint_paths == prefixes[1:]
+            assert v1.train.latest_checkpoint(str(tmp_path)) == prefixes[-1]
+            assert not v1.train.checkpoint_exists(prefixes[0])  # beyond max_to_keep
+            assert all(v1.train.checkpoint_exists(p) for p in prefixes[1:])
+            saver.restore(sess, state.model_checkpoint_path)
+            assert sess.run(v) == 1.0
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-1.npz", "model-2.npz"]
