@@ -630,3 +630,48 @@ def test_a_model_on_two_ipus_holds_two(pool):
     assert [len(le.ipus) for le in pool.leases()] == [2] and pool.free_ipus() == 0
     with pytest.raises(poptorch.Error, match=r"Failed to acquire 1 IPU\(s\)"):
         poptorch.inferenceModel(Net())(torch.randn(3, 4))
+
+
+def test_copy_named_buffers_to_device_uploads_only_the_named_ones(pool):
+    class TwoCounters(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = Counter(), Counter()
+
+        def forward(self, x):
+            return self.a(x) + 10 * self.b(x)
+
+    net = TwoCounters()
+    x = torch.zeros(1)
+    plain = poptorch.inferenceModel(net)
+    plain(x)
+    with pytest.raises(poptorch.Error, match="No named buffers marked as updatable via "
+                                             "updatableNamedBuffers option"):
+        plain.copyNamedBuffersToDevice()
+    plain.destroy()
+    model = poptorch.inferenceModel(net, poptorch.Options().updatableNamedBuffers(["a.count"]))
+    with pytest.raises(poptorch.Error, match=NO_EXECUTABLE):
+        model.copyNamedBuffersToDevice()
+    torch.testing.assert_close(model(x), torch.tensor([11.0]))  # device counts 1 and 1
+    with torch.no_grad():
+        net.a.count.fill_(5.0)
+        net.b.count.fill_(5.0)
+    model.copyNamedBuffersToDevice()  # a.count only: the device's b.count stays 1
+    torch.testing.assert_close(model(x), torch.tensor([6.0 + 10 * 2.0]))
+    bad = poptorch.inferenceModel(Net(), poptorch.Options().updatableNamedBuffers(["nope"]))
+    bad(torch.randn(3, 4))
+    with pytest.raises(KeyError):
+        bad.copyNamedBuffersToDevice()
+
+
+def test_copy_named_buffers_to_device_reaches_every_replica(pool):
+    counter = Counter()
+    opts = (poptorch.Options().replicationFactor(2).broadcastBuffers(False)
+            .updatableNamedBuffers(["count"]))
+    model = poptorch.inferenceModel(counter, opts)
+    x = torch.zeros(2, 1)
+    torch.testing.assert_close(model(x), torch.ones(2, 1))  # each replica counts once
+    with torch.no_grad():
+        counter.count.fill_(5.0)
+    model.copyNamedBuffersToDevice()
+    torch.testing.assert_close(model(x), torch.full((2, 1), 6.0))

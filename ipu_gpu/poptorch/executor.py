@@ -447,6 +447,32 @@ class PoplarExecutor:
         if self._attached:
             self._upload_weights()
 
+    def copyNamedBuffersToDevice(self) -> None:  # noqa: N802
+        """Copy only the buffers ``Options.updatableNamedBuffers`` names from the host to
+        the device (every replica's copy).
+
+        Raises:
+          poptorch.Error: not compiled, or no buffers named (PopTorch's messages).
+          KeyError: a name that is not one of the model's buffers."""
+        self._needs_compiled()
+        names = self.options._Popart.options.get("updatableNamedBuffers")
+        if names is None:
+            raise Error("No named buffers marked as updatable via updatableNamedBuffers "
+                        "option")
+        buffers = dict(self.model.named_buffers())
+        chosen = [(name, buffers[name]) for name in names]
+        if not self._attached:
+            return  # attaching copies every weight and buffer
+        state = self._device_state
+        with torch.no_grad():
+            for name, host in chosen:
+                if id(host) in self._device_weights:
+                    self._device_weights[id(host)] = (host, host.detach().clone())
+                for r in range(1, state.buffers.replicas if state is not None else 1):
+                    replica = state.buffers.replica(r).get(name)
+                    if replica is not None:
+                        replica.copy_(host)
+
     def load_state_dict(self, state_dict, strict: bool = True):
         """``model.load_state_dict`` on the wrapped module, then ``copyWeightsToDevice()``
         when attached; returns torch's ``(missing_keys, unexpected_keys)``."""
