@@ -1,5 +1,5 @@
-"""``tf.compat.v1.losses``: the TF1 loss functions, added to the graph's ``losses``
-collection, and ``get_total_loss`` / ``get_regularization_loss``.
+"""``tf.compat.v1.losses``: the TF1 loss functions (TF 1.15's formulas), added to the graph's
+``losses`` collection, and ``get_total_loss`` / ``get_regularization_loss``.
 
 The default reduction, ``SUM_BY_NONZERO_WEIGHTS``, divides the weighted sum by the number of
 non-zero weights (every element with the default scalar weight 1: the mean); ``NONE`` keeps
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ipu_gpu as _core
 
-__all__ = ["Reduction", "get_losses", "get_regularization_loss", "get_regularization_losses",
-           "get_total_loss", "mean_squared_error", "softmax_cross_entropy",
+__all__ = ["Reduction", "absolute_difference", "add_loss", "compute_weighted_loss",
+           "cosine_distance", "get_losses", "get_regularization_loss",
+           "get_regularization_losses", "get_total_loss", "hinge_loss", "huber_loss",
+           "log_loss", "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy",
            "sparse_softmax_cross_entropy"]
 
 LOSSES = "losses"
@@ -92,6 +94,100 @@ def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collec
     losses = _core.square(_core.cast(predictions, _core.float32)
                           - _core.cast(labels, _core.float32))
     return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def _pair(labels, predictions, names=("labels", "predictions")):
+    """Both as float32, their static shapes checked (TF's messages)."""
+    for name, value in zip(names, (labels, predictions)):
+        if value is None:
+            raise ValueError(f"{name} must not be None.")
+    labels = _core.cast(labels, _core.float32)
+    predictions = _core.cast(predictions, _core.float32)
+    p_shape, l_shape = _static_shape(predictions), _static_shape(labels)
+    if not p_shape.is_compatible_with(l_shape):
+        raise ValueError(f"Shapes {p_shape} and {l_shape} are incompatible")
+    return labels, predictions
+
+
+def _static_shape(t):
+    from ...core.spec import TensorShape
+
+    return t.shape if isinstance(t.shape, TensorShape) else TensorShape(list(t.shape))
+
+
+def absolute_difference(labels, predictions, weights=1.0, scope=None,
+                        loss_collection=LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``|predictions - labels|`` reduced."""
+    labels, predictions = _pair(labels, predictions)
+    return compute_weighted_loss(_core.abs(predictions - labels), weights, scope,
+                                 loss_collection, reduction)
+
+
+def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
+                    loss_collection=LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+                    dim=None):
+    """``1 - sum(labels * predictions, axis)`` (inputs assumed unit-normalized) reduced.
+
+    Raises:
+      ValueError: no ``axis`` (nor its old name ``dim``), or both given."""
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = dim if axis is None else axis
+    if axis is None:
+        raise ValueError("You must specify 'axis'.")
+    labels, predictions = _pair(labels, predictions)
+    losses = 1.0 - _core.reduce_sum(predictions * labels, axis=(axis,), keepdims=True)
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=LOSSES,
+               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``relu(1 - (2 labels - 1) logits)`` for 0/1 labels, reduced."""
+    labels, logits = _pair(labels, logits, ("labels", "logits"))
+    losses = _core.nn.relu(1.0 - (2.0 * labels - 1.0) * logits)
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,
+               loss_collection=LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``0.5 e²`` for ``|e| <= delta``, ``0.5 delta² + delta (|e| - delta)`` beyond, ``e =
+    predictions - labels``, reduced."""
+    labels, predictions = _pair(labels, predictions)
+    abs_error = _core.abs(predictions - labels)
+    quadratic = _core.minimum(abs_error, float(delta))
+    linear = abs_error - quadratic
+    losses = 0.5 * quadratic * quadratic + float(delta) * linear
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
+             loss_collection=LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``-labels log(predictions + epsilon) - (1 - labels) log(1 - predictions + epsilon)``
+    reduced."""
+    labels, predictions = _pair(labels, predictions)
+    losses = (-labels * _core.log(predictions + epsilon)
+              - (1.0 - labels) * _core.log(1.0 - predictions + epsilon))
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,
+                          scope=None, loss_collection=LOSSES,
+                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """Sigmoid cross-entropy of ``logits`` against 0/1 labels (smoothed towards 1/2 by
+    ``label_smoothing``), reduced."""
+    labels, logits = _pair(multi_class_labels, logits, ("multi_class_labels", "logits"))
+    if label_smoothing > 0:
+        labels = labels * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    losses = _core.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def add_loss(loss, loss_collection=LOSSES) -> None:
+    """Adds ``loss`` to ``loss_collection`` (nothing eagerly, as TF)."""
+    from ... import graph
+
+    if loss_collection and graph.core.building():
+        _graph().add_to_collection(loss_collection, loss)
 
 
 def _sum(tensors):
