@@ -128,3 +128,18 @@ def test_checkpoint_state_helpers(tmp_path):
             saver.restore(sess, state.model_checkpoint_path)
             assert sess.run(v) == 1.0
     assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-1.npz", "model-2.npz"]
+
+
+def test_identity_names_its_node(real_tf):
+    for c in (v1, real_tf.compat.v1):
+        with c.Graph().as_default() as g:
+            x = c.placeholder(np.float32, [2], name="x")
+            y = c.identity(x * 2.0, name="output")
+            z = c.identity(x, name="output")
+            with c.name_scope("head"):
+                h = c.identity(y, name="logits")
+            assert (y.name, z.name, h.name) == ("output:0", "output_1:0", "head/logits:0")
+            assert g.get_tensor_by_name("output:0") is y
+            with c.Session() as sess:
+                np.testing.assert_array_equal(sess.run("head/logits:0", {"x:0": [1, 2]}),
+                                              [2.0, 4.0])

@@ -14,7 +14,7 @@ import numpy as np
 
 import ipu_gpu as _core
 
-__all__ = ["Print", "Tensor", "add_n", "all_variables", "arg_max", "arg_min",
+__all__ = ["Print", "Tensor", "add_n", "identity", "all_variables", "arg_max", "arg_min",
            "argmax", "argmin", "count_nonzero", "get_default_session", "global_norm",
            "is_variable_initialized", "model_variables", "moving_average_variables",
            "multinomial", "py_func", "random_normal", "random_shuffle", "random_uniform",
@@ -141,6 +141,20 @@ def add_n(inputs, name=None):
     for t in inputs[1:]:
         total = total + t
     return total if len(inputs) > 1 else _core.identity(total)
+
+
+def identity(input, name=None):  # noqa: A002 - TF's name
+    """``tf.identity``; in a graph its node takes ``name`` (made unique in the name scope),
+    so ``get_tensor_by_name("<name>:0")`` finds it, the TF1 idiom for naming an output."""
+    out = _core.identity(input)
+    graph = _graph()
+    if name and isinstance(out, graph.GraphTensor) and out.op.type != "VariableV2":
+        op, g = out.op, out.op.graph
+        if g._by_name.get(op.name) is op:
+            del g._by_name[op.name]
+        op.name = g.unique_name(name)
+        g._by_name[op.name] = op
+    return out
 
 
 def global_norm(t_list, name=None):
