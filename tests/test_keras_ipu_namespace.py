@@ -164,6 +164,13 @@ def test_subclassed_models_pipeline_through_their_traced_call(fresh_ipu_system):
             model.fit(x, y, batch_size=2, verbose=0)
         model.set_pipelining_options(gradient_accumulation_steps_per_replica=2)
         model.fit(x, y, batch_size=2, epochs=2, shuffle=False, verbose=0)
+        # never built: traced at fit from the data's shapes (Graphcore's _build_with_dtypes)
+        unbuilt = _Staged()
+        unbuilt.compile(optimizers.SGD(0.1), "mse", steps_per_execution=2)
+        with pytest.raises(ValueError, match="The model which you are attempting to train is "
+                                             "pipelined"):
+            unbuilt.fit(x, y, batch_size=2, verbose=0)
+        assert [a.pipeline_stage for a in unbuilt.get_pipeline_stage_assignment()] == [0, 1]
     system.reset()  # the twin: one replica on one IPU, as the two-stage pipeline is
     configure_ipus(1)
     with IPUStrategy().scope():

@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 import threading
 
+import numpy as np
+
 from ...core import nest
 
 __all__ = ["FunctionalLayerPipelineStageAssignment",
@@ -209,7 +211,7 @@ def graph(model):
     return model.__dict__.get("_pipeline_graph")
 
 
-def trace(model):
+def trace(model, inputs=None):
     """Trace a built subclassed model's ``call`` into its layer-call graph (PipelineStage
     scopes in ``call`` record their stages on the nodes); returns ``graph(model)``.
 
@@ -225,13 +227,15 @@ def trace(model):
     if found is not None:
         return found
     shape = model._build_input_shape
-    if not model.built or shape is None:
+    if inputs is None and (not model.built or shape is None):
         return None
 
     def as_input(s):
         return Input(batch_shape=tuple(getattr(s, "as_list", lambda: s)()))
 
-    if isinstance(shape, dict):
+    if inputs is not None:
+        pass
+    elif isinstance(shape, dict):
         inputs = {k: as_input(v) for k, v in shape.items()}
     elif isinstance(shape, (list, tuple)) and shape and all(
             isinstance(x, (list, tuple)) or hasattr(x, "as_list") for x in shape):
@@ -242,6 +246,9 @@ def trace(model):
     kwargs = {a: False for a in spec.arg_names[1:] if a == "training"
               and a not in spec.defaults}
     strategy = model.distribute_strategy
+    # losses and metrics ``call`` adds on the symbolic tensors are not the model's
+    kept = [(layer, list(layer._losses), list(layer._metrics))
+            for layer in model._flatten_layers()]
     try:
         with strategy.scope() if strategy is not distribute.get_strategy() else _null(), \
                 call_context.enter(model, False), call_context.name_scope(model.name):
@@ -251,11 +258,47 @@ def trace(model):
                          "your layers do not support float type inputs. You must pass a "
                          "`keras.Input` object with the required dtype, or `call` your model "
                          "on real tensor data (of the correct dtype).") from e
+    finally:
+        for layer, losses, metrics in kept:
+            layer._losses[:] = losses
+            with layer._metrics_lock:
+                layer._metrics[:] = metrics
     flat_inputs, flat_outputs = nest.flatten(inputs), nest.flatten(outputs)
     _, nodes_by_depth, _ = _map_graph_network(flat_inputs, flat_outputs)
     found = (flat_inputs, nodes_by_depth, flat_outputs)
     object.__setattr__(model, "_pipeline_graph", found)
     return found
+
+
+def trace_for_data(model, x) -> None:
+    """Trace an unbuilt subclassed model on ``keras.Input`` tensors with the shapes (batch
+    size open) and dtypes of the inputs ``x`` (arrays, Tensors, a dataset of ``(x, ...)``
+    elements, or nested lists and dicts of them); a model whose ``call`` cannot run on
+    them stays untraced (it is then built from the first batch, unpipelined)."""
+    from ...data import Dataset
+    from .input_layer import Input
+
+    if isinstance(x, Dataset):
+        spec = x.element_spec
+        if isinstance(spec, tuple):
+            spec = spec[0]
+        leaves = [(s.shape.as_list(), s.dtype) for s in nest.flatten(spec)]
+        structure = spec
+    else:
+        flat = nest.flatten(x)
+        if not flat or not all(hasattr(v, "shape") and hasattr(v, "dtype") for v in flat):
+            return
+        leaves = [([None, *list(v.shape)[1:]], v.dtype) for v in flat]
+        structure = x
+    try:
+        inputs = nest.pack_sequence_as(structure, [
+            Input(batch_shape=tuple(shape), dtype=np.dtype(dtype).name)
+            for shape, dtype in leaves])
+        shapes = nest.map_structure(lambda t: tuple(t.shape.as_list()), inputs)
+        model.build(shapes)
+        trace(model, inputs)
+    except Exception:  # noqa: BLE001 - Graphcore raises here; the emulator trains unpipelined
+        object.__setattr__(model, "_pipeline_graph", None)
 
 
 class _null:

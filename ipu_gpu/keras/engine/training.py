@@ -568,11 +568,17 @@ class Model(Layer):
         return self.predict_function
 
     # ---- executions: host or IPU ---------------------------------------------------------
-    def _ipu_runner(self, mode):
+    def _ipu_runner(self, mode, x=None):
         """The IPU program runner when the model runs under an IPUStrategy with Keras
-        extensions, else None."""
-        from .ipu_execution import runner_for
+        extensions, else None. An unbuilt subclassed model is first traced on symbolic
+        inputs of ``x``'s shapes and dtypes (Graphcore's ``_build_with_dtypes``), so
+        ``PipelineStage`` scopes in its ``call`` pipeline it."""
+        from . import pipelining
+        from .ipu_execution import _ipu_strategy, runner_for
 
+        if (x is not None and not self._is_graph_network and not self.built
+                and _ipu_strategy(self) is not None):
+            pipelining.trace_for_data(self, x)
         return runner_for(self, mode)
 
     def _run_execution(self, fn, iterator, steps, handler):
@@ -631,7 +637,7 @@ class Model(Layer):
         if validation_data:
             val_x, val_y, val_sample_weight = data_adapter.unpack_x_y_sample_weight(
                 validation_data)
-        runner = self._ipu_runner("fit")
+        runner = self._ipu_runner("fit", x)
         with self.distribute_strategy.scope():
             handler = data_adapter.DataHandler(
                 x=x, y=y, sample_weight=sample_weight, batch_size=batch_size,
@@ -737,7 +743,7 @@ class Model(Layer):
         if kwargs:
             raise TypeError(f"Invalid keyword arguments: {list(kwargs.keys())}")
         verbose = 1 if verbose == "auto" else verbose
-        runner = self._ipu_runner("evaluate")
+        runner = self._ipu_runner("evaluate", x)
         with self.distribute_strategy.scope():
             handler = data_adapter.DataHandler(
                 x=x, y=y, sample_weight=sample_weight, batch_size=batch_size,
@@ -780,7 +786,7 @@ class Model(Layer):
           ValueError: no data, or the outputs of the batches cannot be concatenated.
         """
         verbose = 1 if verbose == "auto" else verbose
-        runner = self._ipu_runner("predict")
+        runner = self._ipu_runner("predict", x)
         with self.distribute_strategy.scope():
             handler = data_adapter.DataHandler(
                 x=x, batch_size=batch_size, steps_per_epoch=steps, initial_epoch=0, epochs=1,
