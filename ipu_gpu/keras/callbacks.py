@@ -78,7 +78,12 @@ def sync_logs(logs):
 
 
 def _get_lr(optimizer):
-    return np.asarray(_to_python(optimizer.lr))
+    """Keras's ``backend.get_value(optimizer.lr)``: a numpy scalar of the variable's dtype
+    (float32, so ``lr * factor`` stays float32 and prints as Keras prints it)."""
+    lr = optimizer.lr
+    if hasattr(lr, "numpy") and not isinstance(lr, np.ndarray):
+        return np.asarray(lr.numpy())[()]  # syncs device
+    return lr
 
 
 def _set_lr(optimizer, value) -> None:
