@@ -146,3 +146,31 @@ def test_unknown_rank_placeholders_flow_through_ops(real_tf):
     for a, b in zip(ours, theirs):
         for p, q in zip(a, b):
             np.testing.assert_allclose(p, q, rtol=1e-6)
+
+
+def _collected(c):
+    g = c.Graph()
+    with g.as_default():
+        c.Variable(1.0, name="plain")
+        c.Variable(1.0, name="frozen", trainable=False)
+        c.Variable(1.0, name="local", collections=[c.GraphKeys.LOCAL_VARIABLES])
+        c.Variable(1.0, name="both", trainable=False,
+                   collections=[c.GraphKeys.LOCAL_VARIABLES, "mine"])
+        c.get_variable("gv", [2], collections=["mine"])
+        c.get_local_variable("lv", [2])
+
+        def names(key):
+            return sorted(v.op.name for v in c.get_collection(key))
+        result = [names(k) for k in (c.GraphKeys.GLOBAL_VARIABLES,
+                                     c.GraphKeys.TRAINABLE_VARIABLES,
+                                     c.GraphKeys.LOCAL_VARIABLES, "mine")]
+        with c.Session(graph=g) as sess:
+            sess.run([c.global_variables_initializer(), c.local_variables_initializer()])
+            result.append(sess.run(c.get_collection(c.GraphKeys.LOCAL_VARIABLES)[-1]).shape)
+        return result
+
+
+def test_variable_collections_equal_real_tensorflow(real_tf):
+    ours = _collected(v1)
+    assert ours == _collected(real_tf.compat.v1)
+    assert ours[2] == ["both", "local", "lv"]

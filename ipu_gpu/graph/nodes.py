@@ -70,7 +70,8 @@ class GraphVariable(GraphTensor):
     """A TF1 graph variable. Its value in a run is an eager ``Variable`` (made by the first
     run of ``initializer``); ``assign``/``assign_add``/``assign_sub`` are graph ops."""
 
-    def __init__(self, graph: Graph, initial_value, trainable=True, name=None, dtype=None):
+    def __init__(self, graph: Graph, initial_value, trainable=True, name=None, dtype=None,
+                 collections=None):
         self._init_value = initial_value
         self._variable = None
         self._trainable = bool(trainable)
@@ -84,9 +85,8 @@ class GraphVariable(GraphTensor):
         init = add_node(graph, "Assign", f"{op.name}/Assign", [initial_value],
                         self._initialize, [])
         self.initializer = init
-        graph.add_to_collection(GLOBAL_VARIABLES, self)
-        if self._trainable:
-            graph.add_to_collection(TRAINABLE_VARIABLES, self)
+        for key in _collections(collections, self._trainable):
+            graph.add_to_collection(key, self)
 
     def _read(self, values=None):
         if self._variable is None:
@@ -153,18 +153,29 @@ def _spec(value, dtype):
     return t.dtype, list(t.shape)
 
 
-def make_variable(initial_value, trainable=True, name=None, dtype=None):
+def _collections(collections, trainable) -> list:
+    """TF's rule: ``collections`` (default: the global variables), plus the trainable
+    variables for a trainable variable."""
+    keys = [GLOBAL_VARIABLES] if collections is None else list(collections)
+    if trainable and TRAINABLE_VARIABLES not in keys:
+        keys.append(TRAINABLE_VARIABLES)
+    return list(dict.fromkeys(keys))
+
+
+def make_variable(initial_value, trainable=True, name=None, dtype=None, collections=None):
     """``tf.compat.v1.Variable``: a graph variable inside a graph (or with a graph-tensor
-    initial value), else an eager Variable recorded in the default graph's collections."""
+    initial value), else an eager Variable recorded in the default graph's collections
+    (``collections``, default the global variables, and the trainable ones when
+    ``trainable``)."""
     if callable(initial_value):
         initial_value = initial_value()
     if building() or isinstance(initial_value, GraphTensor):
-        return GraphVariable(_graph_for(initial_value), initial_value, trainable, name, dtype)
+        return GraphVariable(_graph_for(initial_value), initial_value, trainable, name, dtype,
+                             collections)
     v = Variable(initial_value, trainable=trainable, name=name, dtype=dtype)
     graph = get_default_graph()
-    graph.add_to_collection(GLOBAL_VARIABLES, v)
-    if trainable:
-        graph.add_to_collection(TRAINABLE_VARIABLES, v)
+    for key in _collections(collections, trainable):
+        graph.add_to_collection(key, v)
     return v
 
 

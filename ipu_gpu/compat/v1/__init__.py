@@ -35,7 +35,8 @@ class _VariableMeta(type):
                  validate_shape=True, caching_device=None, name=None, variable_def=None,
                  dtype=None, expected_shape=None, import_scope=None, constraint=None,
                  use_resource=None, synchronization=None, aggregation=None, shape=None):
-        return _graph.make_variable(initial_value, trainable=trainable, name=name, dtype=dtype)
+        return _graph.make_variable(initial_value, trainable=trainable, name=name, dtype=dtype,
+                                    collections=collections)
 
     def __instancecheck__(cls, obj):
         return isinstance(obj, (_core.Variable, _graph.GraphVariable))
@@ -84,7 +85,8 @@ __all__ = sorted({*__all__, *_GRAPH_NAMES, "Variable", "cond", "initialize_all_v
 # ---- variable scopes, get_variable, the *_initializer factories, tf.layers -----------------
 from . import variable_scope as _vs  # noqa: E402
 
-_SCOPE_NAMES = ["AUTO_REUSE", "constant_initializer", "get_variable", "get_variable_scope",
+_SCOPE_NAMES = ["AUTO_REUSE", "constant_initializer", "get_local_variable", "get_variable",
+                "get_variable_scope",
                 "glorot_normal_initializer", "glorot_uniform_initializer", "ones_initializer",
                 "random_normal_initializer", "random_uniform_initializer",
                 "truncated_normal_initializer", "variable_scope",

@@ -29,7 +29,7 @@ from ...core import dtypes
 from ...core.spec import TensorShape
 
 __all__ = ["AUTO_REUSE", "constant_initializer", "dense", "dropout", "flatten",
-           "get_variable", "get_variable_scope", "glorot_normal_initializer",
+           "get_local_variable", "get_variable", "get_variable_scope", "glorot_normal_initializer",
            "glorot_uniform_initializer", "ones_initializer", "random_normal_initializer",
            "random_uniform_initializer", "truncated_normal_initializer",
            "variable_scope", "variance_scaling_initializer", "zeros_initializer"]
@@ -205,6 +205,22 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     return custom_getter(getter=_true_getter, name=full, **kwargs)
 
 
+def get_local_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
+                       trainable=False, collections=None, caching_device=None,
+                       partitioner=None, validate_shape=True, use_resource=None,
+                       custom_getter=None, constraint=None, synchronization=None,
+                       aggregation=None):
+    """``get_variable`` of a variable in LOCAL_VARIABLES (and ``collections``), never
+    trainable (TF 1.15 ignores ``trainable``)."""
+    collections = [*(collections or []), "local_variables"]
+    return get_variable(name, shape=shape, dtype=dtype, initializer=initializer,
+                        regularizer=regularizer, trainable=False, collections=collections,
+                        caching_device=caching_device, partitioner=partitioner,
+                        validate_shape=validate_shape, use_resource=use_resource,
+                        custom_getter=custom_getter, constraint=constraint,
+                        synchronization=synchronization, aggregation=aggregation)
+
+
 def _takes(fn, argument: str) -> bool:
     """Whether ``fn`` takes the keyword ``argument`` (by name or through ``**kwargs``)."""
     try:
@@ -231,10 +247,12 @@ def _true_getter(name, shape=None, dtype=np.float32, initializer=None, regulariz
         raise ValueError(f"No partitioner was provided, but a partitioned version of the "
                          f"variable was found: {name}/part_0. Perhaps a variable of the same "
                          "name was already created with partitioning?")
-    return _get_single_variable(name, shape, d, initializer, reuse, trainable, regularizer)
+    return _get_single_variable(name, shape, d, initializer, reuse, trainable, regularizer,
+                                collections)
 
 
-def _get_single_variable(name, shape, dtype, initializer, reuse, trainable, regularizer=None):
+def _get_single_variable(name, shape, dtype, initializer, reuse, trainable, regularizer=None,
+                         collections=None):
     from . import Variable
 
     store = _store()
@@ -254,7 +272,7 @@ def _get_single_variable(name, shape, dtype, initializer, reuse, trainable, regu
                          "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
                          "VarScope?")
     value = _initial_value(name, initializer, shape, dtype)
-    var = Variable(value, trainable=trainable, name=name, dtype=dtype)
+    var = Variable(value, trainable=trainable, name=name, dtype=dtype, collections=collections)
     store[name] = var
     if regularizer is not None:
         _add_regularization_loss(name, var, regularizer)
