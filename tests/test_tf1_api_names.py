@@ -143,3 +143,28 @@ def test_identity_names_its_node(real_tf):
             with c.Session() as sess:
                 np.testing.assert_array_equal(sess.run("head/logits:0", {"x:0": [1, 2]}),
                                               [2.0, 4.0])
+
+
+def _normalized(c):
+    g = c.Graph()
+    with g.as_default():
+        x = c.placeholder(np.float32, [None, 3])
+        mean, var = c.nn.moments(x, [0])
+        y = c.nn.batch_normalization(x, mean, var, offset=0.5, scale=2.0, variance_epsilon=1e-3)
+        z = c.nn.batch_normalization(x, mean, var, None, None, 1e-3)
+        checked = c.check_numerics(x * 2.0, "bad x")
+        with c.Session(graph=g) as sess:
+            out = sess.run([y, z, checked], {x: _X})
+            with pytest.raises(Exception) as err:
+                sess.run(checked, {x: np.full((2, 3), np.inf, np.float32)})
+        return out, type(err.value).__name__, str(err.value)
+
+
+def test_batch_normalization_and_check_numerics_equal_real_tensorflow(real_tf):
+    ours, kind, message = _normalized(v1)
+    theirs, their_kind, their_message = _normalized(real_tf.compat.v1)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert kind == their_kind == "InvalidArgumentError"
+    assert "bad x : Tensor had Inf values" in message and "bad x" in their_message
+    assert v1.dimension_value(v1.Dimension(3)) == 3 and v1.dimension_value(None) is None

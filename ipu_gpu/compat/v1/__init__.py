@@ -161,6 +161,8 @@ for _name in _decay.__all__:
 for _name in _aliases.TRAIN_NAMES:
     setattr(train, _name, getattr(_aliases, _name))
 nn.softmax_cross_entropy_with_logits_v2 = _core.nn.softmax_cross_entropy_with_logits
+if not hasattr(nn, "batch_normalization"):
+    nn.batch_normalization = _aliases.batch_normalization
 __all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "initializers",
                   "orthogonal_initializer", "tables_initializer",
                   "uniform_unit_scaling_initializer"})

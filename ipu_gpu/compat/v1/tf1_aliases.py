@@ -13,9 +13,11 @@ import sys
 import numpy as np
 
 import ipu_gpu as _core
+from ipu_gpu.core.spec import Dimension
 
-__all__ = ["Print", "Tensor", "add_n", "identity", "all_variables", "arg_max", "arg_min",
-           "argmax", "argmin", "count_nonzero", "get_default_session", "global_norm",
+__all__ = ["Dimension", "Print", "Tensor", "add_n", "identity", "all_variables", "arg_max",
+           "arg_min", "argmax", "argmin", "check_numerics", "count_nonzero",
+           "dimension_value", "get_default_session", "global_norm",
            "is_variable_initialized", "model_variables", "moving_average_variables",
            "multinomial", "py_func", "random_normal", "random_shuffle", "random_uniform",
            "to_double", "to_float", "to_int32", "to_int64", "truncated_normal"]
@@ -155,6 +157,29 @@ def identity(input, name=None):  # noqa: A002 - TF's name
         op.name = g.unique_name(name)
         g._by_name[op.name] = op
     return out
+
+
+def check_numerics(tensor, message, name=None):
+    """``tensor``, failing (InvalidArgumentError) where it holds NaN or Inf; on graph tensors
+    a node checking each run."""
+    from ... import debugging
+
+    return _node_or_call(debugging.check_numerics, (tensor, message), {})
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """``tf.nn.batch_normalization``: ``(x - mean) * scale / sqrt(variance + epsilon) +
+    offset`` in TF's arrangement (``x * inv + (offset - mean * inv)``)."""
+    inv = _core.math.rsqrt(variance + variance_epsilon)
+    if scale is not None:
+        inv = inv * scale
+    shift = offset - mean * inv if offset is not None else -mean * inv
+    return x * _core.cast(inv, x.dtype) + _core.cast(shift, x.dtype)
+
+
+def dimension_value(dimension):
+    """The int (or None) of a ``Dimension`` or an int."""
+    return getattr(dimension, "value", dimension)
 
 
 def global_norm(t_list, name=None):
