@@ -343,16 +343,13 @@ class PoplarExecutor:
                                     for t in self._host_tensors()}
         if self._device_state is not None:  # the host's buffers go to every replica
             self._device_state.buffers.broadcast()
-        if self._device_state is not None:  # the host's buffers go to every replica
-            self._device_state.buffers.broadcast()
 
     def _download_weights(self) -> None:
         if self._device_weights is None:
             return
         with torch.no_grad():
             for host, device in self._device_weights.values():
-                if host.data is not device:
-                    host.copy_(device)
+                host.copy_(device)
         self._weights_version += 1
 
     def _before_call(self) -> None:
