@@ -168,3 +168,34 @@ def test_batch_normalization_and_check_numerics_equal_real_tensorflow(real_tf):
     assert kind == their_kind == "InvalidArgumentError"
     assert "bad x : Tensor had Inf values" in message and "bad x" in their_message
     assert v1.dimension_value(v1.Dimension(3)) == 3 and v1.dimension_value(None) is None
+
+
+def _relative_checkpoints(c, directory):
+    g = c.Graph()
+    with g.as_default():
+        v = c.Variable(np.float32(1.0), name="v")
+        saver = c.train.Saver(max_to_keep=2)
+        with c.Session(graph=g) as sess:
+            sess.run(c.global_variables_initializer())
+            prefixes = [saver.save(sess, f"{directory}/model", global_step=i) for i in range(3)]
+            sess.run(v.assign(7.0))
+            latest = c.train.latest_checkpoint(directory)
+            state = c.train.get_checkpoint_state(directory)
+            saver.restore(sess, latest)
+            restored = sess.run(v)
+    with open(os.path.join(directory, "checkpoint")) as f:
+        written = [ln for ln in f.read().splitlines() if "timestamp" not in ln]
+    return (prefixes, latest, state.model_checkpoint_path,
+            list(state.all_model_checkpoint_paths), restored, written)
+
+
+def test_relative_checkpoint_paths_equal_real_tensorflow(real_tf, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ours = _relative_checkpoints(v1, "ours")
+    theirs = _relative_checkpoints(real_tf.compat.v1, "theirs")
+    assert ours == tuple(x.replace("theirs", "ours") if isinstance(x, str) else
+                         [y.replace("theirs", "ours") for y in x] if isinstance(x, list) else x
+                         for x in theirs)
+    assert ours[5][0] == 'model_checkpoint_path: "model-2"'
+    os.remove("ours/model-2.npz")
+    assert v1.train.latest_checkpoint("ours") is None  # TF: the newest checkpoint is gone

@@ -8,6 +8,11 @@ the variable's name without ``:0``) and a TF-style state file ``checkpoint`` bes
     all_model_checkpoint_paths: "<older prefix>"
     all_model_checkpoint_paths: "<prefix>-<N>"
 
+As TF writes it, a path in the state file is relative to the directory when the directory
+was given relative (``save(sess, "ckpt/model")`` writes ``"model-<N>"``), and
+``get_checkpoint_state``/``latest_checkpoint`` join it back; ``latest_checkpoint`` gives
+None when the newest checkpoint's file is gone.
+
 ``restore(sess, path)`` assigns every saved variable (a graph variable not yet initialized is
 initialized by it, as TF's restore does). ``max_to_keep`` checkpoints are kept, oldest deleted.
 TF's own checkpoint files (``.index``/``.data-*``) are not read or written.
@@ -23,7 +28,8 @@ import numpy as np
 from ..core.tensor import Variable
 from .nodes import GraphVariable, global_variables
 
-__all__ = ["Saver", "latest_checkpoint"]
+__all__ = ["CheckpointState", "Saver", "checkpoint_exists", "get_checkpoint_state",
+           "latest_checkpoint"]
 
 _STATE = "checkpoint"
 
@@ -77,9 +83,7 @@ class Saver:
                 os.remove(old + ".npz")
         if write_state:
             with open(os.path.join(directory, latest_filename or _STATE), "w") as f:
-                f.write(f'model_checkpoint_path: "{prefix}"\n')
-                for p in self._kept:
-                    f.write(f'all_model_checkpoint_paths: "{p}"\n')
+                f.write(repr(_state_proto(directory, prefix, self._kept)))
         return prefix
 
     def restore(self, sess, save_path) -> None:
@@ -110,15 +114,65 @@ def _assign(var, value) -> None:
         var.assign(value)
 
 
-def latest_checkpoint(checkpoint_dir, latest_filename=None):
-    """The prefix of the newest checkpoint the ``checkpoint`` state file in
-    ``checkpoint_dir`` names, or None."""
-    state = os.path.join(checkpoint_dir, latest_filename or _STATE)
-    if not os.path.exists(state):
+class CheckpointState:
+    """The contents of a ``checkpoint`` state file (TF's ``CheckpointState`` proto)."""
+
+    def __init__(self, model_checkpoint_path="", all_model_checkpoint_paths=()):
+        self.model_checkpoint_path = model_checkpoint_path
+        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
+
+    def __repr__(self) -> str:
+        lines = [f'model_checkpoint_path: "{self.model_checkpoint_path}"']
+        lines += [f'all_model_checkpoint_paths: "{p}"' for p in self.all_model_checkpoint_paths]
+        return "\n".join(lines) + "\n"
+
+
+def _state_proto(save_dir, model_path, all_paths):
+    """TF's ``generate_checkpoint_state_proto``: with a relative ``save_dir``, relative
+    paths are written relative to it."""
+    def rel(p):
+        if not os.path.isabs(save_dir) and not os.path.isabs(p):
+            return os.path.relpath(p, save_dir)
+        return p
+    return CheckpointState(rel(model_path), [rel(p) for p in all_paths])
+
+
+def get_checkpoint_state(checkpoint_dir, latest_filename=None):
+    """The ``CheckpointState`` of the state file in ``checkpoint_dir`` (relative paths joined
+    to the directory, as TF does), or None when there is none."""
+    path = os.path.join(checkpoint_dir, latest_filename or _STATE)
+    if not os.path.exists(path):
         return None
-    with open(state) as f:
+    model, paths = "", []
+    with open(path) as f:
         for line in f:
-            m = re.match(r'model_checkpoint_path: "(.*)"', line.strip())
-            if m:
-                return m.group(1)
+            m = re.match(r'(model_checkpoint_path|all_model_checkpoint_paths): "(.*)"',
+                         line.strip())
+            if m is None:
+                continue
+            p = m.group(2)
+            if not os.path.isabs(p):
+                p = os.path.join(checkpoint_dir, p)
+            if m.group(1) == "model_checkpoint_path":
+                model = p
+            else:
+                paths.append(p)
+    return CheckpointState(model, paths)
+
+
+def checkpoint_exists(checkpoint_prefix) -> bool:
+    """Whether a checkpoint with this prefix was written (ipu_gpu's ``<prefix>.npz``)."""
+    return os.path.exists(f"{checkpoint_prefix}.npz")
+
+
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    """The prefix of the newest checkpoint the state file in ``checkpoint_dir`` names, or
+    None (no state file, or that checkpoint's file is gone)."""
+    state = get_checkpoint_state(checkpoint_dir, latest_filename)
+    if state is None or not state.model_checkpoint_path:
+        return None
+    if checkpoint_exists(state.model_checkpoint_path):
+        return state.model_checkpoint_path
     return None

@@ -2,12 +2,10 @@
 ``count_nonzero`` with ``reduction_indices``, ...), with TF 1.15's signatures, and the
 small graph utilities TF1 programs call: ``tf.Tensor`` (graph tensors are instances),
 ``get_default_session``, ``is_variable_initialized``, ``Print``, ``py_func``, ``add_n``,
-``all_variables``/``model_variables``, and ``tf.train``'s checkpoint-state helpers."""
+``all_variables``/``model_variables``, and ``tf.train``'s global-step helpers."""
 
 from __future__ import annotations
 
-import os
-import re
 import sys
 
 import numpy as np
@@ -277,48 +275,7 @@ def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 - TF's nam
     return list(node.outputs) if many else node.outputs[0]
 
 
-# ---- tf.train's checkpoint-state helpers ----------------------------------------------------
-class CheckpointState:
-    """The contents of a ``checkpoint`` state file (TF's ``CheckpointState`` proto)."""
-
-    def __init__(self, model_checkpoint_path="", all_model_checkpoint_paths=()):
-        self.model_checkpoint_path = model_checkpoint_path
-        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
-
-    def __repr__(self) -> str:
-        lines = [f'model_checkpoint_path: "{self.model_checkpoint_path}"']
-        lines += [f'all_model_checkpoint_paths: "{p}"' for p in self.all_model_checkpoint_paths]
-        return "\n".join(lines) + "\n"
-
-
-def get_checkpoint_state(checkpoint_dir, latest_filename=None):
-    """The ``CheckpointState`` of the state file in ``checkpoint_dir`` (relative paths joined
-    to the directory, as TF does), or None when there is none."""
-    path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
-    if not os.path.exists(path):
-        return None
-    model, paths = "", []
-    with open(path) as f:
-        for line in f:
-            m = re.match(r'(model_checkpoint_path|all_model_checkpoint_paths): "(.*)"',
-                         line.strip())
-            if m is None:
-                continue
-            p = m.group(2)
-            if not os.path.isabs(p):
-                p = os.path.join(checkpoint_dir, p)
-            if m.group(1) == "model_checkpoint_path":
-                model = p
-            else:
-                paths.append(p)
-    return CheckpointState(model, paths)
-
-
-def checkpoint_exists(checkpoint_prefix) -> bool:
-    """Whether a checkpoint with this prefix was written (ipu_gpu's ``<prefix>.npz``)."""
-    return os.path.exists(f"{checkpoint_prefix}.npz") or os.path.exists(checkpoint_prefix)
-
-
+# ---- tf.train's global-step helpers ---------------------------------------------------------
 def create_global_step(graph=None):
     """A new global step variable.
 
@@ -338,5 +295,4 @@ def global_step(sess, global_step_tensor) -> int:
     return int(sess.run(global_step_tensor))
 
 
-TRAIN_NAMES = ["CheckpointState", "checkpoint_exists", "create_global_step",
-               "get_checkpoint_state", "global_step"]
+TRAIN_NAMES = ["create_global_step", "global_step"]
