@@ -199,3 +199,20 @@ def test_relative_checkpoint_paths_equal_real_tensorflow(real_tf, tmp_path, monk
     assert ours[5][0] == 'model_checkpoint_path: "model-2"'
     os.remove("ours/model-2.npz")
     assert v1.train.latest_checkpoint("ours") is None  # TF: the newest checkpoint is gone
+
+
+def _scoped_names(c):
+    with c.Graph().as_default():
+        x = c.placeholder(np.float32, [None, 3], name="x")
+        with c.name_scope("ns"):
+            with c.variable_scope("head"):
+                y = c.identity(x, name="out")
+                w = c.get_variable("w", [3, 2], regularizer=lambda w: c.reduce_sum(w))
+                v = c.Variable(1.0, name="plain")
+        (reg,) = c.losses.get_regularization_losses()
+        return y.name, w.name, v.name, reg.name.startswith("head/w/Regularizer/")
+
+
+def test_variable_scopes_name_ops_not_get_variable_equal_real_tensorflow(real_tf):
+    assert _scoped_names(v1) == _scoped_names(real_tf.compat.v1) == (
+        "ns/head/out:0", "head/w:0", "ns/head/plain:0", True)

@@ -101,6 +101,7 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
     Raises:
       ValueError: neither ``name_or_scope`` nor ``default_name``."""
     outer = get_variable_scope()
+    local = None
     if isinstance(name_or_scope, VariableScope):
         full = name_or_scope.name
         base = name_or_scope
@@ -121,10 +122,20 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
                           partitioner if partitioner is not None else base.partitioner,
                           getter, regularizer if regularizer is not None else base.regularizer)
     _stack().append(scope)
+    # the ops made in the scope are named <scope>/... too (TF's auxiliary name scope)
+    op_scope = local if auxiliary_name_scope and not isinstance(
+        name_or_scope, VariableScope) else None
     try:
-        yield scope
+        with _graph_name_scope(op_scope):
+            yield scope
     finally:
         _stack().pop()
+
+
+def _graph_name_scope(name):
+    from ... import graph
+
+    return graph.get_default_graph().name_scope(name) if name else contextlib.nullcontext()
 
 
 def _wrap_custom_getter(custom_getter, outer_getter):
@@ -271,12 +282,28 @@ def _get_single_variable(name, shape, dtype, initializer, reuse, trainable, regu
         raise ValueError(f"Variable {name} does not exist, or was not created with "
                          "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
                          "VarScope?")
-    value = _initial_value(name, initializer, shape, dtype)
-    var = Variable(value, trainable=trainable, name=name, dtype=dtype, collections=collections)
-    store[name] = var
-    if regularizer is not None:
-        _add_regularization_loss(name, var, regularizer)
+    with _absolute_names():  # ``name`` is the full name: no name scope in front of it
+        value = _initial_value(name, initializer, shape, dtype)
+        var = Variable(value, trainable=trainable, name=name, dtype=dtype,
+                       collections=collections)
+        store[name] = var
+        if regularizer is not None:
+            _add_regularization_loss(name, var, regularizer)
     return var
+
+
+@contextlib.contextmanager
+def _absolute_names():
+    """Inside the block the default graph's name scope is the root (TF's get_variable names
+    ignore name scopes)."""
+    from ... import graph
+
+    g = graph.get_default_graph()
+    saved, g._scope = g._scope, []
+    try:
+        yield
+    finally:
+        g._scope = saved
 
 
 def _add_regularization_loss(name, var, regularizer) -> None:
