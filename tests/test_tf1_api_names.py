@@ -216,3 +216,22 @@ def _scoped_names(c):
 def test_variable_scopes_name_ops_not_get_variable_equal_real_tensorflow(real_tf):
     assert _scoped_names(v1) == _scoped_names(real_tf.compat.v1) == (
         "ns/head/out:0", "head/w:0", "ns/head/plain:0", True)
+
+
+def _repeated_scopes(c):
+    names = []
+    with c.Graph().as_default():
+        x = c.placeholder(np.float32, [2], name="x")
+        for _ in range(2):
+            with c.name_scope("block") as scope:
+                names += [scope, c.identity(x, name="out").name]
+        with c.name_scope("block/") as scope:  # re-entered as it is
+            names += [scope, c.identity(x, name="out").name]
+        for _ in range(2):
+            with c.variable_scope("vs", reuse=c.AUTO_REUSE):
+                names += [c.identity(x, name="o").name, c.get_variable("w", [1]).name]
+    return names
+
+
+def test_repeated_name_scopes_equal_real_tensorflow(real_tf):
+    assert _repeated_scopes(v1) == _repeated_scopes(real_tf.compat.v1)

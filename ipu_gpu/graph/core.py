@@ -126,17 +126,24 @@ def pushed(local, item):
 
 
 class _NameScope:
+    """TF's ``Graph.name_scope``: a name made unique among the graph's names (a second
+    ``block`` scope is ``block_1``); a name ending in ``/`` re-enters that scope as it is."""
+
     def __init__(self, graph, name):
         self.graph, self.name = graph, name
 
     def __enter__(self):
+        self.saved = list(self.graph._scope)
         if self.name:
-            self.graph._scope.append(self.name.rstrip("/"))
+            if self.name.endswith("/"):
+                self.graph._scope = [p for p in self.name.rstrip("/").split("/") if p]
+            else:
+                full = self.graph.unique_name(self.name)
+                self.graph._scope = full.split("/")
         return "/".join(self.graph._scope) + "/" if self.graph._scope else ""
 
     def __exit__(self, *exc):
-        if self.name:
-            self.graph._scope.pop()
+        self.graph._scope = self.saved
 
 
 def get_default_graph() -> Graph:
