@@ -32,6 +32,7 @@ For the trainer, resolving ``metrics=[...]`` entries as ``Model.compile`` does:
 
 from __future__ import annotations
 
+import enum
 import re
 import warnings
 
@@ -875,8 +876,29 @@ class Recall(_PrecisionRecall):
     _second = FALSE_NEGATIVES
 
 
-_CURVES = {"roc": "ROC", "pr": "PR", "pr_gain": "PR_GAIN", "prgain": "PR_GAIN"}
-_SUMMATIONS = ("interpolation", "majoring", "minoring")
+class AUCCurve(str, enum.Enum):
+    """Keras's ``metrics_utils.AUCCurve`` (a str, so it compares equal to its value)."""
+
+    ROC = "ROC"
+    PR = "PR"
+    PR_GAIN = "PR_GAIN"
+
+    __str__ = str.__str__
+
+
+class AUCSummationMethod(str, enum.Enum):
+    """Keras's ``metrics_utils.AUCSummationMethod`` (a str, as ``AUCCurve``)."""
+
+    INTERPOLATION = "interpolation"
+    MAJORING = "majoring"
+    MINORING = "minoring"
+
+    __str__ = str.__str__
+
+
+_CURVES = {"roc": AUCCurve.ROC, "pr": AUCCurve.PR, "pr_gain": AUCCurve.PR_GAIN,
+           "prgain": AUCCurve.PR_GAIN}
+_SUMMATIONS = {m.value: m for m in AUCSummationMethod}
 
 
 class AUC(Metric):
@@ -928,7 +950,7 @@ class AUC(Metric):
         if str(summation_method).lower() not in _SUMMATIONS:
             raise ValueError(f'Invalid AUC summation method value: "{summation_method}". '
                              'Expected values are ["interpolation", "majoring", "minoring"]')
-        self.summation_method = str(summation_method).lower()
+        self.summation_method = _SUMMATIONS[str(summation_method).lower()]
         super().__init__(name=name, dtype=dtype)
         self.multi_label = multi_label
         self.num_labels = num_labels
@@ -1059,8 +1081,9 @@ class AUC(Metric):
     def get_config(self) -> dict:
         label_weights = (None if self.label_weights is None
                          else self.label_weights.numpy().tolist())
-        config = {"num_thresholds": self.num_thresholds, "curve": self.curve,
-                  "summation_method": self.summation_method, "multi_label": self.multi_label,
+        config = {"num_thresholds": self.num_thresholds, "curve": self.curve.value,
+                  "summation_method": self.summation_method.value,
+                  "multi_label": self.multi_label,
                   "num_labels": self.num_labels, "label_weights": label_weights,
                   "from_logits": self._from_logits}
         if self._init_from_thresholds:

@@ -217,6 +217,7 @@ def print_summary(model, line_length=None, positions=None, print_fn=None,
                 print_layer(sub, nested_level + 1, i == len(inner) - 1)
             print_fn("|" * nested_level + "¯" * (line_length - 2 * nested_level)
                      + "|" * nested_level)
+            is_nested_last = True  # tf-keras's loop leaves it so: no blank line follows
         if not is_nested_last:
             print_fn("|" * nested_level + " " * (line_length - 2 * nested_level)
                      + "|" * nested_level)
