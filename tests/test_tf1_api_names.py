@@ -235,3 +235,29 @@ def _repeated_scopes(c):
 
 def test_repeated_name_scopes_equal_real_tensorflow(real_tf):
     assert _repeated_scopes(v1) == _repeated_scopes(real_tf.compat.v1)
+
+
+def _unconnected(c):
+    g = c.Graph()
+    with g.as_default():
+        x = c.placeholder(np.float32, [2])
+        z = c.placeholder(np.float32, [3])
+        zero = c.gradients(c.reduce_sum(x * x), [x, z], unconnected_gradients="zero")
+        none = c.gradients(c.reduce_sum(x * x), [z])
+        only = c.gradients(c.reduce_sum(x), [z], unconnected_gradients="zero")
+        with c.Session(graph=g) as sess:
+            return sess.run([zero, only], {x: [1.0, 2.0], z: [1.0, 2.0, 3.0]}), none
+
+
+def test_unconnected_gradients_equal_real_tensorflow(real_tf):
+    (ours, ours_none), (theirs, theirs_none) = _unconnected(v1), _unconnected(
+        real_tf.compat.v1)
+    assert ours_none == theirs_none == [None]
+    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1]):
+        np.testing.assert_array_equal(a, b)
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [2])
+        with pytest.raises(ValueError, match="'bad' is not a valid UnconnectedGradients"):
+            v1.gradients(x, [x], unconnected_gradients="bad")
+        with pytest.raises(NotImplementedError, match="stop_gradients is not supported"):
+            v1.gradients(x * 2.0, [x], stop_gradients=[x])

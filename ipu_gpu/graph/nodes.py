@@ -219,8 +219,21 @@ def no_op(name=None) -> Operation:
 def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
               unconnected_gradients="none", **kwargs) -> list:
     """Symbolic d(sum of ``ys``)/d``xs`` (``tf.gradients``): computed in a run by the run's
-    GradientTape, on the forward values that run computed; None for an ``xs`` the ``ys``
-    do not depend on. Gradients are dense (TF 1 gives a gather's as IndexedSlices)."""
+    GradientTape, on the forward values that run computed; for an ``xs`` the ``ys`` do not
+    depend on, None (``unconnected_gradients="none"``) or zeros (``"zero"``). Gradients are
+    dense (TF 1 gives a gather's as IndexedSlices). ``stop_gradients`` is not supported yet
+    (accepted when empty).
+
+    Raises:
+      ValueError: an unknown ``unconnected_gradients`` (TF's enum message).
+      NotImplementedError: a non-empty ``stop_gradients``."""
+    from ..core.tape import UnconnectedGradients
+
+    unconnected = UnconnectedGradients(getattr(unconnected_gradients, "value",
+                                               unconnected_gradients))
+    if stop_gradients is not None and list(nest.flatten(stop_gradients)):
+        raise NotImplementedError("tf.gradients: stop_gradients is not supported by ipu_gpu "
+                                  "yet; wrap those tensors in tf.stop_gradient instead")
     ys_list = ys if isinstance(ys, (list, tuple)) else [ys]
     xs_list = list(xs) if isinstance(xs, (list, tuple)) else [xs]
     grad_list = (grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys]
@@ -228,8 +241,15 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
     graph = _graph_for(ys_list, xs_list)
     connected = [_depends(ys_list, x) for x in xs_list]
     targets = [x for x, c in zip(xs_list, connected) if c]
+
+    def unconnected_value(x):
+        if unconnected is UnconnectedGradients.NONE:
+            return None
+        from ..ops.creation import zeros_like
+
+        return zeros_like(x)
     if not targets:
-        return [None] * len(xs_list)
+        return [unconnected_value(x) for x in xs_list]
     holder = {}
 
     def run(*values):
@@ -254,7 +274,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
         return compute(values)
     op.compute = compute_with_run
     outs = iter(op.outputs)
-    return [next(outs) if c else None for c in connected]
+    return [next(outs) if c else unconnected_value(x) for x, c in zip(xs_list, connected)]
 
 
 def _zeros(x):
