@@ -675,3 +675,21 @@ def test_copy_named_buffers_to_device_reaches_every_replica(pool):
         counter.count.fill_(5.0)
     model.copyNamedBuffersToDevice()
     torch.testing.assert_close(model(x), torch.full((2, 1), 6.0))
+
+
+def test_a_new_optimizer_goes_on_from_the_device_optimizer_state(pool):
+    x, y = _data()
+    net = Net()
+    ref = copy.deepcopy(net)
+    model = poptorch.trainingModel(net, optimizer=torch.optim.SGD(net.parameters(), lr=0.1,
+                                                                  momentum=0.9))
+    model(x, y)
+    # PopTorch uploads only the new optimizer's hyper-parameters: the momentum stays
+    model.setOptimizer(torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9))
+    model(x, y)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(2):
+        ref_opt.zero_grad()
+        torch.nn.functional.mse_loss(ref(x), y).backward()
+        ref_opt.step()
+    torch.testing.assert_close(net.fc.weight, ref.fc.weight)

@@ -510,6 +510,13 @@ class PoplarExecutor:
         if compiled and self._optimizer_description is not None:
             optim.check_constant_attributes(self._optimizer_description,
                                             self._describe_optimizer(optimizer))
+        old = self.optimizer
+        if (compiled and old is not None and optimizer is not old
+                and type(optimizer) is type(old) and not optimizer.state):
+            # the device keeps its optimizer state (momentum, moments) when only the
+            # hyper-parameters are uploaded: the new optimizer goes on from it
+            for param, state in old.state.items():
+                optimizer.state[param] = state
         self.optimizer = optimizer
         if compiled:
             self._device_hyperparameters = optim.hyperparameters(optimizer)
