@@ -259,5 +259,34 @@ def test_unconnected_gradients_equal_real_tensorflow(real_tf):
         x = v1.placeholder(np.float32, [2])
         with pytest.raises(ValueError, match="'bad' is not a valid UnconnectedGradients"):
             v1.gradients(x, [x], unconnected_gradients="bad")
-        with pytest.raises(NotImplementedError, match="stop_gradients is not supported"):
-            v1.gradients(x * 2.0, [x], stop_gradients=[x])
+
+
+def _stopped(c):
+    g = c.Graph()
+    with g.as_default():
+        x = c.placeholder(np.float32, [3])
+        w = c.Variable(np.array([0.5, -1.0, 2.0], np.float32))
+        a = x * w
+        b = a * a + x
+        y = c.reduce_sum(b * a + c.exp(a) * w)
+        grads = [c.gradients(y, [x, w], stop_gradients=[a]),
+                 c.gradients(y, [x, w], stop_gradients=[b]),
+                 c.gradients(y, [x, w], stop_gradients=[a, b]),
+                 c.gradients(y, [x, w], stop_gradients=b, grad_ys=2.0),
+                 c.gradients(y, [x, a], stop_gradients=[a])]
+        connected = [c.gradients(b, [w], stop_gradients=[a])]
+        missing = [[t is None for t in pair] for pair in grads]
+        fetches = [[t for t in pair if t is not None] for pair in grads]
+        with c.Session(graph=g) as sess:
+            sess.run(c.global_variables_initializer())
+            return sess.run(fetches, {x: [1.0, 2.0, -0.5]}), connected + missing
+
+
+def test_stop_gradients_equal_real_tensorflow(real_tf):
+    (ours, ours_connected), (theirs, their_connected) = _stopped(v1), _stopped(
+        real_tf.compat.v1)
+    assert ours_connected == their_connected  # which gradients are None
+    assert ours_connected[:2] == [[None], [False, False]]  # w reaches b only through a
+    for a, b in zip(ours, theirs):
+        for p, q in zip(a, b):
+            np.testing.assert_allclose(p, q, rtol=2e-5, atol=1e-5)

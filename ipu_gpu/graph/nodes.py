@@ -221,25 +221,28 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
     """Symbolic d(sum of ``ys``)/d``xs`` (``tf.gradients``): computed in a run by the run's
     GradientTape, on the forward values that run computed; for an ``xs`` the ``ys`` do not
     depend on, None (``unconnected_gradients="none"``) or zeros (``"zero"``). Gradients are
-    dense (TF 1 gives a gather's as IndexedSlices). ``stop_gradients`` is not supported yet
-    (accepted when empty).
+    dense (TF 1 gives a gather's as IndexedSlices). ``stop_gradients`` are held constant:
+    the run's tape gives total derivatives, from which the paths through them are taken
+    away (a path counted at the stop tensor nearest the ``ys``).
 
     Raises:
-      ValueError: an unknown ``unconnected_gradients`` (TF's enum message).
-      NotImplementedError: a non-empty ``stop_gradients``."""
+      ValueError: an unknown ``unconnected_gradients`` (TF's enum message)."""
     from ..core.tape import UnconnectedGradients
 
     unconnected = UnconnectedGradients(getattr(unconnected_gradients, "value",
                                                unconnected_gradients))
-    if stop_gradients is not None and list(nest.flatten(stop_gradients)):
-        raise NotImplementedError("tf.gradients: stop_gradients is not supported by ipu_gpu "
-                                  "yet; wrap those tensors in tf.stop_gradient instead")
+    stops = [t for t in nest.flatten([] if stop_gradients is None else [stop_gradients])
+             if isinstance(t, GraphTensor)]
     ys_list = ys if isinstance(ys, (list, tuple)) else [ys]
     xs_list = list(xs) if isinstance(xs, (list, tuple)) else [xs]
     grad_list = (grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys]
                  if grad_ys is not None else [None] * len(ys_list))
     graph = _graph_for(ys_list, xs_list)
-    connected = [_depends(ys_list, x) for x in xs_list]
+    connected = [_depends(ys_list, x, stops) for x in xs_list]
+    stops = [t for t in stops if _depends(ys_list, t)]
+    # stop j below stop i (i computed from j): i's share is taken away first
+    below = [[_depends([stops[i]], stops[j]) and i != j for j in range(len(stops))]
+             for i in range(len(stops))]
     targets = [x for x, c in zip(xs_list, connected) if c]
 
     def unconnected_value(x):
@@ -252,17 +255,24 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
         return [unconnected_value(x) for x in xs_list]
     holder = {}
 
+    n_g = len(grad_list) if grad_ys is not None else 0
+
     def run(*values):
         n_y, n_x = len(ys_list), len(targets)
         y_vals, x_vals = values[:n_y], values[n_y:n_y + n_x]
-        g_vals = values[n_y + n_x:]
+        g_vals = values[n_y + n_x:n_y + n_x + n_g]
+        s_vals = values[n_y + n_x + n_g:]
         tape = holder["run"].tape
-        out = tape.gradient(list(y_vals), list(x_vals),
-                            output_gradients=[g for g in g_vals] if grad_ys is not None
-                            else None)
+        seeds = list(g_vals) if grad_ys is not None else None
+        out = tape.gradient(list(y_vals), list(x_vals), output_gradients=seeds)
+        if s_vals:
+            itself = [next((i for i, t in enumerate(stops) if t is x), None) for x in targets]
+            out = _without_stops(tape, list(y_vals), seeds, list(x_vals), list(s_vals),
+                                 below, out, itself)
         return [convert_to_tensor(g) if g is not None else _zeros(x)
                 for g, x in zip(out, x_vals)]
-    inputs = [*ys_list, *targets, *([g for g in grad_list] if grad_ys is not None else [])]
+    inputs = [*ys_list, *targets, *([g for g in grad_list] if grad_ys is not None else []),
+              *stops]
     specs = [(x._dtype, x.shape.as_list()) if isinstance(x, GraphTensor)
              else (x.dtype, list(x.shape)) for x in targets]
     op = add_node(graph, "Gradients", name, inputs, run, specs)
@@ -277,16 +287,53 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
     return [next(outs) if c else unconnected_value(x) for x, c in zip(xs_list, connected)]
 
 
+def _without_stops(tape, ys, seeds, xs, stop_values, below, totals, itself) -> list:
+    """The gradients ``totals`` of ``ys`` for ``xs`` less the paths through the stop tensors:
+    each path is counted at its first stop tensor from ``ys``. ``d(ys)/d(stop)`` along paths
+    through no other stop (``blocked``) is found for the stop tensors nearest ``ys`` first,
+    then ``totals - sum over stops of blocked(stop) . d(stop)/d(xs)`` (an ``xs`` that is a
+    stop tensor itself, ``itself``, keeps its own share)."""
+    def vjp(target, source, seed):
+        g = tape.gradient(target, source, output_gradients=seed)
+        return None if g is None else convert_to_tensor(g)
+
+    def minus(a, b):
+        if b is None:
+            return a
+        return -b if a is None else a - b
+    blocked, pending = {}, list(range(len(stop_values)))
+    while pending:  # a stop is ready once every stop computed from it is done
+        i = next(i for i in pending
+                 if all(j in blocked for j in pending + list(blocked) if below[j][i]))
+        pending.remove(i)
+        g = vjp(ys, stop_values[i], seeds)
+        for j, b in blocked.items():
+            if below[j][i] and b is not None:
+                g = minus(g, vjp(stop_values[j], stop_values[i], b))
+        blocked[i] = g
+    out = []
+    for x, total, own in zip(xs, totals, itself):
+        g = None if total is None else convert_to_tensor(total)
+        for i, b in blocked.items():
+            if b is not None and i != own:
+                g = minus(g, vjp(stop_values[i], x, b))
+        out.append(g)
+    return out
+
+
 def _zeros(x):
     from ..ops.creation import zeros_like
 
     return zeros_like(x)
 
 
-def _depends(ys, x) -> bool:
-    """Whether any of ``ys`` is computed from ``x`` (a graph tensor or an eager Variable)."""
+def _depends(ys, x, stops=()) -> bool:
+    """Whether any of ``ys`` is computed from ``x`` (a graph tensor or an eager Variable),
+    along paths through none of the graph tensors ``stops``."""
     target_op = x.op if isinstance(x, GraphTensor) else None
-    seen, todo = set(), [y.op for y in ys if isinstance(y, GraphTensor)]
+    stopped = {id(t) for t in stops}
+    seen, todo = set(), [y.op for y in ys if isinstance(y, GraphTensor)
+                         and (id(y) not in stopped or y is x)]
     while todo:
         op = todo.pop()
         if id(op) in seen:
@@ -297,7 +344,7 @@ def _depends(ys, x) -> bool:
         for leaf in [*nest.flatten(list(op.inputs_structure)), *getattr(op, "captured", ())]:
             if leaf is x:
                 return True
-            if isinstance(leaf, GraphTensor):
+            if isinstance(leaf, GraphTensor) and id(leaf) not in stopped:
                 todo.append(leaf.op)
     return False
 
