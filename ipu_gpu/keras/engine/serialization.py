@@ -76,6 +76,8 @@ def deserialize_keras_object(identifier, module_objects: dict, custom_objects=No
         if config is None:
             return obj()
         if hasattr(obj, "from_config"):
+            if "custom_objects" in inspect.signature(obj.from_config).parameters:
+                return obj.from_config(dict(config), custom_objects=dict(custom_objects or {}))
             return obj.from_config(dict(config))
         return obj(**config)
     return obj

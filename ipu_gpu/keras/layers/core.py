@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+import binascii
+import codecs
 import inspect
+import marshal
+import sys
+import types
+import warnings
 
 import numpy as np
 
@@ -171,15 +177,107 @@ class Lambda(Layer):
         return TensorShape([batch, *as_shape(self._output_shape).as_list()])
 
     def get_config(self) -> dict:
-        name = getattr(self.function, "__name__", None)
-        if name is None or name == "<lambda>":
-            raise NotImplementedError("Lambda.get_config: only named functions serialize "
-                                      "(Keras stores a lambda's bytecode; ipu_gpu does not)")
-        config = super().get_config()
-        config.update({"function": name, "function_type": "function",
-                       "module": getattr(self.function, "__module__", None),
-                       "output_shape": self._output_shape, "arguments": self.arguments})
-        return config
+        """Keras 2's config: every Python function (a lambda or a named one) as its marshalled
+        bytecode (``function_type`` 'lambda'), another callable by name ('function'), a shape
+        as is ('raw'); ``mask`` likewise where there is one.
+
+        Raises:
+          ValueError: ``function`` or ``mask`` is not callable (Keras's message).
+        """
+        function, function_type, module = _serialize_function(self.function)
+        shape, shape_type, shape_module = _serialize_function(self._output_shape,
+                                                              allow_raw=True)
+        config = {"function": function, "function_type": function_type, "module": module,
+                  "output_shape": shape, "output_shape_type": shape_type,
+                  "output_shape_module": shape_module}
+        if self.mask is not None:
+            mask, mask_type, mask_module = _serialize_function(self.mask)
+            config.update(mask=mask, mask_type=mask_type, mask_module=mask_module)
+        config["arguments"] = self.arguments
+        return {**super().get_config(), **config}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """The layer of ``get_config``'s dict (Keras 2's or an older one that names only
+        ``function``): bytecode runs with its module's globals (and ``custom_objects``), a
+        'function' is looked up in ``custom_objects``.
+
+        Raises:
+          ValueError: an unknown function name; TypeError: an unknown function type.
+        """
+        config = dict(config)
+        config["function"] = _function_from_config(config, custom_objects, "function",
+                                                   "module", "function_type")
+        if "output_shape_type" in config:
+            config["output_shape"] = _function_from_config(
+                config, custom_objects, "output_shape", "output_shape_module",
+                "output_shape_type")
+        config["mask"] = (_function_from_config(config, custom_objects, "mask", "mask_module",
+                                                "mask_type") if "mask" in config else None)
+        return cls(**config)
+
+
+def func_dump(func) -> tuple:
+    """``(code, defaults, closure)`` of a Python function: its marshalled bytecode in base64
+    (Keras's ``generic_utils.func_dump``)."""
+    code = codecs.encode(marshal.dumps(func.__code__), "base64").decode("ascii")
+    closure = tuple(c.cell_contents for c in func.__closure__) if func.__closure__ else None
+    return code, func.__defaults__, closure
+
+
+def func_load(code, defaults=None, closure=None, globs=None):
+    """The function ``func_dump`` serialized (Keras's ``generic_utils.func_load``; it runs
+    the stored bytecode, so load only files you trust)."""
+    if isinstance(code, (tuple, list)):
+        code, defaults, closure = code
+        if isinstance(defaults, list):
+            defaults = tuple(defaults)
+
+    def cell(value):
+        return (lambda: value).__closure__[0]
+
+    if closure is not None:
+        closure = tuple(c if isinstance(c, types.CellType) else cell(c) for c in closure)
+    try:
+        raw = codecs.decode(code.encode("ascii"), "base64")
+    except (UnicodeEncodeError, binascii.Error):
+        raw = code.encode("raw_unicode_escape")
+    code = marshal.loads(raw)
+    return types.FunctionType(code, globals() if globs is None else globs, name=code.co_name,
+                              argdefs=defaults, closure=closure)
+
+
+def _serialize_function(fn, allow_raw=False) -> tuple:
+    if isinstance(fn, types.LambdaType):  # every Python function, as in Keras 2
+        return func_dump(fn), "lambda", fn.__module__
+    if callable(fn):
+        return fn.__name__, "function", fn.__module__
+    if allow_raw:
+        return fn, "raw", None
+    raise ValueError(f"Invalid input for serialization, type: {type(fn)} ")
+
+
+def _function_from_config(config, custom_objects, name, module_key, type_key):
+    from ..engine.serialization import deserialize_keras_object
+
+    module = config.pop(module_key, None)
+    kind = config.pop(type_key, "function")
+    globs = dict(globals())
+    if module in sys.modules:
+        globs.update(sys.modules[module].__dict__)
+    elif module is not None:
+        warnings.warn(f"{module} is not loaded, but a Lambda layer uses it. It may cause "
+                      "errors.", UserWarning, stacklevel=3)
+    globs.update(custom_objects or {})
+    if kind == "function":
+        return deserialize_keras_object(config[name], {}, custom_objects,
+                                        "function in Lambda layer")
+    if kind == "lambda":
+        return func_load(config[name], globs=globs)
+    if kind == "raw":
+        return config[name]
+    raise TypeError(f"Unsupported value for `function_type` argument. Received: "
+                    f"function_type={kind}. Expected one of ['function', 'lambda', 'raw']")
 
 
 class Masking(Layer):
