@@ -82,8 +82,12 @@ class GraphVariable(GraphTensor):
         op.outputs = [self]
         graph._add(op)
         self._cast = dtype
-        init = add_node(graph, "Assign", f"{op.name}/Assign", [initial_value],
-                        self._initialize, [])
+        saved, graph._control = graph._control, []  # TF makes initializers outside any
+        try:  # control_dependencies block (init_scope)
+            init = add_node(graph, "Assign", f"{op.name}/Assign", [initial_value],
+                            self._initialize, [])
+        finally:
+            graph._control = saved
         self.initializer = init
         for key in _collections(collections, self._trainable):
             graph.add_to_collection(key, self)

@@ -162,6 +162,9 @@ for _name in _aliases.TRAIN_NAMES:
     setattr(train, _name, getattr(_aliases, _name))
 for _name in ("CheckpointState", "checkpoint_exists", "get_checkpoint_state"):
     setattr(train, _name, getattr(_saver, _name))
+from .moving_averages import ExponentialMovingAverage as _EMA  # noqa: E402
+
+train.ExponentialMovingAverage = _EMA
 nn.softmax_cross_entropy_with_logits_v2 = _core.nn.softmax_cross_entropy_with_logits
 if not hasattr(nn, "batch_normalization"):
     nn.batch_normalization = _aliases.batch_normalization

@@ -295,15 +295,17 @@ def _get_single_variable(name, shape, dtype, initializer, reuse, trainable, regu
 @contextlib.contextmanager
 def _absolute_names():
     """Inside the block the default graph's name scope is the root (TF's get_variable names
-    ignore name scopes)."""
+    ignore name scopes) and no control dependency applies (TF makes variables and their
+    initializers in an init scope)."""
     from ... import graph
 
     g = graph.get_default_graph()
     saved, g._scope = g._scope, []
+    control, g._control = g._control, []
     try:
         yield
     finally:
-        g._scope = saved
+        g._scope, g._control = saved, control
 
 
 def _add_regularization_loss(name, var, regularizer) -> None:
