@@ -161,8 +161,10 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 
 
 def checkpoint_exists(checkpoint_prefix) -> bool:
-    """Whether a checkpoint with this prefix was written (ipu_gpu's ``<prefix>.npz``)."""
-    return os.path.exists(f"{checkpoint_prefix}.npz")
+    """Whether a checkpoint with this prefix was written (ipu_gpu's ``<prefix>.npz``, or the
+    ``<prefix>.index`` of TF's V2 layout, which Keras's ``save_weights`` writes)."""
+    return (os.path.exists(f"{checkpoint_prefix}.npz")
+            or os.path.exists(f"{checkpoint_prefix}.index"))
 
 
 

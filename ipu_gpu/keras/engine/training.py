@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import warnings
 
 import numpy as np
@@ -1007,24 +1008,53 @@ class Model(Layer):
                                   show_trainable=show_trainable, layer_range=layer_range)
 
     def save_weights(self, filepath, overwrite=True, save_format=None, options=None):
-        """Saves all layer weights in Keras 2's HDF5 layout (``utils.hdf5_format``), whatever
-        the file name (TensorFlow's checkpoint format is not written).
+        """Saves all layer weights in Keras 2's HDF5 layout (``utils.hdf5_format``).
+
+        The format follows Keras 2's rule: HDF5 for a name ending in .h5, .hdf5 or .keras (or
+        ``save_format='h5'``), else TensorFlow's checkpoint format, of which ipu_gpu writes
+        the file layout but not the tensor bundle: the HDF5 weights go to
+        ``<filepath>.index`` and the ``checkpoint`` state file beside it names ``filepath``
+        as TF writes it, so ``load_weights(filepath)``, ``tf.train.latest_checkpoint`` and
+        checks for ``<filepath>.index`` work; real TensorFlow cannot read it.
 
         Raises:
           ImportError: h5py is not installed.
-          ValueError: ``save_format`` not 'h5', 'hdf5', 'tf' or None.
+          ValueError: an unknown ``save_format``; ``save_format='tf'`` with an HDF5 name
+            (Keras's messages).
         """
         from ..utils import hdf5_format
 
-        if save_format is not None and str(save_format).lower() not in ("h5", "hdf5", "tf",
-                                                                        "tensorflow"):
-            raise ValueError(f"Unknown format. Received: `save_format`={save_format}. Was "
-                             "expecting one of {'tf', 'h5'}.")
-        hdf5_format.save_weights(self, filepath, overwrite=overwrite)
+        filepath = os.fspath(filepath)
+        is_h5 = _is_hdf5_filepath(filepath)
+        if save_format is None:
+            save_format = "h5" if is_h5 else "tf"
+        else:
+            user_format = str(save_format).lower().strip()
+            if user_format in ("tensorflow", "tf"):
+                save_format = "tf"
+            elif user_format in ("hdf5", "h5", "keras"):
+                save_format = "h5"
+            else:
+                raise ValueError(f"Unknown format. Received: `save_format`={save_format}. "
+                                 "Was expecting one of {'tf', 'h5'}.")
+        if save_format == "tf" and is_h5:
+            raise ValueError(f'save_weights got save_format="tf"/"tensorflow", but the '
+                             f'filepath ("{filepath}") looks like an HDF5 file. Omit the '
+                             '".h5"/".keras" when saving in TensorFlow format.')
+        if save_format == "h5":
+            hdf5_format.save_weights(self, filepath, overwrite=overwrite)
+            return
+        hdf5_format.save_weights(self, filepath + ".index", overwrite=overwrite)
+        directory = os.path.dirname(filepath)
+        relative = os.path.relpath(filepath, directory or ".")
+        with open(os.path.join(directory, "checkpoint"), "w") as f:  # TF's state file
+            f.write(f'model_checkpoint_path: "{relative}"\n'
+                    f'all_model_checkpoint_paths: "{relative}"\n')
 
     def load_weights(self, filepath, by_name=False, skip_mismatch=False, options=None):
         """Loads weights saved in Keras 2's HDF5 layout (by ours or by Keras): in layer order,
-        or by layer name with ``by_name``.
+        or by layer name with ``by_name``; a TF-format path (``save_weights``) reads its
+        ``<filepath>.index``.
 
         Raises:
           ValueError: layer or weight count mismatches (Keras's messages),
@@ -1036,6 +1066,10 @@ class Model(Layer):
         if skip_mismatch and not by_name:
             raise ValueError("When calling model.load_weights, skip_mismatch can only be set "
                              "to True when by_name is True.")
+        filepath = os.fspath(filepath)
+        if (not _is_hdf5_filepath(filepath) and not os.path.isfile(filepath)
+                and os.path.isfile(filepath + ".index")):
+            filepath += ".index"
         hdf5_format.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch)
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None,
@@ -1124,3 +1158,8 @@ def _zeros_like_shapes(input_shape):
     if isinstance(input_shape, dict):
         return {k: _zeros_like_shapes(v) for k, v in input_shape.items()}
     return [_zeros_like_shapes(s) for s in input_shape]
+
+
+def _is_hdf5_filepath(filepath: str) -> bool:
+    """Keras 2's ``saving_utils.is_hdf5_filepath``."""
+    return filepath.endswith((".h5", ".keras", ".hdf5"))
