@@ -290,3 +290,13 @@ def test_stop_gradients_equal_real_tensorflow(real_tf):
     for a, b in zip(ours, theirs):
         for p, q in zip(a, b):
             np.testing.assert_allclose(p, q, rtol=2e-5, atol=1e-5)
+
+
+def test_colocate_with_is_accepted():
+    with v1.Graph().as_default():
+        v = v1.Variable(np.float32(2.0))
+        with v1.colocate_with(v):
+            y = v * 3.0
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            assert sess.run(y) == 6.0

@@ -6,6 +6,7 @@ small graph utilities TF1 programs call: ``tf.Tensor`` (graph tensors are instan
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import numpy as np
@@ -14,7 +15,7 @@ import ipu_gpu as _core
 from ipu_gpu.core.spec import Dimension
 
 __all__ = ["Dimension", "Print", "Tensor", "add_n", "identity", "all_variables", "arg_max",
-           "arg_min", "argmax", "argmin", "check_numerics", "count_nonzero",
+           "arg_min", "argmax", "argmin", "check_numerics", "colocate_with", "count_nonzero",
            "dimension_value", "get_default_session", "global_norm",
            "is_variable_initialized", "model_variables", "moving_average_variables",
            "multinomial", "py_func", "random_normal", "random_shuffle", "random_uniform",
@@ -173,6 +174,12 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
         inv = inv * scale
     shift = offset - mean * inv if offset is not None else -mean * inv
     return x * _core.cast(inv, x.dtype) + _core.cast(shift, x.dtype)
+
+
+@contextlib.contextmanager
+def colocate_with(op, ignore_existing=False):
+    """TF1's device colocation block: placement is the emulator's, so it changes nothing."""
+    yield
 
 
 def dimension_value(dimension):
