@@ -18,4 +18,4 @@ if "--session" in sys.argv:
         with tf.Session() as sess:
             print("session", sess.run(doubled, feed_dict={x: [1.0, 2.0]}).tolist())
 if "--missing" in sys.argv:
-    tf.contrib.slim.conv2d
+    print(tf.contrib.slim.conv2d)
