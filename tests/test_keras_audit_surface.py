@@ -15,6 +15,7 @@ TensorFlow is imported only through the ``real_tf`` fixture; these tests skip wi
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -267,6 +268,9 @@ def test_default_config_matches_tf_keras(tfk, module, name):
     mine = getattr(_lookup(ours, module), name)().get_config()
     lib = tfk.optimizers.legacy if module == "optimizers" else _lookup(tfk, module)
     theirs = getattr(lib, name)().get_config()
+    for config in (mine, theirs):  # automatic names count the objects made before
+        if isinstance(config.get("name"), str):
+            config["name"] = re.sub(r"_\d+$", "", config["name"])
     assert config_differences(mine, theirs) == set(_CONFIG_KNOWN.get((module, name), ()))
 
 

@@ -745,7 +745,9 @@ def deserialize(name, custom_objects=None):
     Raises:
       ValueError: an unknown name ("Unknown loss function: 'name'").
     """
-    objects = {**_OBJECTS, **(custom_objects or {})}
+    from .engine.serialization import _GLOBAL_CUSTOM_OBJECTS
+
+    objects = {**_OBJECTS, **(custom_objects or {}), **_GLOBAL_CUSTOM_OBJECTS}
     if isinstance(name, dict):
         if "class_name" not in name:
             raise ValueError(f"Could not interpret serialized loss function: {name}")

@@ -1138,7 +1138,9 @@ def deserialize(config, custom_objects=None):
     Raises:
       ValueError: an unknown name ("Unknown metric function: 'name'").
     """
-    objects = {**_OBJECTS, **(custom_objects or {})}
+    from .engine.serialization import _GLOBAL_CUSTOM_OBJECTS
+
+    objects = {**_OBJECTS, **(custom_objects or {}), **_GLOBAL_CUSTOM_OBJECTS}
     if isinstance(config, dict):
         if "class_name" not in config:
             raise ValueError(f"Could not interpret serialized metric function: {config}")

@@ -26,6 +26,7 @@ from .input_layer import InputLayer
 from .input_spec import InputSpec
 from .keras_tensor import KerasTensor
 from .op_lambda import TFOpLambda
+from .serialization import get_registered_name
 from .training import Model
 
 __all__ = ["Functional"]
@@ -398,7 +399,8 @@ def get_network_config(network) -> dict:
             kwargs = {k: v for k, v in node.call_kwargs.items()
                       if not any(isinstance(t, KerasTensor) for t in nest.flatten(v))}
             inbound.append([history_entry(t, kwargs) for t in node.keras_inputs])
-        layer_configs.append({"class_name": type(layer).__name__, "config": layer.get_config(),
+        layer_configs.append({"class_name": get_registered_name(type(layer)),
+                              "config": layer.get_config(),
                               "name": layer.name, "inbound_nodes": inbound})
 
     def coords(tensors):

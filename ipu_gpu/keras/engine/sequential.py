@@ -249,7 +249,9 @@ class Sequential(Functional):
     def get_config(self) -> dict:
         """``{"name", "layers"}`` (the InputLayer first when the input shape is known), plus
         ``build_input_shape`` for a model built without one."""
-        layers = [{"class_name": type(layer).__name__, "config": layer.get_config()}
+        from .serialization import get_registered_name
+
+        layers = [{"class_name": get_registered_name(type(layer)), "config": layer.get_config()}
                   for layer in self._self_tracked_trackables]
         config = {"name": self.name, "layers": layers}
         if not self._graph_initialized and self._build_input_shape is not None:

@@ -8,6 +8,20 @@ import inspect
 import re
 
 
+# Keras 2's global custom objects (``keras.utils.get_custom_objects``, ``custom_object_scope``)
+# and the names ``register_keras_serializable`` gave classes ("package>name").
+_GLOBAL_CUSTOM_OBJECTS: dict = {}
+_GLOBAL_CUSTOM_NAMES: dict = {}
+
+
+def get_registered_name(obj) -> str:
+    """The name ``obj`` was registered under, else its ``__name__`` (Keras's)."""
+    try:
+        return _GLOBAL_CUSTOM_NAMES[obj]
+    except (KeyError, TypeError):
+        return obj.__name__
+
+
 def to_snake_case(name: str) -> str:
     """``Conv2DTranspose`` -> ``conv2d_transpose``, as Keras's ``generic_utils.to_snake_case``."""
     intermediate = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
@@ -21,8 +35,8 @@ def serialize_keras_object(obj, module: str):
     """The config dict of an object with ``get_config``; None stays None."""
     if obj is None:
         return None
-    return {"module": module, "class_name": type(obj).__name__, "config": obj.get_config(),
-            "registered_name": None}
+    return {"module": module, "class_name": get_registered_name(type(obj)),
+            "config": obj.get_config(), "registered_name": None}
 
 
 def get_keras_object(identifier, deserialize, printable_module_name: str,
@@ -54,6 +68,7 @@ def deserialize_keras_object(identifier, module_objects: dict, custom_objects=No
     """
     objects = dict(module_objects)
     objects.update(custom_objects or {})
+    objects.update(_GLOBAL_CUSTOM_OBJECTS)  # Keras looks there first
     if isinstance(identifier, dict):
         if "class_name" not in identifier or "config" not in identifier:
             raise ValueError(f"Improper config format for {printable_module_name}: "

@@ -47,7 +47,9 @@ __all__ = [
 
 def serialize(layer) -> dict:
     """A layer's config dict with its class name (``tf.keras.layers.serialize``)."""
-    return {"module": "keras.layers", "class_name": type(layer).__name__,
+    from ..engine.serialization import get_registered_name
+
+    return {"module": "keras.layers", "class_name": get_registered_name(type(layer)),
             "config": layer.get_config(), "registered_name": None}
 
 
