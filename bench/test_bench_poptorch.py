@@ -1,0 +1,124 @@
+"""One call of a PopTorch ``trainingModel`` against the plain PyTorch loop that does the same
+work: how much the emulated wrapper (splitting the batch into micro-batches, finding the
+loss, scaling it, reducing gradients, applying the update, assembling the outputs) adds on
+top of the model's own forward, backward and optimizer step.
+
+Groups (``poptorch_train-<model>-S<s>_A<a>_R<r>``), for deviceIterations S in {1, 16},
+gradientAccumulation A in {1, 4}, replicationFactor R in {1, 2}:
+* ipu_gpu: ``poptorch.trainingModel(model, opts, torch.optim.SGD(lr))`` called on a batch of
+  ``S * A * R * B`` rows (the default output mode, Final);
+* torch: the loop a user writes for the same arithmetic: for each of the S iterations,
+  ``zero_grad``, then for each of the A * R micro-batches ``(loss / (A * R)).backward()``,
+  then ``optimizer.step()``; each micro-batch's outputs are kept, as PopTorch computes them.
+
+Models: an MLP 784-256-10 at micro-batch B = 32 and a small CNN (conv 3x3 1->16 on 28x28,
+ReLU, max-pool 2, dense 2704->10) at B = 16, both with cross-entropy. Before timing, one call
+of each is checked against the other from the same weights (the updated weights agree to
+float32 rounding: PopART's SGD update ``w -= lr * g`` rounds differently from torch's fused
+``w + (-lr) * g``). The ipu_gpu row interleaves the torch loop (bench/conftest.py ``run``).
+
+Target: at most 1.05x the torch loop for S >= 16 (the wrapper's per-call work is then spread
+over at least 16 optimizer steps).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from benchutil import paired_with, require
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+import ipu_gpu.poptorch as poptorch  # noqa: E402
+
+LR = 0.01
+MODELS = {"mlp-784-256-10-b32": 32, "cnn-c16-28x28-d10-b16": 16}
+CASES = [(s, a, r) for s in (1, 16) for a in (1, 4) for r in (1, 2)]
+
+
+class _MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(784, 256), nn.Linear(256, 10)
+
+    def forward(self, x, y):
+        out = self.fc2(torch.relu(self.fc1(x)))
+        return out, nn.functional.cross_entropy(out, y)
+
+
+class _CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(1, 16, 3), nn.Linear(16 * 13 * 13, 10)
+
+    def forward(self, x, y):
+        h = nn.functional.max_pool2d(torch.relu(self.conv(x)), 2)
+        out = self.fc(h.flatten(1))
+        return out, nn.functional.cross_entropy(out, y)
+
+
+def _problem(model, s, a, r):
+    torch.manual_seed(5)
+    net = _MLP() if model.startswith("mlp") else _CNN()
+    b = MODELS[model]
+    n = s * a * r * b
+    shape = (n, 784) if model.startswith("mlp") else (n, 1, 28, 28)
+    x = torch.randn(shape)
+    y = torch.randint(0, 10, (n,))
+    return net, x, y, b
+
+
+def _wrapped(net, s, a, r):
+    opts = poptorch.Options().deviceIterations(s).replicationFactor(r)
+    opts.Training.gradientAccumulation(a)
+    return poptorch.trainingModel(net, opts, torch.optim.SGD(net.parameters(), lr=LR))
+
+
+def _torch_loop(net, x, y, s, a, r, b):
+    """The plain PyTorch loop doing one call's work; returns the last micro-batch's loss."""
+    opt = torch.optim.SGD(net.parameters(), lr=LR)
+    xs = x.view(s, a, r, b, *x.shape[1:])
+    ys = y.view(s, a, r, b)
+    scale = 1.0 / (a * r)
+
+    def call():
+        outs = []
+        for si in range(s):
+            opt.zero_grad()
+            for ai in range(a):
+                for ri in range(r):
+                    out, loss = net(xs[si, ai, ri], ys[si, ai, ri])
+                    (loss * scale).backward()
+                    outs.append((out.detach(), loss.detach()))
+            opt.step()
+        return outs[-1][1]
+    return call
+
+
+@pytest.mark.parametrize("impl", ["ipu_gpu", "torch"])
+@pytest.mark.parametrize("case", [
+    pytest.param((m, s, a, r), id=f"{m}-S{s}_A{a}_R{r}",
+                 marks=pytest.mark.benchmark(group=f"poptorch_train-{m}-S{s}_A{a}_R{r}"))
+    for m in MODELS for (s, a, r) in CASES])
+def test_training_call(run, case, impl):
+    require("torch")
+    model, s, a, r = case
+    net, x, y, b = _problem(model, s, a, r)
+    sizes = {"model": model, "device_iterations": s, "gradient_accumulation": a,
+             "replication_factor": r, "micro_batch": b, "optimizer": f"SGD lr={LR}"}
+    if impl == "torch":
+        run(_torch_loop(net, x, y, s, a, r, b), impl=impl, sizes=sizes)
+        return
+    # one call of each, from the same weights, must agree before anything is timed
+    twin = copy.deepcopy(net)
+    wrapped = _wrapped(net, s, a, r)
+    _, loss = wrapped(x, y)
+    want = _torch_loop(twin, x, y, s, a, r, b)()
+    torch.testing.assert_close(loss.reshape(-1)[-1], want, rtol=1e-4, atol=1e-5)
+    for p, q in zip(net.parameters(), twin.parameters()):
+        torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-4, atol=1e-5)
+    peer_net = copy.deepcopy(twin)
+    run(lambda: wrapped(x, y), impl=impl, sizes=sizes,
+        paired=paired_with(impl, lambda _: _torch_loop(peer_net, x, y, s, a, r, b)))
