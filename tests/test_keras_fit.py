@@ -407,3 +407,54 @@ def test_initial_epoch_steps_per_epoch_and_generators_match_tf_keras(K):
                          theirs.fit(batches(), epochs=1, verbose=0))
     for a, b in zip(ours.get_weights(), theirs.get_weights()):
         _close(a, b)
+
+
+def _batch_sequence(base, x, y, batch):
+    """A keras.utils.Sequence subclass over (x, y) in batches, recording what it is asked."""
+
+    class Batches(base):
+        def __init__(self):
+            self.reads, self.epochs_ended = [], 0
+
+        def __len__(self):
+            return -(-len(x) // batch)
+
+        def __getitem__(self, index):
+            self.reads.append(index)
+            return x[index * batch:(index + 1) * batch], y[index * batch:(index + 1) * batch]
+
+        def on_epoch_end(self):
+            self.epochs_ended += 1
+
+    return Batches()
+
+
+def test_sequence_input_matches_tf_keras(K):
+    """fit/evaluate/predict on a keras.utils.Sequence: the batches read in order (shuffle
+    False), the peek at batch 0, on_epoch_end once an epoch, the history and weights."""
+    from ipu_gpu import keras
+
+    x, y = _data(n=44)
+    ours, theirs = _mlp(_Ours), _mlp(K)
+    theirs.set_weights(ours.get_weights())
+    ours.compile(_our_optimizer("sgd"), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    theirs.compile(_keras_optimizer(K, "sgd"), "sparse_categorical_crossentropy",
+                   metrics=["accuracy"])
+    seq_ours = _batch_sequence(keras.utils.Sequence, x, y, 8)
+    seq_theirs = _batch_sequence(K.utils.Sequence, x, y, 8)
+    _assert_same_history(ours.fit(seq_ours, epochs=3, shuffle=False, verbose=0),
+                         theirs.fit(seq_theirs, epochs=3, shuffle=False, verbose=0))
+    for a, b in zip(ours.get_weights(), theirs.get_weights()):
+        _close(a, b)
+    assert seq_ours.epochs_ended == seq_theirs.epochs_ended == 3
+    assert seq_ours.reads == [0] + [0, 1, 2, 3, 4, 5] * 3
+    _close(ours.evaluate(seq_ours, verbose=0), theirs.evaluate(seq_theirs, verbose=0))
+    _close(ours.predict(seq_ours, verbose=0), theirs.predict(seq_theirs, verbose=0))
+
+    shuffled = _batch_sequence(keras.utils.Sequence, x, y, 8)
+    ours.fit(shuffled, epochs=2, verbose=0)  # fit's default: a new order every epoch
+    assert sorted(shuffled.reads[1:7]) == sorted(shuffled.reads[7:]) == list(range(6))
+    with pytest.raises(ValueError, match="`y` argument is not supported"):
+        ours.fit(seq_ours, y, verbose=0)
+    with pytest.raises(ValueError, match="`sample_weight` argument is not supported"):
+        ours.fit(seq_ours, sample_weight=np.ones(44), verbose=0)

@@ -309,6 +309,43 @@ class _GeneratorSource:
     stream = epoch
 
 
+class _SequenceSource(_GeneratorSource):
+    """A ``keras.utils.Sequence``: ``len(x)`` batches an epoch, read by index in order or in
+    a ``random.shuffle``d order (Keras's ``KerasSequenceAdapter``, which also reads ``x[0]``
+    once to peek at the structure), ``on_epoch_end`` after each epoch."""
+
+    def __init__(self, sequence, shuffle, class_weight):
+        super().__init__(None, class_weight)
+        sequence[0]  # noqa: B018 -- Keras peeks at the first batch: its side effects happen
+        self.sequence = sequence
+        self.shuffle = bool(shuffle)
+        self.size = len(sequence)
+
+    def _indexed(self):
+        import random
+
+        order = list(range(len(self.sequence)))
+        if self.shuffle:
+            random.shuffle(order)  # Python's generator, as Keras
+        for i in order:
+            yield self.sequence[i]
+
+    def epoch(self):
+        self.generator = self._indexed()
+        return self._elements()
+
+    stream = epoch
+
+    def on_epoch_end(self):
+        self.sequence.on_epoch_end()
+
+
+def _is_sequence(x) -> bool:
+    from ..utils.data_utils import Sequence
+
+    return isinstance(x, Sequence)
+
+
 def _is_dataset(x) -> bool:
     from ...data import Dataset
 
@@ -368,6 +405,13 @@ class DataHandler:
         self._current_step = 0
         self._step_increment = self._steps_per_execution - 1
 
+        if _is_sequence(x):
+            if y is not None:
+                raise ValueError("`y` argument is not supported when using "
+                                 "`keras.utils.Sequence` as input.")
+            if sample_weight is not None:
+                raise ValueError("`sample_weight` argument is not supported when using "
+                                 "`keras.utils.Sequence` as input.")
         if _is_dataset(x) or _is_generator(x):
             if batch_size is not None:
                 raise ValueError("The `batch_size` argument must not be specified for the "
@@ -377,6 +421,7 @@ class DataHandler:
                 kind = "dataset" if _is_dataset(x) else "generator"
                 raise ValueError(f"`y` argument is not supported when using {kind} as input.")
             self._source = (_DatasetSource(x, class_weight) if _is_dataset(x)
+                            else _SequenceSource(x, shuffle, class_weight) if _is_sequence(x)
                             else _GeneratorSource(x, class_weight))
             if replicas is not None and not _is_dataset(x):
                 raise ValueError(
@@ -502,6 +547,8 @@ class DataHandler:
 
     def should_recreate_iterator(self) -> bool:
         size = self._source.size
+        if isinstance(self._source, _SequenceSource):
+            return True
         if isinstance(self._source, _GeneratorSource):
             return False
         if isinstance(self._source, _ArraySource):
@@ -522,6 +569,8 @@ class DataHandler:
             if self.should_recreate_iterator():
                 iterator = iter(source.epoch())
             yield epoch, iterator
+            if isinstance(source, _SequenceSource):
+                source.on_epoch_end()
 
     @contextlib.contextmanager
     def catch_stop_iteration(self):

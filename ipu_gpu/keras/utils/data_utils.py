@@ -1,4 +1,4 @@
-"""``keras.utils.get_file`` without a network.
+"""``keras.utils.get_file`` without a network, and ``keras.utils.Sequence``.
 
 Keras 2.6's cache lookup, hash check and archive extraction (keras/utils/data_utils.py); where
 Keras would download, ``get_file`` raises ``CacheMissError`` naming the file, the URL and the
@@ -232,3 +232,25 @@ def _makedirs(path: str) -> None:
         os.makedirs(path, exist_ok=True)
     except OSError:  # not ours to create (read-only, permissions): only reading matters
         pass
+
+
+class Sequence:
+    """Keras 2's base class for a dataset of batches: ``__getitem__(index)`` gives batch
+    ``index`` (``x``, ``(x, y)`` or ``(x, y, sample_weight)``), ``__len__`` the batches per
+    epoch. ``fit`` reads the batches in order, or in an order ``random.shuffle`` draws each
+    epoch when ``shuffle`` is True (fit's default), and calls ``on_epoch_end`` after each
+    epoch. ``workers``/``use_multiprocessing`` are not honoured: batches are read in the
+    training thread."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError
+
+    def __len__(self):
+        raise NotImplementedError
+
+    def on_epoch_end(self):
+        """Called at the end of every epoch."""
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
