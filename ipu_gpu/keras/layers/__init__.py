@@ -22,12 +22,13 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, AvgPool2D,
 from .regularization import (ActivityRegularization, Dropout, GaussianDropout, GaussianNoise,
                              SpatialDropout2D)
 from .rnn import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell,
-                  TimeDistributed)
+                  StackedRNNCells, TimeDistributed)
 from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, Reshape,
                         UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
 
 __all__ = [
-    "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "Bidirectional",
+    "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells",
+    "Bidirectional",
     "TimeDistributed", "deserialize", "serialize", "EinsumDense", "MultiHeadAttention",
     "ActivityRegularization", "GaussianDropout", "Identity", "Masking", "PReLU", "Rescaling",
     "Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D", "AvgPool1D",

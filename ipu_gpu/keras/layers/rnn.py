@@ -12,6 +12,8 @@ timesteps the states carry over and the output repeats the previous one (zeros w
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ...core.spec import TensorShape, as_shape
@@ -32,7 +34,7 @@ from ..engine.keras_tensor import KerasTensor
 from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell",
-           "Bidirectional", "TimeDistributed"]
+           "StackedRNNCells", "Bidirectional", "TimeDistributed"]
 
 
 def _dropout_mask(like, rate, count=1):
@@ -117,9 +119,13 @@ class _Cell(Layer):
                           if isinstance(states, (list, tuple)) else [states], rec)
 
     def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
-        sizes = self.state_size if isinstance(self.state_size, list) else [self.state_size]
-        dtype = dtype or self.compute_dtype
-        return [_creation.zeros((batch_size, s), dtype) for s in sizes]
+        """Zero states: a list for several states, a tensor for one (as Keras)."""
+        if batch_size is None:
+            batch_size = inputs.shape[0]
+        dtype = dtype or (inputs.dtype if inputs is not None else self.compute_dtype)
+        if not isinstance(self.state_size, list):
+            return _creation.zeros((batch_size, self.state_size), dtype)
+        return [_creation.zeros((batch_size, s), dtype) for s in self.state_size]
 
     def _base_config(self) -> dict:
         config = super().get_config()
@@ -281,9 +287,150 @@ class GRUCell(_GatedCell):
         return self._gated_config(reset_after=self.reset_after)
 
 
+def _is_multiple_state(size) -> bool:
+    return isinstance(size, (list, tuple)) and not isinstance(size, TensorShape)
+
+
+def _flatten_sizes(size) -> list:
+    if _is_multiple_state(size):
+        return [s for part in size for s in _flatten_sizes(part)]
+    return [size]
+
+
 def _state_sizes(cell) -> list:
+    """The cell's state sizes, flat (a stack's cells' states one after another)."""
+    return _flatten_sizes(cell.state_size)
+
+
+def _flatten_states(states) -> list:
+    if isinstance(states, (list, tuple)):
+        return [s for part in states for s in _flatten_states(part)]
+    return [states]
+
+
+def _pack_states(size, flat):
+    """``flat`` states in the nesting of ``size`` (``tf.nest.pack_sequence_as``): one entry
+    per state of a plain cell; per cell of a stack, a list where that cell has several."""
+    if not _is_multiple_state(size):
+        return flat[0]
+    packed, i = [], 0
+    for part in size:
+        n = len(_flatten_sizes(part))
+        packed.append(_pack_states(part, flat[i:i + n]))
+        i += n
+    return packed
+
+
+def _top_states(cell, flat) -> list:
+    """The states an RNN returns with ``return_state``: the flat states, grouped per cell
+    for a ``StackedRNNCells`` (as Keras's nested state structure)."""
     size = cell.state_size
-    return list(size) if isinstance(size, (list, tuple)) else [size]
+    return list(_pack_states(size, flat)) if _is_multiple_state(size) else [flat[0]]
+
+
+def _output_size(cell):
+    if getattr(cell, "output_size", None) is not None:
+        return cell.output_size
+    return _state_sizes(cell)[0]
+
+
+class StackedRNNCells(Layer):
+    """Runs a list of cells as one cell: each step feeds a cell's output to the next.
+
+    ``state_size`` is the tuple of the cells' state sizes (reversed with
+    ``reverse_state_order=True``); ``call`` takes and returns states in that nesting.
+
+    Raises:
+      ValueError: a cell without ``call`` or ``state_size``.
+    """
+
+    def __init__(self, cells, **kwargs):
+        for cell in cells:
+            if "call" not in dir(cell):
+                raise ValueError("All cells must have a `call` method. received cells:", cells)
+            if "state_size" not in dir(cell):
+                raise ValueError("All cells must have a `state_size` attribute. received "
+                                 "cells:", cells)
+        self.cells = list(cells)
+        self.reverse_state_order = kwargs.pop("reverse_state_order", False)
+        super().__init__(**kwargs)
+
+    def _ordered_cells(self):
+        return self.cells[::-1] if self.reverse_state_order else self.cells
+
+    @property
+    def state_size(self):
+        return tuple(c.state_size for c in self._ordered_cells())
+
+    @property
+    def output_size(self):
+        return _output_size(self.cells[-1])
+
+    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+        dtype = dtype or self.compute_dtype
+        if batch_size is None:
+            batch_size = inputs.shape[0]
+        states = []
+        for cell in self._ordered_cells():
+            if hasattr(cell, "get_initial_state"):
+                states.append(cell.get_initial_state(inputs=inputs, batch_size=batch_size,
+                                                     dtype=dtype))
+            else:
+                zeros = [_creation.zeros((batch_size, s), dtype) for s in _state_sizes(cell)]
+                states.append(zeros if _is_multiple_state(cell.state_size) else zeros[0])
+        return tuple(states)
+
+    def call(self, inputs, states, training=None):
+        size = self.state_size
+        nested = _pack_states(size, _flatten_states(states))
+        if self.reverse_state_order:
+            nested = nested[::-1]
+        new_states = []
+        for cell, cell_states in zip(self.cells, nested):
+            if not isinstance(cell_states, (list, tuple)):
+                cell_states = [cell_states]
+            kwargs = {"training": training} if _takes_training(cell) else {}
+            call = cell if callable(cell) else cell.call
+            inputs, cell_states = call(inputs, cell_states, **kwargs)
+            new_states.append(cell_states)
+        if self.reverse_state_order:
+            new_states = new_states[::-1]
+        return inputs, tuple(_pack_states(size, _flatten_states(new_states)))
+
+    def build(self, input_shape):
+        if isinstance(input_shape, list):
+            input_shape = input_shape[0]
+        shape = as_shape(input_shape).as_list()
+        for cell in self.cells:
+            if isinstance(cell, Layer) and not cell.built:
+                with call_context.name_scope(cell.name):
+                    cell._maybe_build(KerasTensor(shape, self.compute_dtype))
+            out = _output_size(cell)
+            shape = [shape[0]] + (as_shape(out).as_list() if _is_multiple_state(out)
+                                  or isinstance(out, TensorShape) else [out])
+        self.built = True
+
+    def get_config(self) -> dict:
+        from . import serialize
+
+        config = super().get_config()
+        config["cells"] = [serialize(cell) for cell in self.cells]
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        from . import deserialize
+
+        config = dict(config)
+        cells = [deserialize(c, custom_objects=custom_objects) for c in config.pop("cells")]
+        return cls(cells, **config)
+
+
+def _takes_training(cell) -> bool:
+    try:
+        return "training" in inspect.signature(cell.call).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class RNN(Layer):
@@ -291,7 +438,8 @@ class RNN(Layer):
     (``(timesteps, batch, features)`` with ``time_major``).
 
     Args:
-      cell: a cell with ``call(inputs, states, training)`` and ``state_size``.
+      cell: a cell with ``call(inputs, states, training)`` and ``state_size``, or a list of
+        cells (run as ``StackedRNNCells``).
       return_sequences: return every step's output, not only the last.
       return_state: also return the final states.
       go_backwards: process the sequence backwards (outputs come in processing order).
@@ -306,8 +454,7 @@ class RNN(Layer):
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
                  stateful=False, unroll=False, time_major=False, **kwargs):
         if isinstance(cell, (list, tuple)):
-            raise NotImplementedError("RNN: a list of cells (StackedRNNCells) is not emulated "
-                                      "yet; stack RNN layers instead")
+            cell = StackedRNNCells(cell)
         if not hasattr(cell, "call"):
             raise ValueError("Argument `cell` should have a `call` method. The RNN was passed: "
                              f"cell={cell}")
@@ -362,8 +509,7 @@ class RNN(Layer):
 
     def _initial_states(self, x, initial_state):
         if initial_state is not None:
-            states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
-                else [initial_state]
+            states = _flatten_states(initial_state)
             if len(states) != len(_state_sizes(self.cell)):
                 raise ValueError(f"Layer {self.name} expects {len(_state_sizes(self.cell))} "
                                  f"state(s), but it received {len(states)} initial state(s). "
@@ -385,8 +531,10 @@ class RNN(Layer):
             if mask is not None:
                 mask = _array.reverse(mask, [1])
         cell = self.cell
+        for inner in cell.cells if isinstance(cell, StackedRNNCells) else [cell]:
+            if isinstance(inner, _Cell):
+                inner.reset_dropout_mask()
         if isinstance(cell, _Cell):
-            cell.reset_dropout_mask()
             dp, rec = cell._masks(x[:, 0, :], states[0], training)
             if dp is not None:
                 x = x * _shape.expand_dims(dp, 1)
@@ -400,7 +548,7 @@ class RNN(Layer):
             def step(t, states):
                 out, new = cell(steps[t], states, training=training) if isinstance(
                     cell, Layer) else cell.call(steps[t], states)
-                return out, list(new) if isinstance(new, (list, tuple)) else [new]
+                return out, _flatten_states(new)
 
         masks = None if mask is None else _array.unstack(
             _shape.expand_dims(_m.cast(mask, "bool"), -1), axis=1)
@@ -426,7 +574,7 @@ class RNN(Layer):
         else:
             output = out
         if self.return_state:
-            return [output, *states]
+            return [output, *_top_states(cell, states)]
         return output
 
     def compute_output_shape(self, input_shape):
@@ -434,14 +582,14 @@ class RNN(Layer):
             input_shape = input_shape[0]
         dims = as_shape(input_shape).as_list()
         batch, time = (dims[1], dims[0]) if self.time_major else (dims[0], dims[1])
-        units = self.cell.output_size if hasattr(self.cell, "output_size") else \
-            _state_sizes(self.cell)[0]
+        units = _output_size(self.cell)
         if self.return_sequences:
             out = TensorShape([time, batch, units] if self.time_major else [batch, time, units])
         else:
             out = TensorShape([batch, units])
         if self.return_state:
-            return [out] + [TensorShape([batch, s]) for s in _state_sizes(self.cell)]
+            shapes = [TensorShape([batch, s]) for s in _state_sizes(self.cell)]
+            return [out] + _top_states(self.cell, shapes)
         return out
 
     def compute_mask(self, inputs, mask=None):
@@ -449,7 +597,7 @@ class RNN(Layer):
             mask = mask[0]
         output_mask = mask if self.return_sequences else None
         if self.return_state:
-            return [output_mask] + [None] * len(_state_sizes(self.cell))
+            return [output_mask] + [None] * len(_top_states(self.cell, _state_sizes(self.cell)))
         return output_mask
 
     def get_config(self) -> dict:
@@ -459,7 +607,18 @@ class RNN(Layer):
                       unroll=self.unroll, time_major=self.time_major)
         if self.zero_output_for_mask:
             config["zero_output_for_mask"] = True
+        from . import serialize
+
+        config["cell"] = serialize(self.cell)
         return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        from . import deserialize
+
+        config = dict(config)
+        cell = deserialize(config.pop("cell"), custom_objects=custom_objects)
+        return cls(cell, **config)
 
 
 _RNN_ARGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll",
@@ -490,8 +649,13 @@ class _CellLayer(RNN):
         for key in ("name", "trainable", "dtype"):
             config.pop(key, None)
         config.update(super().get_config())
+        del config["cell"]
         config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        return cls(**config)
 
 
 class SimpleRNN(_CellLayer):
@@ -625,7 +789,8 @@ class Bidirectional(Layer):
         if self.merge_mode is None:
             output_mask = [output_mask, output_mask]
         if self.return_state:
-            n_states = 2 * len(_state_sizes(self.forward_layer.cell))
+            cell = self.forward_layer.cell
+            n_states = 2 * len(_top_states(cell, _state_sizes(cell)))
             masks = output_mask if isinstance(output_mask, list) else [output_mask]
             return masks + [None] * n_states
         return output_mask
