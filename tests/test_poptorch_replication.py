@@ -347,6 +347,72 @@ def test_replicas_draw_different_dropout_masks():
     assert not torch.equal(first != 0, second != 0)
 
 
+def _dropout_inference(seed, r=1, s=2, calls=2):
+    """An inference model of DropNet in train mode (dropout on): its outputs per call."""
+    model = poptorch.inferenceModel(DropNet().train(), _opts(s=s, r=r).randomSeed(seed))
+    return [model(torch.ones(s * r * 4, 8))[0] for _ in range(calls)]
+
+
+def test_replica_r_draws_the_stream_seeded_with_seed_plus_r():
+    """PopART seeds replica r's random ops with randomSeed + r (IrLowering adds the
+    replication index to the streamed seed): replica 1 of seed 7 draws what replica 0 of
+    seed 8 draws."""
+    two = _dropout_inference(7, r=2)
+    one7, one8 = _dropout_inference(7), _dropout_inference(8)
+    for call in range(2):
+        # OutputMode.All: rows [S, R, B]; one replica per 4 rows
+        per = two[call].view(2, 2, 4, 8)
+        torch.testing.assert_close(per[:, 0], one7[call].view(2, 4, 8), rtol=0, atol=0)
+        torch.testing.assert_close(per[:, 1], one8[call].view(2, 4, 8), rtol=0, atol=0)
+    assert not torch.equal(one7[0] != 0, one8[0] != 0)
+
+
+def test_rng_state_reads_and_restores_the_device_streams():
+    net = DropNet().train()
+    model = poptorch.inferenceModel(net, _opts(s=2, r=2).randomSeed(3))
+    x = torch.ones(16, 8)
+    with pytest.raises(poptorch.Error, match="Model has not been compiled or has been "
+                                             "destroyed."):
+        _ = model.rng_state
+    with pytest.raises(poptorch.Error, match="Model has not been compiled"):
+        model.rng_state = [1]
+    model.compile(x)
+    assert model.rng_state == [3]  # before the first run: the seed only, as PopTorch
+    first = model(x)[0]
+    state = model.rng_state
+    assert state[0] == 3 and all(isinstance(w, int) and 0 <= w < 2 ** 32 for w in state)
+    assert len(state) > 1
+    second, third = model(x)[0], model(x)[0]
+    assert not torch.equal(second, third)
+    model.rng_state = state  # back to after the first call
+    assert model.rng_state == state
+    assert torch.equal(model(x)[0], second) and torch.equal(model(x)[0], third)
+    model.rng_state = [3]  # the seed alone restarts every stream
+    assert torch.equal(model(x)[0], first)
+    fresh = poptorch.inferenceModel(DropNet().train(), _opts(s=2, r=2).randomSeed(11))
+    fresh.compile(x)
+    fresh.rng_state = [3]  # set before the first run: used by it
+    assert torch.equal(fresh(x)[0], first)
+    with pytest.raises(poptorch.Error, match="Invalid RNG state"):
+        model.rng_state = state[:-1]
+    unseeded = poptorch.inferenceModel(DropNet(), _opts())
+    unseeded.compile(torch.ones(4, 8))
+    assert unseeded.rng_state is None
+
+
+def test_save_keeps_the_rng_state_for_poptorch_load(tmp_path):
+    model = poptorch.inferenceModel(DropNet().train(), _opts(s=2).randomSeed(5))
+    x = torch.ones(8, 8)
+    model(x)
+    model.save(str(tmp_path / "m.poptorch"))
+    expected = model(x)[0]
+    loaded = poptorch.load(str(tmp_path / "m.poptorch"))
+    assert torch.equal(loaded(x)[0], expected)
+    model.save(str(tmp_path / "no_rng.poptorch"), save_rng_state=False)
+    again = poptorch.load(str(tmp_path / "no_rng.poptorch"))
+    assert again.rng_state == [5]
+
+
 def test_unseeded_device_stream_follows_torch_manual_seed():
     """Without randomSeed the device's seed is drawn from the host's generator at the first
     call (PopART would pick a nondeterministic one)."""

@@ -5,8 +5,9 @@ shares with the host module (research/poptorch_semantics.md sections 1.2, 1.4, 7
   the module's own tensors, so after a call the host module reads replica 0; replicas
   1..R-1 hold clones that are swapped into the module's buffer slots around their forward
   passes (no deep copy of the module, a few dict writes per micro-batch).
-* ``DeviceRandom``: the device's random stream (dropout, stochastic rounding), seeded from
-  ``Options.randomSeed``; the host's ``torch`` generator is left untouched by a call.
+* ``DeviceRandom``: the device's random streams (dropout, stochastic rounding), seeded from
+  ``Options.randomSeed`` (``seed + r`` for replica r, as PopART); the host's ``torch``
+  generator is left untouched by a call.
 * ``stochastic_round_half``/``HalfUpdatesInFloat32``: ``Precision.enableStochasticRounding``
   for float16 weight updates.
 * ``synthetic_micro_batches``: ``enableSyntheticData`` inputs.
@@ -16,6 +17,8 @@ shares with the host module (research/poptorch_semantics.md sections 1.2, 1.4, 7
 """
 
 from __future__ import annotations
+
+import struct
 
 import torch
 
@@ -97,41 +100,122 @@ def _clone(t):
 
 
 class DeviceRandom:
-    """The device's random stream, entered around a call with ``with``: ``torch``'s default
-    CPU generator (and a CUDA device's, for a model there) runs the device's state inside
-    and gets the host's state back on exit.
+    """The device's random streams, entered around a call with ``with``: ``torch``'s default
+    CPU generator (and a CUDA device's, for a model there) runs a device stream inside and
+    gets the host's state back on exit.
+
+    As PopART lowers ``randomSeed`` (``IrLowering``'s seed set-up, ``RngStateLowering``):
+    replica ``r``'s random ops (dropout, ``torch.rand``...) draw from a stream seeded with
+    ``seed + r``, so replicas draw different values; a replica-identical stream seeded with
+    ``seed`` serves stochastic rounding of weight updates (``use(IDENTICAL)``), so that the
+    replicas' weights stay equal.
 
     ``seed``: ``Options.randomSeed`` when set. Unset, PopART draws a nondeterministic seed;
     the emulator draws it from the host's ``torch`` generator at compile time instead, so a
     program that calls ``torch.manual_seed`` repeats exactly."""
 
-    def __init__(self, seed: int | None, cuda_devices=()) -> None:
+    IDENTICAL = -1  # ``use()``'s key for the replica-identical stream
+
+    def __init__(self, seed: int | None, replicas: int = 1, cuda_devices=()) -> None:
         if seed is None:
             seed = int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
-        self.seed = int(seed)
-        self._cpu = torch.Generator().manual_seed(self.seed).get_state()
-        self._cuda = {d: torch.Generator(device=d).manual_seed(self.seed).get_state()
-                      for d in cuda_devices}
+        self.replicas = int(replicas)
+        self._cuda_devices = tuple(cuda_devices)
         self._host = None
+        self._current = 0
+        self.reseed(seed)
+
+    def _keys(self):
+        return [*range(self.replicas), self.IDENTICAL]
+
+    def reseed(self, seed: int) -> None:
+        """Every stream restarts from ``seed`` (PopART's ``setRandomSeed``)."""
+        self.seed = int(seed)
+        self._states = {}
+        for key in self._keys():
+            stream_seed = self.seed + (0 if key == self.IDENTICAL else key)
+            cpu = torch.Generator().manual_seed(stream_seed).get_state()
+            cuda = [torch.Generator(device=d).manual_seed(stream_seed).get_state()
+                    for d in self._cuda_devices]
+            self._states[key] = (cpu, cuda)
+        if self._host is not None:  # inside a call: the live generators restart too
+            self._load(self._current)
+
+    def _load(self, key) -> None:
+        cpu, cuda = self._states[key]
+        torch.set_rng_state(cpu)
+        for d, state in zip(self._cuda_devices, cuda):
+            torch.cuda.set_rng_state(state, d)
+        self._current = key
+
+    def _save(self) -> None:
+        self._states[self._current] = (
+            torch.get_rng_state(), [torch.cuda.get_rng_state(d) for d in self._cuda_devices])
+
+    def use(self, key) -> None:
+        """Inside a call: draw from replica ``key``'s stream (or ``IDENTICAL``) from now on."""
+        if key != self._current:
+            self._save()
+            self._load(key)
 
     def __enter__(self):
         self._host = (torch.get_rng_state(),
-                      {d: torch.cuda.get_rng_state(d) for d in self._cuda})
-        torch.set_rng_state(self._cpu)
-        for d, state in self._cuda.items():
-            torch.cuda.set_rng_state(state, d)
+                      [torch.cuda.get_rng_state(d) for d in self._cuda_devices])
+        self._load(0)
         return self
 
     def __exit__(self, *exc):
-        self._cpu = torch.get_rng_state()
-        for d in self._cuda:
-            self._cuda[d] = torch.cuda.get_rng_state(d)
+        self._save()
         cpu, cuda = self._host
         torch.set_rng_state(cpu)
-        for d, state in cuda.items():
+        for d, state in zip(self._cuda_devices, cuda):
             torch.cuda.set_rng_state(state, d)
         self._host = None
         return False
+
+    # ``PoplarExecutor.rng_state``: the streams' states as 32-bit words, in ``_keys()``
+    # order, CPU state then each CUDA device's
+    def words(self) -> list:
+        """Every stream's generator state as a list of unsigned 32-bit integers."""
+        out = []
+        for key in self._keys():
+            cpu, cuda = self._states[key]
+            for state in (cpu, *cuda):
+                out.extend(_to_words(state))
+        return out
+
+    def set_words(self, words) -> None:
+        """Restore the states ``words()`` returned.
+
+        Raises:
+          poptorch.Error: not the number of words this model's streams hold."""
+        sizes = [(key, [t.numel() for t in (cpu, *cuda)])
+                 for key, (cpu, cuda) in self._states.items()]
+        want = sum(n for _, ns in sizes for n in ns) // 4
+        words = [int(w) for w in words]
+        if len(words) != want:
+            raise Error(f"Invalid RNG state: this model's random state has {want} words "
+                        f"(one random stream per replica and one shared stream), got "
+                        f"{len(words)}")
+        at = 0
+        for key, ns in sizes:
+            tensors = []
+            for n in ns:
+                tensors.append(_from_words(words[at:at + n // 4]))
+                at += n // 4
+            self._states[key] = (tensors[0], tensors[1:])
+        if self._host is not None:
+            self._load(self._current)
+
+
+def _to_words(state: torch.Tensor) -> list:
+    data = bytes(state.numpy())
+    return list(struct.unpack(f"<{len(data) // 4}I", data))
+
+
+def _from_words(words) -> torch.Tensor:
+    data = struct.pack(f"<{len(words)}I", *[w & 0xFFFFFFFF for w in words])
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).clone()
 
 
 def stochastic_round_half(x: torch.Tensor) -> torch.Tensor:
@@ -332,7 +416,7 @@ class DeviceState:
         cuda = sorted({t.device for t in [*model.parameters(), *model.buffers()]
                        if t.is_cuda}, key=str)
         seed = opts.random_seed if opts.exists("random_seed") else None
-        self.random = DeviceRandom(seed, cuda)
+        self.random = DeviceRandom(seed, r, cuda)
         self.checks = CompileChecks(model, r, bool(opts.broadcast_buffers), params)
         self.stochastic_rounding = bool(popart.get("enableStochasticRounding", False))
         synthetic = int(popart.get("syntheticDataMode", SYNTHETIC_OFF))

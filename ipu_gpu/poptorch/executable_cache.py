@@ -180,10 +180,10 @@ def _parse(header: dict, payload: dict) -> dict:
     return payload
 
 
-def save(executor, filename: str, export_model: bool = True) -> str:
+def save(executor, filename: str, export_model: bool = True, rng_state=None) -> str:
     """Write ``executor``'s compiled executable (and with ``export_model`` its model and
-    optimizer) to ``filename``; a directory gets ``model.poptorch`` inside (with a warning,
-    as PopTorch). Returns the path written."""
+    optimizer, and ``rng_state`` unless None) to ``filename``; a directory gets
+    ``model.poptorch`` inside (with a warning, as PopTorch). Returns the path written."""
     dst_dir = os.path.dirname(filename)
     if dst_dir:
         if os.path.exists(dst_dir):
@@ -201,7 +201,7 @@ def save(executor, filename: str, export_model: bool = True) -> str:
               "key": cache_key(executor)}
     payload = {"executable_inputs": signature, "input_template": executor._input_template,
                "options": executor.options, "training": None, "model": None,
-               "state_dict": None, "optimizer": None}
+               "state_dict": None, "optimizer": None, "rng_state": rng_state}
     if export_model:
         payload.update(training=bool(executor.training), model=executor.model,
                        state_dict=executor.model.state_dict(),
@@ -248,6 +248,8 @@ def load(filename: str, edit_opts_fn=None):
     else:
         executor = inferenceModel(model, options)
     executor._load_executable_payload(filename, payload)
+    if payload.get("rng_state") is not None:  # as PopTorch's load
+        executor.rng_state = payload["rng_state"]
     return executor
 
 

@@ -19,8 +19,9 @@ a loss in graph!")``.
 Replicas share the module's parameters (identical under the gradient reduction) and each
 keeps its own buffers (``device_state.ReplicaBuffers``: BatchNorm statistics move with the
 replica's own micro-batches, as with ``broadcastBuffers(False)`` on the IPU); the host module
-reads replica 0's. Random ops draw from the device's stream seeded by ``randomSeed``
-(``device_state.DeviceRandom``), ``Precision.enableStochasticRounding`` rounds float16 weight
+reads replica 0's. Random ops draw from the device's streams seeded by ``randomSeed``
+(replica r's with ``randomSeed + r``, as PopART; ``device_state.DeviceRandom``, read and set
+through ``rng_state``), ``Precision.enableStochasticRounding`` rounds float16 weight
 updates stochastically, and ``enableSyntheticData`` feeds the model synthetic micro-batches
 instead of the host's data.
 """
@@ -193,6 +194,7 @@ class PoplarExecutor:
         self._optimizer_description = None  # optim.describe() of the compiled optimizer
         self._device_hyperparameters = None  # optim.hyperparameters() the device holds
         self._input_template = None
+        self._rng_cache = None  # rng_state set before the device state exists
         self._origin = _caller_site()
         if self.training:
             from . import optim
@@ -543,6 +545,7 @@ class PoplarExecutor:
         self._detach()
         self._signature = None
         self._device_state = None
+        self._rng_cache = None
         self._compiled_flags = None
         self._optimizer_description = None
         self._device_hyperparameters = None
@@ -645,14 +648,16 @@ class PoplarExecutor:
              save_rng_state: bool = True) -> None:
         """Save the compiled executable (and with ``export_model`` the module and
         optimizer) to ``filename``; a directory gets ``model.poptorch``.
-        ``save_rng_state`` is accepted; the device's random state is not saved.
+        With ``save_rng_state`` the file keeps ``rng_state`` too (``poptorch.load`` restores
+        it).
 
         Raises:
           poptorch.Error: not compiled (PopTorch's message)."""
         from . import executable_cache
 
         self._needs_compiled()
-        executable_cache.save(self, filename, export_model)
+        executable_cache.save(self, filename, export_model,
+                              self.rng_state if save_rng_state else None)
 
     def loadExecutable(self, filename: str) -> None:  # noqa: N802
         """Use the executable saved in ``filename`` (by ``compileAndExport``, with or
@@ -690,6 +695,46 @@ class PoplarExecutor:
             self._detach()
             self._signature = None
         self.compile(*args, **kwargs)
+
+    @property
+    def rng_state(self):
+        """The device's random seed and generator state, ``[seed, *words]`` (32-bit words),
+        as PopTorch 3.4: before the first run only ``[randomSeed]`` (None without one, or
+        what was set). Set it (same form) to restore a state read earlier; ``[seed]`` alone
+        restarts every random stream from ``seed``. ipu_gpu's words are its torch
+        generators' states (one stream per replica and one shared stream), not the IPU's.
+
+        Raises:
+          poptorch.Error: not compiled (PopTorch's message); setting words that do not fit
+            this model's streams."""
+        self._needs_compiled()
+        state = self._device_state
+        if state is not None and state.signature is self._signature:
+            return [state.random.seed, *state.random.words()]
+        if self._rng_cache is not None:
+            return list(self._rng_cache)
+        if self.options.exists("random_seed"):
+            return [int(self.options.random_seed)]
+        return None
+
+    @rng_state.setter
+    def rng_state(self, value) -> None:
+        self._needs_compiled()
+        value = [int(v) for v in value]
+        if not value:
+            raise Error("Invalid RNG state: expected [seed, *state], got []")
+        state = self._device_state
+        if state is not None and state.signature is self._signature:
+            self._apply_rng_state(value)
+        else:
+            self._rng_cache = value
+
+    def _apply_rng_state(self, value) -> None:
+        random = self._device_state.random
+        random.reseed(value[0])
+        if len(value) > 1:
+            random.set_words(value[1:])
+        self._rng_cache = None
 
     def _needs_compiled(self):
         if self._signature is None:
@@ -756,6 +801,8 @@ class PoplarExecutor:
             if first:
                 state = self._device_state = DeviceState(
                     self, _leaves([list(args), kwargs]), self._factors(), params)
+                if self._rng_cache is not None:
+                    self._apply_rng_state(self._rng_cache)
             with state.random, self._on_device():
                 return self._run(state, args, kwargs, first)
         except BaseException:
@@ -802,6 +849,7 @@ class PoplarExecutor:
         template = _NOTHING
         checks = state.checks if first else None
         buffers = state.buffers
+        random = state.random
         buffers.begin_call()
         try:
             for si in range(s):
@@ -814,6 +862,8 @@ class PoplarExecutor:
                     for ri in range(r):
                         xs, kw = inputs(si, ai, ri)
                         buffers.enter(ri)
+                        if r > 1:
+                            random.use(ri)
                         if training:
                             with _running(self, xs, kw):
                                 out = self.model(*xs, **kw)
@@ -859,6 +909,7 @@ class PoplarExecutor:
             torch.nn.utils.clip_grad_norm_(params, norm)
         state = self._device_state
         if state is not None and state.stochastic_rounding:
+            state.random.use(state.random.IDENTICAL)  # the replicas round alike
             with HalfUpdatesInFloat32(params):
                 apply_update(opt, self._device_hyperparameters)
         else:
