@@ -584,6 +584,28 @@ def test_synthetic_zeros_mode_and_inference():
     assert all(torch.equal(x, torch.zeros(2, 3, dtype=torch.float16)) for x in seen)
 
 
+def test_synthetic_random_normal_per_input_as_popart():
+    """PopART restarts its normal generator for every input and converts each sample to the
+    input's type: two float inputs of one shape see the same values, bool inputs are True
+    (sample != 0); integer inputs are zeros in ipu_gpu (see synthetic_micro_batches)."""
+    seen = []
+
+    class Echo(torch.nn.Module):
+        def forward(self, a, b, mask, idx, h):
+            seen.append((a, b, mask, idx, h))
+            return a + b
+
+    opts = poptorch.Options().deviceIterations(2).enableSyntheticData(True)
+    poptorch.inferenceModel(Echo(), opts)(
+        torch.zeros(4, 5), torch.zeros(4, 5), torch.zeros(4, 5, dtype=torch.bool),
+        torch.full((4, 2), 9, dtype=torch.int32), torch.zeros(4, 5, dtype=torch.float16))
+    a, b, mask, idx, h = seen[-1]
+    assert torch.equal(a, b) and a.shape == (2, 5) and a.std() > 0.3
+    assert mask.dtype == torch.bool and bool(mask.all())
+    assert idx.dtype == torch.int32 and torch.equal(idx, torch.zeros(2, 2, dtype=torch.int32))
+    assert h.dtype == torch.float16 and torch.equal(h, a.half())
+
+
 def _train_fp32(configure):
     ours = Net()
     opts = _opts(s=3, a=2)

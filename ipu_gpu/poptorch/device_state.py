@@ -271,20 +271,29 @@ SYNTHETIC_OFF, SYNTHETIC_ZEROS, SYNTHETIC_RANDOM_NORMAL = 0, 1, 2
 
 def synthetic_micro_batches(leaves, n: int, mode: int) -> list:
     """One micro-batch tensor per input tensor in ``leaves`` (dim 0 divided by ``n``; a
-    0-dim input keeps its shape), with the input's dtype and device. ``SYNTHETIC_ZEROS``:
-    zeros. ``SYNTHETIC_RANDOM_NORMAL`` (what ``enableSyntheticData(True)`` sets): floating
-    inputs are standard-normal samples (a fixed seed, not PopART's generator); integer and
-    bool inputs are zeros, a deliberate difference: PopART truncates its normal samples to
-    -2..2, and negative labels or indices make torch's checked ops (``cross_entropy``,
-    ``embedding``) raise where the IPU reads garbage. PopART fills each input once at compile
-    time and the device reads that same micro-batch every iteration; so does the emulator."""
-    gen = torch.Generator().manual_seed(0)
+    0-dim input keeps its shape), with the input's dtype and device, filled once (PopART's
+    ``Ir`` sets each synthetic stream's data at compile time and the device reads that same
+    micro-batch every iteration).
+
+    ``SYNTHETIC_ZEROS``: zeros. ``SYNTHETIC_RANDOM_NORMAL`` (what ``enableSyntheticData(True)``
+    sets): PopART draws standard-normal samples from a generator restarted for every input
+    (two inputs of one shape get the same values) and converts each with
+    ``convertFloatToDataType``: floating inputs take the samples (the emulator's come from a
+    fixed-seed torch generator, not PopART's mt19937 and Boost), bool inputs are
+    ``sample != 0`` (True everywhere, as on the IPU). Integer inputs get
+    ``round(sample)`` on the IPU (mostly -2..2); the emulator feeds zeros instead, a
+    deliberate difference: negative or too-large labels and indices make torch's checked
+    ops (``cross_entropy``, ``embedding``, ``index_select``) raise where the IPU reads out
+    of range without an error, and 0 is the one index every such op accepts."""
     out = []
     for t in leaves:
         shape = (t.shape[0] // n, *t.shape[1:]) if t.dim() else ()
         if mode == SYNTHETIC_RANDOM_NORMAL and t.is_floating_point():
+            gen = torch.Generator().manual_seed(0)  # restarted per input, as PopART's
             values = torch.randn(shape, generator=gen, dtype=torch.float32)
             out.append(values.to(device=t.device, dtype=t.dtype))
+        elif mode == SYNTHETIC_RANDOM_NORMAL and t.dtype == torch.bool:
+            out.append(torch.ones(shape, dtype=t.dtype, device=t.device))
         else:
             out.append(torch.zeros(shape, dtype=t.dtype, device=t.device))
     return out
