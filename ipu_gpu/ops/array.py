@@ -26,7 +26,7 @@ import numpy as np
 from ..core import backend, dtypes
 from ..core.convert import to_array
 from ..core.allocation import AllocationGuard, check_allocation
-from ..core.registry import register
+from ..core.registry import register, symbolic_call
 from ..core.tensor import Tensor, wrap
 from ..errors import InvalidArgumentError
 from ._util import quiet, require_same_dtype, unbroadcast
@@ -338,6 +338,10 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None) -> Tens
     pads = tuple((int(a), int(b)) for a, b in p)
     if m == "CONSTANT":
         if not isinstance(tensor, Tensor):  # constant_values follows tensor, never the reverse
+            node = symbolic_call(pad, (tensor, paddings),  # a graph tensor: one graph node
+                                 dict(mode=mode, constant_values=constant_values))
+            if node is not NotImplemented:
+                return node
             tensor = wrap(to_array(tensor, arg="tensor", op="pad"))
         if isinstance(constant_values, (np.ndarray, np.generic)):  # TF converts numpy values
             constant_values = backend.xp_of(tensor._value).asarray(to_array(

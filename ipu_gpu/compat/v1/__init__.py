@@ -105,7 +105,11 @@ layers.dense, layers.flatten, layers.dropout = _vs.dense, _vs.flatten, _vs.dropo
 from . import tf_layers as _tf_layers  # noqa: E402
 
 layers.__dict__.update({n: getattr(_tf_layers, n) for n in _tf_layers.__all__})
-layers.__all__ = sorted(["dense", "dropout", "flatten", *_tf_layers.__all__])
+from . import layer_classes as _layer_classes  # noqa: E402
+
+layers.__dict__.update({n: getattr(_layer_classes, n) for n in _layer_classes.__all__})
+layers.__all__ = sorted(["dense", "dropout", "flatten", *_tf_layers.__all__,
+                         *_layer_classes.__all__])
 _sys.modules[layers.__name__] = layers
 
 from . import losses, metrics  # noqa: E402,F401  (tf.compat.v1.losses and .metrics)
@@ -171,3 +175,13 @@ if not hasattr(nn, "batch_normalization"):
 __all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "initializers",
                   "orthogonal_initializer", "tables_initializer",
                   "uniform_unit_scaling_initializer"})
+
+# ---- name= of the op functions names their graph node, as TF 1.15 (op_names.py) -------------
+from . import op_names as _op_names  # noqa: E402
+
+_op_names.install(globals(), skip={
+    "Print", "add_to_collection", "case", "cond", "constant", "get_local_variable",
+    "get_variable", "gradients", "group", "identity", "name_scope", "no_op", "placeholder",
+    "placeholder_with_default", "py_func", "tables_initializer", "variables_initializer",
+    "while_loop"})
+_op_names.install(nn)

@@ -581,9 +581,15 @@ def flatten(inputs, name=None, data_format="channels_last"):
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
-    """``tf.layers.dropout``: dropout at ``rate`` when ``training``, else the inputs."""
+    """``tf.layers.dropout``: dropout at ``rate`` when ``training`` (a bool, or a boolean
+    graph tensor deciding in each run, as TF's ``smart_cond``), else the inputs."""
     import ipu_gpu as core
+    from ... import graph
 
+    def dropped():
+        return core.nn.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
+    if isinstance(training, graph.GraphTensor):
+        return graph.program.cond(training, dropped, lambda: core.identity(inputs))
     if not training:
         return inputs
-    return core.nn.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
+    return dropped()
