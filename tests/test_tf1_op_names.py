@@ -41,7 +41,8 @@ def _named(c):
         found = [g.get_tensor_by_name(n) is o for n, o in zip(names, outs)]
         found += [g.get_operation_by_name(n) is o.op for n, o in zip(op_names, outs)]
         with c.Session(graph=g) as sess:
-            values = sess.run(["block/mean:0", "block/affine:0", "vs/xt:0"], {"x:0": _X})
+            values = sess.run(["block/mean:0", "block/affine:0", "vs/xt:0", "block/padded:0"],
+                              {"x:0": _X})
         return names, op_names, found, values
 
 
