@@ -4,6 +4,7 @@ differentiates through the batch statistics."""
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from ...core.spec import as_shape
 from ...ops import array as _array
 from ...ops import math as _m
+from ...ops import nn as _nn
 from ...ops import reduction as _r
 from ...ops import shape as _shape
 from .. import backend
@@ -19,6 +21,8 @@ from ..engine.input_spec import InputSpec
 from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
+
+_log = logging.getLogger("ipu_gpu.keras")
 
 
 def _validate_axis(axis, input_shape) -> list:
@@ -66,8 +70,18 @@ class BatchNormalization(Layer):
     ``fused`` (the default for 4-D inputs normalised over axis 1 or 3 in a 16- or 32-bit
     dtype; ``fused=None`` falls back to False for other axes and dtypes) updates the moving
     variance with the unbiased (Bessel-corrected) batch variance, as TF's fused kernel does,
-    and the other path with the biased one. ``renorm``, ``virtual_batch_size``,
-    ``adjustment`` and ``synchronized`` are not emulated (NotImplementedError).
+    and the other path with the biased one.
+
+    ``renorm`` (Batch Renormalization) corrects the training output by ``r`` and ``d`` (the
+    batch statistics against ``renorm_mean``/``renorm_stddev``, moved by ``renorm_momentum``,
+    clipped by ``renorm_clipping``'s ``rmin``/``rmax``/``dmax``, no gradient through them)
+    and keeps ``moving_stddev``, the moving variance derived from it. ``virtual_batch_size``
+    normalises each of the virtual batches ``x.reshape(virtual_batch_size, -1, ...)[:, j]``
+    with its own statistics and moves the moving statistics by their mean. ``adjustment``
+    (a function of the input's shape tensor giving a scale and a bias) rescales and
+    shifts the normalised values in training, before gamma and beta. These three use the
+    unfused arithmetic. ``synchronized`` (cross-replica statistics) is not emulated
+    (NotImplementedError).
     """
 
     _shape_inference = True
@@ -83,9 +97,9 @@ class BatchNormalization(Layer):
         self.axis = _axis_config(axis)
         if synchronized and fused:
             raise ValueError("`fused=True` is not supported when `synchronized=True`.")
-        if renorm or virtual_batch_size is not None or adjustment is not None or synchronized:
-            raise NotImplementedError("BatchNormalization: renorm, virtual_batch_size, "
-                                      "adjustment and synchronized are not emulated")
+        if synchronized:
+            raise NotImplementedError("BatchNormalization: synchronized (cross-replica) "
+                                      "statistics are not emulated")
         self.synchronized = synchronized
         self.momentum = momentum
         self.epsilon = epsilon
@@ -96,6 +110,14 @@ class BatchNormalization(Layer):
         self.renorm = renorm
         self.virtual_batch_size = virtual_batch_size
         self.adjustment = adjustment
+        if renorm:
+            renorm_clipping = renorm_clipping or {}
+            keys = ["rmax", "rmin", "dmax"]
+            if set(renorm_clipping) - set(keys):
+                raise ValueError("Received invalid keys for `renorm_clipping` argument: "
+                                 f"{renorm_clipping}. Supported values: {keys}.")
+            self.renorm_clipping = renorm_clipping
+            self.renorm_momentum = renorm_momentum
         self.supports_masking = True
         if fused:
             self._raise_if_fused_cannot_be_used()
@@ -106,12 +128,21 @@ class BatchNormalization(Layer):
 
     def _raise_if_fused_cannot_be_used(self):
         """Keras 2's checks for ``fused=True`` that need no input shape: one channel axis
-        (1 or 3 of a 4-D input, 1 or 4 of a 5-D one) and a 16- or 32-bit compute dtype."""
+        (1 or 3 of a 4-D input, 1 or 4 of a 5-D one), no renorm, virtual batches or
+        adjustment, and a 16- or 32-bit compute dtype."""
+        if self.renorm:
+            raise ValueError("Passing both `fused=True` and `renorm=True` is not supported")
         axis = [self.axis] if isinstance(self.axis, int) else self.axis
         if len(axis) > 1 or axis[0] not in (-4, -3, -1, 1, 3, 4):
             raise ValueError("Passing `fused=True` is only supported when axis is 1 or 3 for "
                              "input rank = 4 or 1 or 4 for input rank = 5. Got axis "
                              f"{axis}")
+        if self.virtual_batch_size is not None:
+            raise ValueError("Passing `fused=True` is not supported when "
+                             "`virtual_batch_size` is specified.")
+        if self.adjustment is not None:
+            raise ValueError("Passing `fused=True` is not supported when `adjustment` is "
+                             "specified.")
         if self.compute_dtype not in ("float16", "bfloat16", "float32", None):
             raise ValueError("Passing `fused=True` is only supported when the compute dtype "
                              "is float16, bfloat16, or float32. Got dtype: "
@@ -133,6 +164,17 @@ class BatchNormalization(Layer):
         self.axis = _validate_axis(self.axis, input_shape)
         input_shape = as_shape(input_shape)
         rank = input_shape.rank
+        if self.virtual_batch_size is not None:
+            if self.virtual_batch_size <= 0:
+                raise ValueError("`virtual_batch_size` must be a positive integer that divides "
+                                 "the true batch size of the input tensor. Received: "
+                                 f"virtual_batch_size={self.virtual_batch_size}")
+            if 0 in self.axis:
+                raise ValueError("When using `virtual_batch_size`, the batch dimension must be "
+                                 f"0 and thus axis cannot include 0. Received axis={self.axis}")
+            if self.adjustment is not None:
+                raise ValueError("When using `virtual_batch_size`, adjustment cannot be "
+                                 "specified")
         if self.fused is None:
             self.fused = rank in (4, 5)
         elif self.fused and rank not in (4, 5):
@@ -153,10 +195,13 @@ class BatchNormalization(Layer):
                                  f"shape {tuple(input_shape.as_list())} and "
                                  f"axis={tuple(self.axis)}")
         self.input_spec = InputSpec(ndim=rank, axes=axis_to_dim)
-        if len(axis_to_dim) == 1:
+        if len(axis_to_dim) == 1 and self.virtual_batch_size is None:
             param_shape = (next(iter(axis_to_dim.values())),)
         else:
             param_shape = [axis_to_dim.get(i, 1) for i in range(rank)]
+            if self.virtual_batch_size is not None:  # statistics per virtual batch: axis 1
+                param_shape.insert(1, 1)
+                self.axis = [a + 1 for a in self.axis]
         self._param_shape = param_shape
         dtype = self._param_dtype
         self.gamma = self.add_weight(name="gamma", shape=param_shape, dtype=dtype,
@@ -180,7 +225,24 @@ class BatchNormalization(Layer):
                                                initializer=self.moving_variance_initializer,
                                                synchronization="ON_READ", trainable=False,
                                                experimental_autocast=False)
+        if self.renorm:
+            self._add_renorm_weights(param_shape, dtype)
         self.built = True
+
+    def _add_renorm_weights(self, param_shape, dtype):
+        """Keras's ``moving_stddev`` (the inference statistics renorm tracks) and the
+        training statistics ``renorm_mean`` and ``renorm_stddev``."""
+        def stddev_initializer(*args, **kwargs):
+            return _m.sqrt(self.moving_variance_initializer(*args, **kwargs))
+
+        def weight(name, initializer):
+            return self.add_weight(name=name, shape=param_shape, dtype=dtype,
+                                   initializer=initializer, synchronization="ON_READ",
+                                   trainable=False, experimental_autocast=False)
+
+        self.moving_stddev = weight("moving_stddev", stddev_initializer)
+        self.renorm_mean = weight("renorm_mean", self.moving_mean_initializer)
+        self.renorm_stddev = weight("renorm_stddev", stddev_initializer)
 
     def _training_value(self, training):
         if training is None:
@@ -195,8 +257,15 @@ class BatchNormalization(Layer):
         training = self._training_value(training)
         input_dtype = inputs.dtype
         x = _m.cast(inputs, "float32") if input_dtype == np.float16 else inputs
+        virtual = self.virtual_batch_size is not None
+        if virtual:  # (virtual_batch_size, batches, ...): statistics over axis 0 per batch
+            original_shape = list(x.shape)
+            x = _shape.reshape(x, [self.virtual_batch_size, -1] + original_shape[1:]
+                               if training else [-1, 1] + original_shape[1:])
         ndims = x.ndim
         reduction_axes = [i for i in range(ndims) if i not in self.axis]
+        if virtual:
+            del reduction_axes[1]
         broadcast_shape = [1] * ndims
         broadcast_shape[self.axis[0]] = x.shape[self.axis[0]]
 
@@ -205,36 +274,77 @@ class BatchNormalization(Layer):
                 return _shape.reshape(v, broadcast_shape)
             return v
 
-        keep_dims = len(self.axis) > 1
+        keep_dims = virtual or len(self.axis) > 1
         if mask is not None and self.fused:
             warnings.warn("Masking is not supported with `fused=True`. You should either turn "
                           "off fusing (`fused=False`) or you should not pass a `mask` "
                           "argument when calling the layer. For the moment `mask` will be "
                           "ignored for the normalization.", stacklevel=2)
             mask = None
+        scale, offset = broadcast(self.gamma), broadcast(self.beta)
         if training:
+            if self.adjustment:
+                adj_scale, adj_bias = self.adjustment(_array.shape(x))
+                scale, offset = _compose(adj_scale, adj_bias, scale, offset)
             if mask is not None:
                 weights = _shape.expand_dims(_m.cast(mask, x.dtype), -1)
                 mean, variance = _weighted_moments(x, reduction_axes, weights, keep_dims)
             else:
                 mean, variance = _r.moments(x, reduction_axes, keepdims=keep_dims)
-            self._update_moving_averages(x, mean, variance, reduction_axes)
+            new_mean, new_variance = mean, variance
+            if virtual:  # the virtual batches' mean statistics move the moving ones
+                new_mean = _r.reduce_mean(mean, axis=1, keepdims=True)
+                new_variance = _r.reduce_mean(variance, axis=1, keepdims=True)
+            if self.renorm:
+                r, d = self._renorm_correction(new_mean, new_variance)
+                scale, offset = _compose(broadcast(r), broadcast(d), scale, offset)
+            self._update_moving_averages(x, new_mean, new_variance, reduction_axes)
         else:
             mean, variance = self.moving_mean, self.moving_variance
         outputs = _normalize(x, broadcast(_m.cast(mean, x.dtype)),
-                             broadcast(_m.cast(variance, x.dtype)), broadcast(self.beta),
-                             broadcast(self.gamma), self.epsilon)
+                             broadcast(_m.cast(variance, x.dtype)), offset, scale, self.epsilon)
+        if virtual:
+            outputs = _shape.reshape(outputs, [-1] + original_shape[1:])
         return _m.cast(outputs, input_dtype) if input_dtype == np.float16 else outputs
+
+    def _renorm_correction(self, mean, variance):
+        """Keras's renorm ``r`` and ``d`` (clipped, without gradient) from the batch
+        statistics and the renorm moving statistics before this step; then moves those."""
+        eps = backend._constant_like(self.epsilon, variance)
+        stddev = _m.sqrt(variance + eps)
+        renorm_stddev = _m.maximum(self.renorm_stddev, _m.sqrt(eps))
+        r = stddev / renorm_stddev
+        d = (mean - self.renorm_mean) / renorm_stddev
+        rmin, rmax, dmax = (self.renorm_clipping.get(k) for k in ("rmin", "rmax", "dmax"))
+        if rmin is not None:
+            r = _m.maximum(r, backend._constant_like(rmin, r))
+        if rmax is not None:
+            r = _m.minimum(r, backend._constant_like(rmax, r))
+        if dmax is not None:
+            d = _m.maximum(d, backend._constant_like(-dmax, d))
+            d = _m.minimum(d, backend._constant_like(dmax, d))
+        self._move(self.renorm_mean, mean, self.renorm_momentum)
+        self._move(self.renorm_stddev, stddev, self.renorm_momentum)
+        return _m.stop_gradient(r), _m.stop_gradient(d)
+
+    def _move(self, variable, value, momentum):
+        decay = backend._constant_like(1.0 - momentum, variable)
+        value = _m.stop_gradient(_m.cast(value, variable.dtype))
+        variable.assign_sub((variable - value) * decay)
 
     def _update_moving_averages(self, x, mean, variance, reduction_axes):
         if self.fused:  # TF's fused kernel moves the variance by the unbiased estimate
             n = int(np.prod([x.shape[i] for i in reduction_axes]))
             if n > 1:
                 variance = variance * backend._constant_like(n / (n - 1), variance)
-        decay = backend._constant_like(1.0 - self.momentum, self.moving_mean)
-        for variable, value in ((self.moving_mean, mean), (self.moving_variance, variance)):
-            value = _m.stop_gradient(_m.cast(value, variable.dtype))
-            variable.assign_sub((variable - value) * decay)
+        self._move(self.moving_mean, mean, self.momentum)
+        if self.renorm:  # the moving variance follows the moving stddev (epsilon inside)
+            eps = backend._constant_like(self.epsilon, self.moving_stddev)
+            self._move(self.moving_stddev, _m.sqrt(_m.cast(variance, eps.dtype) + eps),
+                       self.momentum)
+            self.moving_variance.assign(_nn.relu(_m.square(self.moving_stddev) - eps))
+        else:
+            self._move(self.moving_variance, variance, self.momentum)
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -247,7 +357,26 @@ class BatchNormalization(Layer):
             **weight_args_config(self, ("beta", "gamma"),
                                  initializers_only=("moving_mean", "moving_variance")),
         })
+        if self.renorm:
+            config.update(renorm=True, renorm_clipping=self.renorm_clipping,
+                          renorm_momentum=self.renorm_momentum)
+        if self.virtual_batch_size is not None:
+            config["virtual_batch_size"] = self.virtual_batch_size
+        if self.adjustment is not None:
+            _log.warning("The `adjustment` function of this `BatchNormalization` layer cannot "
+                         "be serialized and has been omitted from the layer config. It will "
+                         "not be included when re-creating the layer from the saved config.")
         return config
+
+
+def _compose(scale, offset, then_scale, then_offset):
+    """The affine map ``x * scale + offset`` followed by ``then_scale``/``then_offset``
+    (either may be None), as one scale and offset."""
+    if then_scale is not None:
+        scale, offset = scale * then_scale, offset * then_scale
+    if then_offset is not None:
+        offset = offset + then_offset
+    return scale, offset
 
 
 def _weighted_moments(x, axes, weights, keepdims):
