@@ -6,6 +6,7 @@ program using them through ipu-gpu run."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -595,6 +596,44 @@ def test_set_overlap_errors():
         poptorch.inferenceModel(_Fn(normal), opts)(torch.ones(1))
     with pytest.raises(AttributeError):
         poptorch.set_overlap_for_output(torch.ones(1), "overlap_accumulation_loop")
+
+
+class _XY(_Fn):
+    def forward(self, x, y):
+        return self.fn(self, x, y)
+
+
+def test_set_overlap_for_input_must_be_the_only_op_on_the_input():
+    mode = poptorch.OverlapMode.OverlapAccumulationLoop
+    message = ("poptorch.set_overlap_for_input must be the only op applied to an input. This "
+               "is not the case for input {} to the model.")
+
+    def also_used(self, x, y):
+        marked = poptorch.set_overlap_for_input(x, mode)
+        return marked + x * y  # x itself used again
+
+    def used_before(self, x, y):
+        z = x * 2
+        return poptorch.set_overlap_for_input(x, mode) + z + y
+
+    def marked_twice(self, x, y):
+        return poptorch.set_overlap_for_input(x, mode) + poptorch.set_overlap_for_input(x, mode)
+
+    def returned_too(self, x, y):
+        return poptorch.set_overlap_for_input(y, mode) + x, y
+
+    for fn, name in ((also_used, "x"), (used_before, "x"), (marked_twice, "x"),
+                     (returned_too, "y")):
+        with pytest.raises(poptorch.Error, match=re.escape(message.format(name))):
+            poptorch.inferenceModel(_XY(fn), _overlap_opts())(torch.ones(2), torch.ones(2))
+
+    def fine(self, x, y):  # each input marked once, then only the marked tensors are used
+        x, y = poptorch.set_overlap_for_input((x, y), mode)
+        return x * y + x
+
+    out = poptorch.inferenceModel(_XY(fine), _overlap_opts())(torch.full((2,), 3.0),
+                                                               torch.ones(2))
+    assert torch.equal(out, torch.full((2,), 6.0))
 
 
 def test_set_overlap_for_output_checks_what_the_model_returns():

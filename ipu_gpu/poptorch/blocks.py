@@ -42,6 +42,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import enums
 from .errors import Error
 from .log_level import logger
+from .ops import _note_uses
 
 __all__ = ["BeginBlock", "Block", "BlockFunction", "BlockRecord", "LegacyBeginBlockFn",
            "Placement", "removeBlocks"]
@@ -358,6 +359,7 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         self.trace.op(func, [args, kwargs], out)
+        _note_uses([args, kwargs])
         return out
 
 

@@ -265,6 +265,8 @@ class _Call:
     inputs: tuple = ()
     tracing = False
     overlapped: list = []  # the tensors set_overlap_for_output marked in this call
+    # compile-time trace only: {id(input): [name, ops using it, set_overlap_for_input marks]}
+    input_uses: dict = {}
 
 
 _CALL = _Call()
@@ -285,13 +287,58 @@ def _running(executor, args, kwargs, tracing=False):
     """Mark ``executor``'s model as running on the IPU while its ``forward`` runs (the
     executor enters this around each call of the model; ``tracing`` for the compile-time
     trace, during which nothing prints, as PopTorch's trace prints nothing)."""
-    saved = (_CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped)
+    saved = (_CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped, _CALL.input_uses)
     _CALL.executor, _CALL.inputs = executor, tuple(_tensors([args, kwargs]))
     _CALL.tracing, _CALL.overlapped = tracing, []
+    _CALL.input_uses = _input_names(executor, args, kwargs) if tracing else {}
     try:
         yield
     finally:
-        _CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped = saved
+        (_CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped,
+         _CALL.input_uses) = saved
+
+
+def _input_names(executor, args, kwargs) -> dict:
+    """``{id(tensor): [name, 0, 0]}`` for the model's tensor inputs, named after
+    ``forward``'s parameters (``name[i]`` inside a structure)."""
+    import inspect
+
+    params, rest = [], None
+    try:
+        for p in inspect.signature(executor.model.forward).parameters.values():
+            if p.kind is p.VAR_POSITIONAL:
+                rest = p.name
+                break
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                params.append(p.name)
+    except (TypeError, ValueError):
+        pass
+    found = {}
+
+    def add(x, name):
+        if isinstance(x, torch.Tensor):
+            found.setdefault(id(x), [name, 0, 0])
+        elif isinstance(x, (list, tuple)):
+            for i, item in enumerate(x):
+                add(item, f"{name}[{i}]")
+        elif isinstance(x, dict):
+            for k, item in x.items():
+                add(item, f"{name}[{k!r}]")
+    for i, x in enumerate(args):
+        add(x, params[i] if i < len(params) else f"{rest or 'args'}[{i - len(params)}]")
+    for k, x in kwargs.items():
+        add(x, k)
+    return found
+
+
+def _note_uses(args) -> None:
+    """The compile-time trace saw an op taking ``args``: count its uses of the inputs."""
+    uses = _CALL.input_uses
+    if uses:
+        for t in _tensors(args):
+            entry = uses.get(id(t))
+            if entry is not None:
+                entry[1] += 1
 
 
 def _returned(outputs):
@@ -303,6 +350,14 @@ def _returned(outputs):
       poptorch.Error: a marked tensor returned twice, or not returned (PopTorch's
         messages)."""
     leaves = _tensors(outputs)
+    for leaf in leaves:  # an input returned as it is: one more use of it
+        entry = _CALL.input_uses.get(id(leaf))
+        if entry is not None and any(leaf is t for t in _CALL.inputs):
+            entry[1] += 1
+    for name, uses, marks in _CALL.input_uses.values():
+        if marks and uses > 1:
+            raise Error("poptorch.set_overlap_for_input must be the only op applied to an "
+                        f"input. This is not the case for input {name} to the model.")
     counts = [sum(leaf is t for leaf in leaves) for t in _CALL.overlapped]
     if any(n > 1 for n in counts):
         raise Error("poptorch.set_overlap_for_output cannot be used with a tensor that is "
@@ -709,7 +764,9 @@ def set_overlap_for_input(input_tensors, mode):
     Raises:
       poptorch.Error: inside a wrapped model, a tensor that is not one of the model's
         inputs, or an overlapping ``mode`` under PipelinedExecution, with no IO tiles or
-        with an output mode other than All or Sum (PopTorch's messages)."""
+        with an output mode other than All or Sum; when the model compiles, an input that
+        another op uses too (``set_overlap_for_input`` must be the only op applied to it,
+        used at most once) (PopTorch's messages)."""
     mode = OverlapMode(mode.value)  # PopTorch reads mode.value
     if isRunningOnIpu():
         for t in _tensors(input_tensors):
@@ -718,6 +775,12 @@ def set_overlap_for_input(input_tensors, mode):
                             "tensor input to the model.")
         if mode is not OverlapMode.NoOverlap:
             _check_overlap_settings()
+        if _CALL.input_uses:
+            # the trace: a new tensor stands for the marked input (PopTorch's graph has a
+            # set_overlap_for_input node), so that other uses of the input itself show
+            for t in _tensors(input_tensors):
+                _CALL.input_uses[id(t)][2] += 1
+            return _map_tensors(lambda t: t.view_as(t), input_tensors)
     return _map_tensors(lambda t: t, input_tensors)
 
 
