@@ -42,6 +42,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import enums
 from .errors import Error
 from .log_level import logger
+from .input_groups import host_micro_batches
 from .ops import _note_uses
 
 __all__ = ["BeginBlock", "Block", "BlockFunction", "BlockRecord", "LegacyBeginBlockFn",
@@ -373,8 +374,7 @@ def _trace_placement(executor, args, kwargs) -> Placement:
     from .ops import _returned, _running  # the trace runs forward as on the IPU
 
     opts = executor.options
-    s, r, a = executor._factors()
-    n = s * r * a
+    n = host_micro_batches(opts, *executor._factors())
 
     def first(t):
         if isinstance(t, torch.Tensor) and t.dim() > 0:

@@ -23,6 +23,7 @@ import struct
 import torch
 
 from .errors import Error
+from .input_groups import host_micro_batches
 
 __all__ = ["CompileChecks", "DeviceRandom", "DeviceState", "HalfUpdatesInFloat32",
            "ReplicaBuffers", "stochastic_round_half", "synthetic_batch",
@@ -306,8 +307,7 @@ def synthetic_batch(options, args, kwargs, map_leaves, factors):
     mode = int(options._Popart.options.get("syntheticDataMode", SYNTHETIC_OFF))
     if mode == SYNTHETIC_OFF:
         return args, kwargs
-    s, r, a = factors
-    n = s * r * a
+    n = host_micro_batches(options, *factors)
     leaves = _tensor_leaves([list(args), kwargs])
     it = iter(synthetic_micro_batches(leaves, n, mode))
 
@@ -429,5 +429,6 @@ class DeviceState:
         self.checks = CompileChecks(model, r, bool(opts.broadcast_buffers), params)
         self.stochastic_rounding = bool(popart.get("enableStochasticRounding", False))
         synthetic = int(popart.get("syntheticDataMode", SYNTHETIC_OFF))
-        self.synthetic = (synthetic_micro_batches(leaves, s * r * a, synthetic)
+        self.synthetic = (synthetic_micro_batches(leaves, host_micro_batches(opts, s, r, a),
+                                                  synthetic)
                           if synthetic != SYNTHETIC_OFF else None)

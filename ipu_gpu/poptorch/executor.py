@@ -3,7 +3,9 @@ PyTorch with PopTorch's batching arithmetic (research/poptorch_semantics.md sect
 
 One call takes a batch of ``N = S * R * A`` micro-batches (S ``deviceIterations``, R
 ``replicationFactor``, A ``Training.gradientAccumulation``, 1 for inference): dim 0 of every
-tensor argument is viewed as ``[S, A, R, B, ...]``. For each device iteration s, every
+tensor argument is viewed as ``[S, A, R, B, ...]`` (with ``inputReplicaGrouping`` the host
+batch holds ``S * (R / G) * A`` micro-batches, read as PopTorch's StepIO reads them:
+``input_groups``). For each device iteration s, every
 (accumulation step a, replica r) micro-batch runs ``forward`` with the weights of the start
 of the iteration; in training its loss is back-propagated and the gradients are reduced over
 the A * R micro-batches (mean by default, ``ReductionType.Sum`` sums) before one optimizer
@@ -36,9 +38,9 @@ import weakref
 
 import torch
 
-from . import device_pool
+from . import device_pool, input_groups
 
-from .enums import OutputMode, ReductionType
+from .enums import CommGroupType, OutputMode, ReductionType
 from .device_state import DeviceState, HalfUpdatesInFloat32, synthetic_batch
 from .errors import Error
 from .ops import _running
@@ -755,7 +757,8 @@ class PoplarExecutor:
 
     def _check_first(self, args, kwargs):
         s, r, a = self._factors()
-        n = s * r * a
+        g = input_groups.group_size(self.options)
+        n = s * (r // g) * a
         for t in _leaves([list(args), kwargs]):
             b = t.shape[0] if t.dim() else 1
             if b % n != 0:
@@ -763,7 +766,7 @@ class PoplarExecutor:
                     f"Invalid batch dimension: In the input {list(t.shape)}, the batch "
                     f"dimension ({b}) must be a multiple of Options.deviceIterations({s}) * "
                     f"(Options.replicationFactor({r}) / "
-                    f"Options.inputReplicaGrouping.input_group_size(1)) * "
+                    f"Options.inputReplicaGrouping.input_group_size({g})) * "
                     f"Options.Training.gradientAccumulation({a}) = {n} because it is used to "
                     "calculate the batch size which will be executed on the device in any "
                     "given iteration. For a full explanation see the batching semantics page "
@@ -821,7 +824,23 @@ class PoplarExecutor:
         if training:
             scale *= float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
 
-        if state.synthetic is None:
+        g = input_groups.group_size(self.options)
+        if state.synthetic is None and g > 1:
+            # replica groups share micro-batches: PopTorch's StepIO order (input_groups)
+            starts = input_groups.micro_batch_starts(
+                s, a, r, g, int(self.options.input_cgt) == CommGroupType.Orthogonal.value)
+            n = s * a * (r // g)
+
+            def inputs(si, ai, ri):
+                k = starts[si][ai][ri]
+
+                def pick(t):
+                    if not t.dim():
+                        return t
+                    b = t.shape[0] // n
+                    return t[k * b:(k + 1) * b]
+                return _map(pick, list(args)), _map(pick, kwargs)
+        elif state.synthetic is None:
             def view(t):  # dim 0 as [S, A, R, B]; a 0-dim tensor goes to every micro-batch
                 return t.reshape(s, a, r, t.shape[0] // (s * a * r), *t.shape[1:]) \
                     if t.dim() else t
