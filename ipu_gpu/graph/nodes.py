@@ -257,16 +257,14 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
         return zeros_like(x)
     if not targets:
         return [unconnected_value(x) for x in xs_list]
-    holder = {}
-
     n_g = len(grad_list) if grad_ys is not None else 0
 
-    def run(*values):
+    def run(the_run, *values):
         n_y, n_x = len(ys_list), len(targets)
         y_vals, x_vals = values[:n_y], values[n_y:n_y + n_x]
         g_vals = values[n_y + n_x:n_y + n_x + n_g]
         s_vals = values[n_y + n_x + n_g:]
-        tape = holder["run"].tape
+        tape = the_run.tape
         seeds = list(g_vals) if grad_ys is not None else None
         out = tape.gradient(list(y_vals), list(x_vals), output_gradients=seeds)
         if s_vals:
@@ -279,14 +277,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
               *stops]
     specs = [(x._dtype, x.shape.as_list()) if isinstance(x, GraphTensor)
              else (x.dtype, list(x.shape)) for x in targets]
-    op = add_node(graph, "Gradients", name, inputs, run, specs)
+    op = add_node(graph, "Gradients", name, inputs, run, specs, pass_run=True)
     op.needs_tape = True
-    compute = op.compute
-
-    def compute_with_run(values):
-        holder["run"] = values.run
-        return compute(values)
-    op.compute = compute_with_run
     outs = iter(op.outputs)
     return [next(outs) if c else unconnected_value(x) for x, c in zip(xs_list, connected)]
 
@@ -331,9 +323,12 @@ def _zeros(x):
     return zeros_like(x)
 
 
+_NO_GRADIENT = frozenset({"stop_gradient", "StopGradient"})
+
+
 def _depends(ys, x, stops=()) -> bool:
     """Whether any of ``ys`` is computed from ``x`` (a graph tensor or an eager Variable),
-    along paths through none of the graph tensors ``stops``."""
+    along paths through none of the graph tensors ``stops`` and no ``stop_gradient``."""
     target_op = x.op if isinstance(x, GraphTensor) else None
     stopped = {id(t) for t in stops}
     seen, todo = set(), [y.op for y in ys if isinstance(y, GraphTensor)
@@ -345,6 +340,8 @@ def _depends(ys, x, stops=()) -> bool:
         seen.add(id(op))
         if op is target_op:
             return True
+        if op.type in _NO_GRADIENT:  # TF's gradients do not go through it
+            continue
         for leaf in [*nest.flatten(list(op.inputs_structure)), *getattr(op, "captured", ())]:
             if leaf is x:
                 return True

@@ -176,6 +176,11 @@ __all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "i
                   "orthogonal_initializer", "tables_initializer",
                   "uniform_unit_scaling_initializer"})
 
+from .fused_batch_norm import fused_batch_norm as _fused_batch_norm  # noqa: E402
+
+nn.fused_batch_norm = _fused_batch_norm
+nn.__all__ = sorted({*nn.__all__, "fused_batch_norm"})
+
 # ---- name= of the op functions names their graph node, as TF 1.15 (op_names.py) -------------
 from . import op_names as _op_names  # noqa: E402
 
