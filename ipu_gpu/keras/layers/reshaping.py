@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...core.spec import TensorShape, as_shape
 from ...ops import array as _array
 from ...ops import math_extra as _mx
@@ -14,7 +12,7 @@ from ...ops import shape as _shape
 from .. import backend
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
-from . import conv_utils
+from . import _resize, conv_utils
 
 __all__ = ["Cropping1D", "Cropping2D", "Flatten", "Permute", "RepeatVector", "Reshape",
            "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D"]
@@ -323,20 +321,6 @@ def _repeat(x, axis, times):
     return _shape.reshape(tiled, shape[:axis] + [shape[axis] * times] + shape[axis + 1:])
 
 
-def _bilinear_matrix(in_size: int, out_size: int) -> np.ndarray:
-    """The (out, in) matrix of TF2's bilinear resize along one axis (half-pixel centres)."""
-    scale = in_size / out_size
-    src = (np.arange(out_size) + 0.5) * scale - 0.5
-    low = np.floor(src)
-    lerp = src - low
-    top = np.clip(low, 0, in_size - 1).astype(int)
-    bottom = np.clip(np.ceil(src), 0, in_size - 1).astype(int)
-    m = np.zeros((out_size, in_size), np.float64)
-    np.add.at(m, (np.arange(out_size), top), 1 - lerp)
-    np.add.at(m, (np.arange(out_size), bottom), lerp)
-    return m
-
-
 class UpSampling1D(_ShapeLayer):
     """Repeat each step ``size`` times."""
 
@@ -359,15 +343,17 @@ class UpSampling1D(_ShapeLayer):
 
 
 class UpSampling2D(_ShapeLayer):
-    """Upsample images by ``size`` (rows, cols): ``nearest`` repeats pixels, ``bilinear``
-    interpolates as TF2's ``tf.image.resize``.
+    """Upsample images by ``size`` (rows, cols) with TF2's ``tf.image.resize``:
+    ``nearest`` repeats pixels; ``bilinear``, ``bicubic``, ``area``, ``gaussian``,
+    ``lanczos3``, ``lanczos5`` and ``mitchellcubic`` weigh neighbouring pixels as TF's
+    kernels do (Keras 2.6 itself takes only ``nearest`` and ``bilinear``; later Keras 2
+    takes all eight).
 
     Raises:
-      ValueError: an unknown interpolation. NotImplementedError: the other TF resize methods.
+      ValueError: an unknown interpolation.
     """
 
-    _METHODS = ("area", "bicubic", "bilinear", "gaussian", "lanczos3", "lanczos5",
-                "mitchellcubic", "nearest")
+    _METHODS = _resize.METHODS
 
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
         super().__init__(**kwargs)
@@ -377,9 +363,6 @@ class UpSampling2D(_ShapeLayer):
             raise ValueError(f"`interpolation` argument should be one of: "
                              f'{", ".join(map(repr, self._METHODS))}. Received: '
                              f'"{interpolation}".')
-        if interpolation not in ("nearest", "bilinear"):
-            raise NotImplementedError(f"UpSampling2D: interpolation={interpolation!r} is not "
-                                      "emulated (nearest and bilinear are)")
         self.interpolation = interpolation
         self.input_spec = InputSpec(ndim=4)
 
@@ -387,10 +370,9 @@ class UpSampling2D(_ShapeLayer):
         h, w = (2, 3) if self.data_format == "channels_first" else (1, 2)
         if self.interpolation == "nearest":
             return _repeat(_repeat(inputs, h, self.size[0]), w, self.size[1])
-        rows = backend._constant_like(
-            _bilinear_matrix(inputs.shape[h], inputs.shape[h] * self.size[0]), inputs)
-        cols = backend._constant_like(
-            _bilinear_matrix(inputs.shape[w], inputs.shape[w] * self.size[1]), inputs)
+        rows, cols = (backend._constant_like(_resize.resize_matrix(
+            self.interpolation, inputs.shape[axis], inputs.shape[axis] * factor), inputs)
+            for axis, factor in ((h, self.size[0]), (w, self.size[1])))
         spec = "bchw" if self.data_format == "channels_first" else "bhwc"
         out = spec.replace("h", "y")
         x = _mx.einsum(f"yh,{spec}->{out}", rows, inputs)
