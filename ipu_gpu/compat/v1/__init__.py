@@ -176,7 +176,10 @@ __all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "i
                   "orthogonal_initializer", "tables_initializer",
                   "uniform_unit_scaling_initializer"})
 
+from . import app, flags  # noqa: E402,F401  (tf.app.run, tf.app.flags / tf.flags)
 from .fused_batch_norm import fused_batch_norm as _fused_batch_norm  # noqa: E402
+
+__all__ = sorted({*__all__, "app", "flags"})
 
 nn.fused_batch_norm = _fused_batch_norm
 nn.__all__ = sorted({*nn.__all__, "fused_batch_norm"})
