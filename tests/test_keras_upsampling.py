@@ -110,3 +110,15 @@ def test_symbolic_shape_and_config_both_ways(tfk, method):
 def test_unknown_interpolation_raises_keras_error():
     with pytest.raises(ValueError, match="`interpolation` argument should be one of"):
         L.UpSampling2D(interpolation="cubic")
+
+
+@pytest.mark.parametrize("method", ["nearest", "bilinear", "lanczos3"])
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_output_dtype_is_tf_keras_s(tfk, method, dtype):
+    """TF's resize kernels return float32 whatever they read; nearest keeps the dtype."""
+    x = _images().astype(dtype)
+    got = L.UpSampling2D(interpolation=method, dtype=dtype)(x)
+    want = tfk.layers.UpSampling2D(interpolation=method, dtype=dtype)(x)
+    assert got.dtype == want.dtype.as_numpy_dtype
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want.numpy(), rtol=1e-3,
+                               atol=1e-3)

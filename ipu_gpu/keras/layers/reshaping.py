@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...core.spec import TensorShape, as_shape
 from ...ops import array as _array
+from ...ops import math as _m
 from ...ops import math_extra as _mx
 from ...ops import shape as _shape
 from .. import backend
@@ -346,8 +349,8 @@ class UpSampling2D(_ShapeLayer):
     """Upsample images by ``size`` (rows, cols) with TF2's ``tf.image.resize``:
     ``nearest`` repeats pixels; ``bilinear``, ``bicubic``, ``area``, ``gaussian``,
     ``lanczos3``, ``lanczos5`` and ``mitchellcubic`` weigh neighbouring pixels as TF's
-    kernels do (Keras 2.6 itself takes only ``nearest`` and ``bilinear``; later Keras 2
-    takes all eight).
+    kernels do, in float32 whatever the input's dtype (Keras 2.6 itself takes only
+    ``nearest`` and ``bilinear``; later Keras 2 takes all eight).
 
     Raises:
       ValueError: an unknown interpolation.
@@ -370,6 +373,8 @@ class UpSampling2D(_ShapeLayer):
         h, w = (2, 3) if self.data_format == "channels_first" else (1, 2)
         if self.interpolation == "nearest":
             return _repeat(_repeat(inputs, h, self.size[0]), w, self.size[1])
+        if inputs.dtype != np.float32:  # TF's resize kernels give float32 for any input
+            inputs = _m.cast(inputs, "float32")
         rows, cols = (backend._constant_like(_resize.resize_matrix(
             self.interpolation, inputs.shape[axis], inputs.shape[axis] * factor), inputs)
             for axis, factor in ((h, self.size[0]), (w, self.size[1])))
