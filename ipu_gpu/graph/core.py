@@ -214,6 +214,7 @@ class Operation:
         self.compute = compute
         self.control_inputs = list(control_inputs)
         self.outputs: list[GraphTensor] = []
+        self.kernel = None  # add_node's Kernel: how a run plan calls it
         # the graph tensors among the inputs, found once (a run asks for them per node)
         self.inputs = [x for x in nest.flatten(inputs) if isinstance(x, GraphTensor)]
 
@@ -425,13 +426,20 @@ def _specs(runs, first, specs):
     return specs
 
 
+def _flat_slots(structure):
+    """[(position, graph tensor)] of a flat input list (no nested list, tuple or dict), or
+    None for a nested structure."""
+    if any(isinstance(x, (list, tuple, dict)) for x in structure):
+        return None
+    return [(j, x) for j, x in enumerate(structure) if isinstance(x, GraphTensor)]
+
+
 def _evaluator(structure):
     """A function of a run's values giving ``structure`` with its graph tensors replaced,
     planned once: a flat list of inputs (the common case) is filled by position."""
     structure = list(structure)
-    if all(not isinstance(x, (list, tuple, dict)) for x in structure):
-        slots = [(j, x) for j, x in enumerate(structure) if isinstance(x, GraphTensor)]
-
+    slots = _flat_slots(structure)
+    if slots is not None:
         def flat(values):
             out = list(structure)
             for j, t in slots:
@@ -443,18 +451,42 @@ def _evaluator(structure):
 
 
 def add_node(graph: Graph, type_name: str, name: str | None, inputs, run, specs,
-             control_inputs=()) -> Operation:
-    """A new operation of ``graph`` computing ``run(*evaluated inputs)`` with outputs of
+             control_inputs=(), pass_run=False) -> Operation:
+    """A new operation of ``graph`` computing ``run(*evaluated inputs)`` (``run(the run,
+    *evaluated inputs)`` with ``pass_run``: a node reading the run's tape) with outputs of
     ``specs`` [(dtype, shape)]; its outputs are ``op.outputs``."""
     evaluate = _evaluator(inputs)
-
-    def compute(values):
-        out = run(*evaluate(values))
-        return out if isinstance(out, (list, tuple)) else [out]
+    if pass_run:
+        def compute(values):
+            out = run(values.run, *evaluate(values))
+            return out if isinstance(out, (list, tuple)) else [out]
+    else:
+        def compute(values):
+            out = run(*evaluate(values))
+            return out if isinstance(out, (list, tuple)) else [out]
     op = Operation(graph, type_name, graph.unique_name(name or type_name), inputs, compute,
                    [*graph._control, *control_inputs])
     op.outputs = [GraphTensor(op, j, d, s) for j, (d, s) in enumerate(specs)]
+    op.kernel = Kernel(compute, run, inputs, pass_run)
     return graph._add(op)
+
+
+class Kernel:
+    """How a run plan (``plan.py``) calls a node without going through ``compute``: ``fn``
+    (with the keyword arguments ``kwargs``) on the inputs ``template`` with the graph tensors
+    at ``slots`` replaced by their values; ``slots`` is None for nested inputs (the plan
+    then calls ``compute``). ``compute`` is the node's own compute: a node whose compute was
+    replaced since is called through its compute."""
+
+    __slots__ = ("compute", "fn", "kwargs", "template", "slots", "pass_run")
+
+    def __init__(self, compute, fn, inputs, pass_run, kwargs=None):
+        self.compute = compute
+        self.fn = fn
+        self.kwargs = kwargs
+        self.template = list(inputs)
+        self.slots = _flat_slots(self.template)
+        self.pass_run = pass_run
 
 
 def record(op, inputs, static):
@@ -463,6 +495,7 @@ def record(op, inputs, static):
     specs, sequence = infer_outputs(op, inputs, static)
     node = add_node(graph, _TYPE_NAMES.get(op.name, op.name), None, inputs,
                     lambda *xs: op(*xs, **static), specs)
+    node.kernel.fn, node.kernel.kwargs = op, (dict(static) if static else None)
     return list(node.outputs) if sequence else node.outputs[0]
 
 

@@ -15,7 +15,6 @@ graph construction and run by every ``Session.run`` (Graphcore's "build once, ru
 from __future__ import annotations
 
 import contextlib
-import threading
 
 import numpy as np
 
@@ -25,12 +24,12 @@ from ..core.tape import GradientTape
 from ..core.tensor import Tensor
 from .core import GraphTensor, Operation, add_node, get_default_graph
 from .nodes import placeholder
+from .plan import Plan
 from .session import _needs_tape, _Run
 
 __all__ = ["cond", "control_dependencies", "is_symbolic", "traced_compile", "traced_repeat",
            "while_loop"]
 
-_local = threading.local()
 
 
 def is_symbolic(values) -> bool:
@@ -75,34 +74,66 @@ def _tape_needed(tensors, ops) -> bool:
     return _needs_tape([*[t for t in tensors if isinstance(t, GraphTensor)], *ops])
 
 
-def _inner_run(outer_values, inside: set, feeds: dict, graph, tensors, ops, needs,
-               plans=None):
-    """One evaluation of ``tensors`` and ``ops``: values of nodes outside ``inside`` are
-    reused from the outer run, those inside computed afresh (on a tape when ``needs``).
+class Body:
+    """A traced body (a loop's, a program's, a branch's): ``tensors`` and ``ops`` evaluated
+    with the operations ``inside`` computed afresh at each evaluation and the others' values
+    taken from the enclosing run; on a tape when ``needs`` (the body differentiates).
 
-    ``plans`` (a dict kept by the loop or program) remembers the order of the operations
-    computed, by the set of graph tensors given: a loop's later iterations replay it."""
-    seed = {t: v for t, v in outer_values.items() if id(t.op) not in inside}
-    seed.update(feeds)
-    key = frozenset(seed) if plans is not None else None
-    plan = plans.get(key) if plans is not None else None
-    run = _Run(seed, graph, order=[] if plans is not None and plan is None else None)
+    The operations an evaluation computes depend only on which graph tensors it starts with,
+    so the first evaluation from a given set walks the graph and records a ``Plan`` that
+    later evaluations (later iterations, later ``Session.run`` calls) replay; the plans are
+    kept per set of given tensors and per graph size."""
 
-    def go():
-        if plan is not None:
-            run.replay(plan)
-        else:
-            for op in ops:
-                run.compute(op)
-        out = [run.value(t) if isinstance(t, GraphTensor) else t for t in tensors]
-        if run.order is not None:
-            plans[key] = run.order
-        return out
-    if needs:
-        with GradientTape(persistent=True) as tape:
-            run.tape = tape
-            return go()
-    return go()
+    def __init__(self, graph, inside: set, tensors, ops, needs: bool):
+        self.graph, self.inside, self.needs = graph, inside, needs
+        self.tensors, self.ops = list(tensors), list(ops)
+        self.plans: dict = {}
+
+    def bind(self, outer: dict, feed_keys=()):
+        """``evaluate(feed_values)``: one evaluation with ``feed_keys`` (graph tensors) given
+        ``feed_values`` and the values of ``outer`` (an enclosing run's values) outside the
+        body."""
+        inside, graph, tensors = self.inside, self.graph, self.tensors
+        base = {t: v for t, v in outer.items() if id(t.op) not in inside}
+        feed_keys = tuple(feed_keys)
+        key = (frozenset(base.keys() | set(feed_keys)), len(graph._ops))
+        plans, needs = self.plans, self.needs
+
+        def go(run):
+            plan = plans.get(key)
+            if plan is not None:
+                plan.run(run)
+            else:
+                run.order = []
+                for op in self.ops:
+                    run.compute(op)
+                for t in tensors:
+                    if isinstance(t, GraphTensor):
+                        run.value(t)
+                if len(plans) >= _MAX_PLANS:
+                    plans.clear()
+                plans[key] = Plan(run.order)
+            values = run.values
+            return [values[t] if isinstance(t, GraphTensor) else t for t in tensors]
+
+        def evaluate(feed_values=()):
+            values = dict(base)
+            if feed_keys:
+                values.update(zip(feed_keys, feed_values))
+            run = _Run(values, graph, copy=False)
+            if needs:
+                with GradientTape(persistent=True) as tape:
+                    run.tape = tape
+                    return go(run)
+            return go(run)
+        return evaluate
+
+
+_MAX_PLANS = 16  # sets of given tensors a body keeps plans for
+
+
+def _outer_values(the_run) -> dict:
+    return the_run.values
 
 
 def traced_repeat(n, body, inputs, infeed_queue, apply_outputs):
@@ -140,22 +171,20 @@ def traced_repeat(n, body, inputs, infeed_queue, apply_outputs):
     inside = {id(op) for op in graph._ops[start:]}
     flat_holders = nest.flatten(element_holders) if element_holders is not None else []
 
-    def run(values_in, *_):
+    def run(the_run, values_in, *_):
         current = list(values_in)
-        outer = _current_outer()
-        plans = {}
+        evaluate = body_plan.bind(the_run.values, [*holders, *flat_holders])
         for _ in range(int(n)):
-            feeds = dict(zip(holders, current))
             if infeed_queue is not None:
                 element = infeed_queue._next_element()
-                feeds.update(zip(flat_holders, nest.flatten(element)))
-            current = _inner_run(outer, inside, feeds, graph, tensors, ops, needs, plans)
+                current = evaluate([*current, *nest.flatten(element)])
+            else:
+                current = evaluate(current)
         return current if current else []
-    needs = _tape_needed(tensors, ops)
+    body_plan = Body(graph, inside, tensors, ops, _tape_needed(tensors, ops))
     specs = [(_dtype(t), _shape(t)) for t in tensors]
-    node = add_node(graph, "Repeat", "repeat", [values], run, specs)
+    node = add_node(graph, "Repeat", "repeat", [values], run, specs, pass_run=True)
     _capture(node, graph, inside)
-    _track_outer(node)
     if not node.outputs:
         return node
     return node.outputs[0] if len(node.outputs) == 1 else list(node.outputs)
@@ -177,18 +206,14 @@ def traced_compile(computation, inputs, device):
         tensors, ops = _split(result)
     inside = {id(op) for op in graph._ops[start:]}
 
-    def run(*_):
-        outer = _current_outer()
-
-        def replica():
-            return _inner_run(outer, inside, {}, graph, tensors, ops, needs)
-        out = engine.run(device(), replica)
+    def run(the_run, *_):
+        evaluate = body.bind(the_run.values)
+        out = engine.run(device(), evaluate)
         return out if out else []
-    needs = _tape_needed(tensors, ops)
+    body = Body(graph, inside, tensors, ops, _tape_needed(tensors, ops))
     specs = [(_dtype(t), _shape(t)) for t in tensors]
     node = add_node(graph, "IpuProgram", "cluster", [], run, specs,
-                    control_inputs=[])
-    _track_outer(node)
+                    control_inputs=[], pass_run=True)
     if not node.outputs:  # TF: a NoOp when no tensor comes out, whatever the structure
         return node
     if structured:
@@ -243,25 +268,6 @@ def _capture(node, graph, *insides) -> None:
     node.captured = [t for op in captured for t in op.outputs]
 
 
-# The outer run's values reach a program's or loop's inner runs through the node's compute
-# (``_RunValues``); ``_track_outer`` wraps the compute to remember them per thread.
-def _track_outer(node):
-    compute = node.compute
-
-    def with_outer(values):
-        previous = getattr(_local, "outer", None)
-        _local.outer = values.run.values
-        try:
-            return compute(values)
-        finally:
-            _local.outer = previous
-    node.compute = with_outer
-
-
-def _current_outer() -> dict:
-    return dict(getattr(_local, "outer", None) or {})
-
-
 def _dtype(v):
     if isinstance(v, GraphTensor):
         return v._dtype
@@ -314,17 +320,14 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None):
     tensors_t = [t for t in t_flat if not isinstance(t, Operation)]
     tensors_f = [t for t in f_flat if not isinstance(t, Operation)]
 
-    def run(p):
-        outer = _current_outer()
+    def run(the_run, p):
         take = bool(np.asarray(p.numpy() if hasattr(p, "numpy") else p))
-        tensors, inside, needs = ((tensors_t, t_inside, needs_t) if take
-                                  else (tensors_f, f_inside, needs_f))
-        return _inner_run(outer, inside, {}, graph, tensors, [], needs) or []
-    needs_t, needs_f = _tape_needed(tensors_t, []), _tape_needed(tensors_f, [])
+        return (body_t if take else body_f).bind(the_run.values)() or []
+    body_t = Body(graph, t_inside, tensors_t, [], _tape_needed(tensors_t, []))
+    body_f = Body(graph, f_inside, tensors_f, [], _tape_needed(tensors_f, []))
     specs = [(_dtype(a), _merged_shape(a, b)) for a, b in zip(tensors_t, tensors_f)]
-    node = add_node(graph, "Cond", name or "cond", [pred], run, specs)
+    node = add_node(graph, "Cond", name or "cond", [pred], run, specs, pass_run=True)
     _capture(node, graph, t_inside, f_inside)
-    _track_outer(node)
     return nest.pack_sequence_as(structure, list(node.outputs)) if node.outputs else node
 
 
@@ -351,23 +354,23 @@ def while_loop(cond_fn, body, loop_vars, shape_invariants=None, parallel_iterati
     c_inside, b_inside = c_inside | holder_ops, b_inside | holder_ops
     b_flat = list(b_out) if isinstance(b_out, (list, tuple)) else [b_out]
 
-    def run(values_in):
-        outer = _current_outer()
+    def run(the_run, values_in):
         current = list(values_in)
+        keep_going = cond_body.bind(the_run.values, holders)
+        step = loop_body.bind(the_run.values, holders)
         i = 0
         while maximum_iterations is None or i < maximum_iterations:
-            feeds = dict(zip(holders, current))
-            (keep,) = _inner_run(outer, c_inside, feeds, graph, [c_out], [], needs_c)
+            (keep,) = keep_going(current)
             if not bool(np.asarray(keep.numpy() if hasattr(keep, "numpy") else keep)):
                 break
-            current = _inner_run(outer, b_inside, feeds, graph, b_flat, [], needs_b)
+            current = step(current)
             i += 1
         return current
-    needs_c, needs_b = _tape_needed([c_out], []), _tape_needed(b_flat, [])
+    cond_body = Body(graph, c_inside, [c_out], [], _tape_needed([c_out], []))
+    loop_body = Body(graph, b_inside, b_flat, [], _tape_needed(b_flat, []))
     specs = [(_dtype(v), _shape(v)) for v in values]
-    node = add_node(graph, "While", name or "while", [values], run, specs)
+    node = add_node(graph, "While", name or "while", [values], run, specs, pass_run=True)
     _capture(node, graph, c_inside, b_inside)
-    _track_outer(node)
     outs = list(node.outputs)
     return outs[0] if single else outs
 

@@ -20,6 +20,7 @@ from ..core.tape import GradientTape
 from ..core.tensor import Tensor, Variable
 from ..errors import InvalidArgumentError
 from .core import Graph, GraphTensor, Operation, eager_scope, get_default_graph, pushed
+from .plan import Plan
 
 __all__ = ["InteractiveSession", "Session", "default_session"]
 
@@ -51,6 +52,7 @@ class Session:
         self._closed = False
         self._partial_runs: dict[str, _PartialRun] = {}
         self._partial_counter = 0
+        self._plans: dict = {}  # fetch signature -> (needs a tape, a Plan per fetch)
 
     # ---- context ----------------------------------------------------------------------------
     def as_default(self):
@@ -87,21 +89,42 @@ class Session:
             raise RuntimeError("Attempted to use a closed Session.")
         values = self._feeds(feed_dict or {})
         resolved = nest.map_structure(self._resolve, fetches)
-        needs_tape = _needs_tape(nest.flatten(resolved) if not isinstance(resolved, (
-            GraphTensor, Operation)) else [resolved])
+        flat = nest.flatten(resolved)
+        key = _plan_key(flat, values, self.graph)
+        cached = self._plans.get(key) if key is not None else None
+        needs_tape = (cached[0] if cached is not None else _needs_tape(flat))
         run = _Run(values, self.graph)
         with eager_scope():  # the graph runs: what its nodes call is computed, not recorded
-            return self._evaluate(run, resolved, values, needs_tape)
+            if needs_tape:
+                with GradientTape(persistent=True) as tape:
+                    for v in values.values():  # d/d(fed value): tf.gradients w.r.t. a fed
+                        tape.watch(v)          # placeholder
+                    run.tape = tape
+                    out = self._fetch_all(run, flat, key, cached, needs_tape)
+            else:
+                out = self._fetch_all(run, flat, key, cached, needs_tape)
+        return nest.pack_sequence_as(resolved, out)
 
-    def _evaluate(self, run, resolved, values, needs_tape):
-        if needs_tape:
-            with GradientTape(persistent=True) as tape:
-                for v in values.values():  # d/d(fed value): tf.gradients w.r.t. a placeholder
-                    tape.watch(v)
-                run.tape = tape
-                out = nest.map_structure(run.fetch, resolved)
-        else:
-            out = nest.map_structure(run.fetch, resolved)
+    def _fetch_all(self, run, flat, key, cached, needs_tape) -> list:
+        """The fetches' values, each fetch's operations computed before it is read (a fetch
+        read before a later fetch's update sees the value before it): by the cached plans
+        of this fetch signature, else by walking the graph, recording the plans."""
+        if cached is not None:
+            out = []
+            for plan, f in zip(cached[1], flat):
+                plan.run(run)
+                out.append(run.fetched(f))
+            return out
+        if key is None:
+            return [run.fetch(f) for f in flat]
+        plans, out = [], []
+        for f in flat:
+            run.order = []
+            out.append(run.fetch(f))
+            plans.append(Plan(run.order))
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = (needs_tape, plans)
         return out
 
     def _resolve(self, fetch):
@@ -347,6 +370,19 @@ class _PartialRun:
                 self.targets.remove(op)
 
 
+_MAX_PLANS = 64  # fetch signatures a session keeps plans for
+
+
+def _plan_key(flat, values, graph):
+    """The signature a run's plans are cached under: the fetches, the fed tensors and the
+    graph's size (operations are only ever added: a larger graph may have new control
+    dependencies); None when a fetch is not a graph tensor or operation."""
+    for f in flat:
+        if not isinstance(f, (GraphTensor, Operation)):
+            return None
+    return (tuple(flat), frozenset(values), len(graph._ops))
+
+
 def _needs_tape(fetches) -> bool:
     """Whether the fetches depend on a gradients node (then the run records a tape)."""
     seen, todo = set(), [f.op if isinstance(f, GraphTensor) else f for f in fetches
@@ -366,8 +402,11 @@ def _needs_tape(fetches) -> bool:
 class _Run:
     """One run: each operation computed once, its outputs by graph tensor."""
 
-    def __init__(self, values: dict, graph: Graph, order: list | None = None):
-        self.values = dict(values)
+    __slots__ = ("values", "done", "graph", "tape", "order")
+
+    def __init__(self, values: dict, graph: Graph, order: list | None = None,
+                 copy: bool = True):
+        self.values = dict(values) if copy else values
         self.done = set()
         self.graph = graph
         self.tape = None
@@ -378,6 +417,12 @@ class _Run:
         if t not in self.values:
             self.compute(t.op)
         return self.values[t]
+
+    def fetched(self, f):
+        """The value of the fetch ``f`` (a graph tensor or operation) once computed."""
+        if isinstance(f, Operation):
+            return None
+        return _numpy(self.values[f])
 
     def fetch(self, f):
         if isinstance(f, Operation):
@@ -414,15 +459,6 @@ class _Run:
             if self.order is not None:
                 self.order.append(node)
 
-    def replay(self, order) -> None:
-        """Compute ``order``'s operations one after the other: the order an earlier ``compute``
-        recorded from values with the same graph tensors present (the depth-first walk then
-        visits the same operations), without walking the graph again."""
-        values, view = self.values, _RunValues(self)
-        for node in order:
-            outs = node.compute(view)
-            for t, v in zip(node.outputs, outs):
-                values[t] = v
 
 
 class _RunValues(collections.abc.Mapping):

@@ -1,0 +1,66 @@
+"""Run plans: the operations one evaluation of a graph computes, in the order a first
+evaluation's dependency walk computed them, compiled into a flat list of calls.
+
+An evaluation that starts from the same set of given values (fed tensors, values of an
+enclosing run) computes the same operations in the same order, so the walk is done once and
+later evaluations replay the plan. Each step calls the node's kernel bound once (the
+registered op and its static arguments, or ``add_node``'s function) on the inputs read from
+the run's values by position, without the per-node mapping, closure and registry lookups of
+``Operation.compute``; a node whose inputs are nested structures, or whose compute was
+replaced after it was made, is called through ``compute``. The values, the order and the
+kernels are those of the walk, so the numbers are the same.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Plan"]
+
+
+class Plan:
+    """The steps computing ``order`` (a list of operations)."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, order):
+        steps = []
+        for node in order:
+            k = node.kernel
+            if k is not None and k.slots is not None and node.compute is k.compute:
+                template = k.template if k.slots else tuple(k.template)
+                steps.append((k.fn, k.kwargs, template, k.slots, k.pass_run, node.outputs,
+                              None))
+            else:
+                steps.append((None, None, None, None, False, node.outputs, node))
+        self.steps = steps
+
+    def run(self, run) -> None:
+        """Compute the steps in ``run`` (a session ``_Run``), storing their outputs in
+        ``run.values``."""
+        values = run.values
+        view = None
+        for fn, kwargs, template, slots, pass_run, outputs, node in self.steps:
+            if node is not None:
+                if view is None:
+                    from .session import _RunValues
+
+                    view = _RunValues(run)
+                out = node.compute(view)
+            else:
+                if slots:
+                    args = list(template)
+                    for j, t in slots:
+                        args[j] = values[t]
+                else:
+                    args = template
+                if pass_run:
+                    out = fn(run, *args)
+                elif kwargs is None:
+                    out = fn(*args)
+                else:
+                    out = fn(*args, **kwargs)
+                if not isinstance(out, (list, tuple)):
+                    if outputs:
+                        values[outputs[0]] = out
+                    continue
+            for t, v in zip(outputs, out):
+                values[t] = v
