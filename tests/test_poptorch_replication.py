@@ -1,8 +1,8 @@
 """PoplarExecutor's device-side numerics (research/poptorch_semantics.md sections 1.2-1.4, 2.2,
 3.3-3.5, 7): per-replica buffers, output modes in training, the device's random stream
-(``randomSeed``), stochastic rounding of float16 updates, synthetic data, and the options
-with no numeric effect in float32 (automatic loss scaling, partials type). References are
-plain PyTorch loops written out by hand."""
+(``randomSeed``), stochastic rounding of float16 updates, synthetic data, automatic loss
+scaling, input replica grouping, and the partials type (no numeric effect in float32).
+References are plain PyTorch loops written out by hand."""
 
 from __future__ import annotations
 
@@ -617,12 +617,11 @@ def _train_fp32(configure):
     return [p.detach() for p in ours.parameters()] + [out, loss]
 
 
-def test_automatic_loss_scaling_and_partials_type_change_nothing_in_float32():
+def test_partials_type_changes_nothing_in_float32():
     plain = _train_fp32(lambda o: None)
-    als = _train_fp32(lambda o: o.Training.setAutomaticLossScaling(True))
     partials = _train_fp32(lambda o: o.Precision.setPartialsType(torch.half))
-    for p, q, t in zip(plain, als, partials):
-        assert torch.equal(p, q) and torch.equal(p, t)
+    for p, t in zip(plain, partials):
+        assert torch.equal(p, t)
     opts = poptorch.Options()
     opts.Training.setAutomaticLossScaling(True)
     opts.Precision.setPartialsType(torch.half)
@@ -726,3 +725,133 @@ def test_input_replica_grouping_batch_size_and_training():
     torch.testing.assert_close(loss, torch.stack([ref_loss.detach()] * 2))
     for p, q in zip(ours.parameters(), ref.parameters()):
         torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-6, atol=1e-7)
+
+
+# ---- automatic loss scaling -----------------------------------------------------------------
+class ALSNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(3)
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x, y):
+        out = self.fc(x)
+        return out, F.mse_loss(out, y)
+
+
+def _als_reference(x, y, steps, lr, loss_scaling, a=1, period=1, edge=0.125 * 65504,
+                   t=1e-7):
+    """Plain PyTorch in float16: PopART's automatic loss scaling by hand. Per step the loss
+    scale is loss_scaling * factor; each micro-batch's scaled loss (ReductionType.Mean: / a)
+    is back-propagated; the tracked float16 gradients (the output of fc, its weight and
+    bias; PopART's tensors are not divided by a) are counted below/above the bin edge; the
+    gradients, unscaled, make one SGD step; then the factor halves if upper > t/(1-t) * lower,
+    else doubles (on the first step of every ``period``)."""
+    ref = ALSNet().half()
+    factor, factors = 1.0, []
+    b = x.shape[0] // (steps * a)
+    for step in range(steps):
+        ls = loss_scaling * factor
+        factors.append(factor)
+        grads = [torch.zeros_like(p) for p in ref.parameters()]
+        lower = upper = 0
+        for ai in range(a):
+            rows = slice((step * a + ai) * b, (step * a + ai + 1) * b)
+            out = ref.fc(x[rows])
+            loss = F.mse_loss(out, y[rows]) * (ls / a)
+            g_out, g_w, g_b = torch.autograd.grad(loss, [out, ref.fc.weight, ref.fc.bias])
+            for g in (g_out, g_w, g_b):
+                big = int((g.abs().float() * a >= edge).sum())
+                upper, lower = upper + big, lower + g.numel() - big
+            grads[0] += g_w
+            grads[1] += g_b
+        with torch.no_grad():
+            for p, g in zip(ref.parameters(), grads):
+                p.sub_(lr * (g / ls))
+        if step % period == 0:
+            factor *= 0.5 if upper > t / (1 - t) * lower else 2.0
+    return ref, factors, factor
+
+
+def _als_model(steps, lr, loss_scaling, a=1, configure=None):
+    opts = _opts(s=steps, a=a)
+    opts.Training.setAutomaticLossScaling(True)
+    if configure is not None:
+        configure(opts)
+    net = ALSNet().half()
+    opt = poptorch.optim.SGD(net.parameters(), lr=lr, loss_scaling=loss_scaling)
+    return net, opt, poptorch.trainingModel(net, opts, opt)
+
+
+def _als_data(rows, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, 4, generator=g).half()
+    y = (4 * torch.randn(rows, 3, generator=g)).half()
+    return x, y
+
+
+def test_automatic_loss_scaling_doubles_until_gradients_reach_the_bin_edge():
+    x, y = _als_data(8 * 4)
+    ref, factors, final = _als_reference(x, y, steps=8, lr=0.0, loss_scaling=64.0)
+    # the scale climbs x2 per step, then oscillates around the bin edge
+    assert factors[:3] == [1.0, 2.0, 4.0] and max(factors) > 4.0
+    assert any(b < a for a, b in zip(factors, factors[1:]))
+    net, opt, model = _als_model(8, 0.0, 64.0)
+    model.compile(x, y)
+    model(x, y)
+    state = opt.state_dict()["ipu_state"]
+    assert state["lossScaleUpdateFactor"].dtype == torch.float32
+    assert float(state["lossScaleUpdateFactor"]) == final
+    # one call of 8 device iterations is 8 steps; the next call goes on from the factor
+    model(x, y)
+    _, _, final16 = _als_reference(torch.cat([x, x]), torch.cat([y, y]), steps=16, lr=0.0,
+                                   loss_scaling=64.0)
+    assert float(opt.state_dict()["ipu_state"]["lossScaleUpdateFactor"]) == final16
+
+
+def test_automatic_loss_scaling_trains_as_the_reference():
+    x, y = _als_data(6 * 2 * 4, seed=1)
+    ref, factors, final = _als_reference(x, y, steps=6, lr=0.05, loss_scaling=128.0, a=2)
+    assert len(set(factors)) > 2
+    net, opt, model = _als_model(6, 0.05, 128.0, a=2)
+    model(x, y)
+    assert float(opt.state_dict()["ipu_state"]["lossScaleUpdateFactor"]) == final
+    for p, q in zip(net.parameters(), ref.parameters()):
+        assert p.dtype == torch.float16
+        torch.testing.assert_close(p.detach(), q.detach(), rtol=2e-3, atol=1e-4)
+
+
+def test_automatic_loss_scaling_update_period_and_settings():
+    x, y = _als_data(6 * 4, seed=2)
+    _, factors, final = _als_reference(x, y, steps=6, lr=0.0, loss_scaling=64.0, period=2)
+    assert factors[2] == factors[1] and factors[4] == factors[3]  # steps 0, 2, 4 update
+    _, opt, model = _als_model(
+        6, 0.0, 64.0,
+        configure=lambda o: o._Popart.set("automaticLossScalingSettings.updatePeriod", 2))
+    model(x, y)
+    assert float(opt.state_dict()["ipu_state"]["lossScaleUpdateFactor"]) == final
+    # a lower bin edge: the gradients reach it at a smaller scale
+    _, _, low = _als_reference(x, y, steps=6, lr=0.0, loss_scaling=64.0, edge=0.01 * 65504)
+    _, opt, model = _als_model(
+        6, 0.0, 64.0,
+        configure=lambda o: o._Popart.set("automaticLossScalingSettings.binEdgeLocation", 0.01))
+    model(x, y)
+    assert float(opt.state_dict()["ipu_state"]["lossScaleUpdateFactor"]) == low
+    _, _, model = _als_model(
+        1, 0.0, 64.0,
+        configure=lambda o: o._Popart.set("automaticLossScalingSettings.binEdgeLocation", 1.5))
+    with pytest.raises(poptorch.Error, match=r"Out of range value for 'binEdgeLocation'\. The "
+                                             r"current value is 1\.5, but it should be in the "
+                                             r"range \[0, 1\]\."):
+        model(x[:4], y[:4])
+
+
+def test_automatic_loss_scaling_needs_float16_gradients():
+    """PopART tracks float16 gradients only: a float32 model fails to compile."""
+    opts = poptorch.Options()
+    opts.Training.setAutomaticLossScaling(True)
+    model = poptorch.trainingModel(Net(), opts)
+    with pytest.raises(poptorch.Error, match=r"^\[AutomaticLossScale transform\] No tracked "
+                                             r"gradient tensors of type fp16 were found\.$"):
+        model(torch.randn(2, 5), torch.randint(0, 3, (2,)))
+    assert not model.isCompiled()

@@ -407,7 +407,8 @@ class DeviceState:
         it (PopART's messages)."""
 
     def __init__(self, executor, leaves, factors, params=None) -> None:
-        from .enums import OutputMode
+        from . import loss_scaling
+        from .enums import OutputMode, ReductionType
 
         opts = executor.options
         s, r, a = factors
@@ -432,3 +433,9 @@ class DeviceState:
         self.synthetic = (synthetic_micro_batches(leaves, host_micro_batches(opts, s, r, a),
                                                   synthetic)
                           if synthetic != SYNTHETIC_OFF else None)
+        self.loss_scaling = None  # Training.setAutomaticLossScaling
+        if executor.training and loss_scaling.enabled(opts):
+            mean = (int(opts.Training.accumulation_and_replication_reduction_type)
+                    == ReductionType.Mean.value)
+            self.loss_scaling = loss_scaling.AutomaticLossScaling(
+                opts, model, a * r if mean else 1)

@@ -38,7 +38,7 @@ import weakref
 
 import torch
 
-from . import device_pool, input_groups
+from . import device_pool, input_groups, loss_scaling
 
 from .enums import CommGroupType, OutputMode, ReductionType
 from .device_state import DeviceState, HalfUpdatesInFloat32, synthetic_batch
@@ -820,9 +820,13 @@ class PoplarExecutor:
         mode = OutputMode(int(self.options.output_mode))
         period = int(self.options.output_return_period)
         reduction = int(self.options.Training.accumulation_and_replication_reduction_type)
-        scale = 1.0 / (a * r) if reduction == ReductionType.Mean.value else 1.0
+        mean = 1.0 / (a * r) if reduction == ReductionType.Mean.value else 1.0
+        als = state.loss_scaling  # automatic loss scaling, else None
         if training:
-            scale *= float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
+            ls = float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
+            if als is not None:
+                loss_scaling.FACTORS[self.optimizer] = als
+        scale = mean * ls if training else mean
 
         g = input_groups.group_size(self.options)
         if state.synthetic is None and g > 1:
@@ -874,6 +878,9 @@ class PoplarExecutor:
             for si in range(s):
                 if training:
                     self.optimizer.zero_grad()
+                    if als is not None:
+                        ls = als.loss_scale(self.optimizer)
+                        scale = mean * ls
                 for ai in range(a):
                     keep = (mode == OutputMode.All
                             or (mode == OutputMode.Final and si == s - 1 and ai == a - 1)
@@ -883,7 +890,17 @@ class PoplarExecutor:
                         buffers.enter(ri)
                         if r > 1:
                             random.use(ri)
-                        if training:
+                        if training and als is not None:
+                            with als.tracking():
+                                with _running(self, xs, kw):
+                                    out = self.model(*xs, **kw)
+                                if checks is not None:
+                                    checks.check()
+                                    checks = None
+                                (_find_loss(out) * scale).backward()
+                            if first and si == ai == ri == 0:
+                                als.check_tracked()
+                        elif training:
                             with _running(self, xs, kw):
                                 out = self.model(*xs, **kw)
                             if checks is not None:
@@ -910,15 +927,16 @@ class PoplarExecutor:
                         elif keep:
                             kept[(si, ai, ri)] = [t.detach().clone() for t in leaves]
                 if training:
-                    self._step()
+                    self._step(ls)
+                    if als is not None:
+                        als.update()
         finally:
             buffers.end_call()
         return self._assemble(template, kept, sums, mode, period, s, a, r,
                               state.synthetic is not None)
 
-    def _step(self):
+    def _step(self, ls):
         opt = self.optimizer
-        ls = float(getattr(opt, "loss_scaling", 1.0) or 1.0)
         params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
         if ls != 1.0:
             for p in params:

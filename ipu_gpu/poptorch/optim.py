@@ -910,7 +910,12 @@ def bind_parameter_names(optimizer, named_parameters) -> None:
 
 
 def _ipu_state(opt, names):
+    from .loss_scaling import FACTORS
+
     out = {}
+    als = FACTORS.get(opt)
+    if als is not None:  # PopART's automatic loss scaling variable
+        out["lossScaleUpdateFactor"] = torch.tensor(als.factor, dtype=torch.float32)
     for group in opt.param_groups:
         for p in group["params"]:
             for key, value in opt.state.get(p, {}).items():

@@ -268,10 +268,10 @@ class _TrainingOptions(OptionsDict):
         return self
 
     def setAutomaticLossScaling(self, enabled: bool) -> _TrainingOptions:
-        """Automatic loss scaling: on the IPU the loss scale adapts to float16 gradient
-        statistics. Recorded only: scaling the loss and dividing the gradients back changes
-        nothing in float32 arithmetic (the update equals the unscaled one); float16 models
-        keep the optimizer's ``loss_scaling``."""
+        """Automatic loss scaling (PopART's, a preview feature): the loss scale starts at the
+        optimizer's ``loss_scaling`` and after every step doubles, or halves when the
+        tracked float16 gradients reach an eighth of float16's range (``loss_scaling``
+        module). It needs float16 gradients: a float32 model fails to compile."""
         self._popart_options.set("automaticLossScalingSettings.enabled", enabled)
         return self
 
