@@ -201,6 +201,7 @@ class BatchNormalization(Layer):
             param_shape = [axis_to_dim.get(i, 1) for i in range(rank)]
             if self.virtual_batch_size is not None:  # statistics per virtual batch: axis 1
                 param_shape.insert(1, 1)
+                self._config_axis = list(self.axis)
                 self.axis = [a + 1 for a in self.axis]
         self._param_shape = param_shape
         dtype = self._param_dtype
@@ -352,8 +353,10 @@ class BatchNormalization(Layer):
     def get_config(self) -> dict:
         config = super().get_config()
         config.update({
-            "axis": self.axis, "momentum": self.momentum, "epsilon": self.epsilon,
-            "center": self.center, "scale": self.scale,
+            # Keras 2 reports the axis it shifted for the virtual batches, and then cannot
+            # rebuild the layer from its own config: the emulator reports the axis it was given
+            "axis": self.__dict__.get("_config_axis", self.axis), "momentum": self.momentum,
+            "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
             **weight_args_config(self, ("beta", "gamma"),
                                  initializers_only=("moving_mean", "moving_variance")),
         })
