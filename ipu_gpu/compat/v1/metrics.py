@@ -1,4 +1,5 @@
-"""``tf.compat.v1.metrics``: streaming ``accuracy`` and ``mean``. Each returns
+"""``tf.compat.v1.metrics``: streaming ``accuracy`` and ``mean`` (precision, recall, auc and
+the confusion counts are in ``metrics_classification.py``). Each returns
 ``(value, update_op)``: ``update_op`` adds the batch into two local variables (``total``,
 ``count``, in the graph's ``local_variables`` collection, which
 ``local_variables_initializer()`` zeroes) and gives the updated value; ``value`` reads the
@@ -10,7 +11,8 @@ import numpy as np
 
 import ipu_gpu as _core
 
-__all__ = ["accuracy", "mean"]
+__all__ = ["accuracy", "auc", "false_negatives", "false_positives", "mean", "precision",
+           "recall", "true_negatives", "true_positives"]
 
 LOCAL_VARIABLES = "local_variables"
 
@@ -55,3 +57,7 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None,
 
 def _safe_div(a, b):
     return _core.where(b > 0.0, a / _core.maximum(b, 1e-30), _core.zeros_like(a))
+
+
+from .metrics_classification import (auc, false_negatives, false_positives,  # noqa: E402
+                                     precision, recall, true_negatives, true_positives)
