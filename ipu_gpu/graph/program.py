@@ -190,10 +190,11 @@ def traced_repeat(n, body, inputs, infeed_queue, apply_outputs):
     return node.outputs[0] if len(node.outputs) == 1 else list(node.outputs)
 
 
-def traced_compile(computation, inputs, device):
+def traced_compile(computation, inputs, device, num_shards=lambda: 1):
     """``ipu_compiler.compile`` in a graph: the computation's outputs as graph tensors of
     one ``IpuProgram`` node (a list, or a NoOp operation when it returns none); ``device()``
-    gives the emulated device when the node runs."""
+    gives the emulated device when the node runs, ``num_shards()`` the IPUs a replica of
+    the program takes (a pipeline's)."""
     from ..emulation import engine
 
     graph = get_default_graph()
@@ -208,7 +209,7 @@ def traced_compile(computation, inputs, device):
 
     def run(the_run, *_):
         evaluate = body.bind(the_run.values)
-        out = engine.run(device(), evaluate)
+        out = engine.run(device(), evaluate, num_shards=num_shards())
         return out if out else []
     body = Body(graph, inside, tensors, ops, _tape_needed(tensors, ops))
     specs = [(_dtype(t), _shape(t)) for t in tensors]
