@@ -47,6 +47,35 @@ def test_bias_add_kernel_matches_numpy(dtype, shape):
     np.testing.assert_array_equal(elementwise_cpu.bias_add_last(x, b), want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 4), (1, 2), (3, 2), (256, 512), (32, 16, 16, 64),
+                                   (2, 3, 5, 4), (4097, 8)])
+def test_column_sums_kernel_gives_numpys_bits(dtype, shape):
+    g = _inputs(dtype, shape, 6)
+    with np.errstate(invalid="ignore"):
+        want = np.sum(g, axis=tuple(range(g.ndim - 1)))
+    got = elementwise_cpu.column_sums(g, shape[-1])
+    assert got.dtype == dtype and got.shape == shape[-1:]
+    np.testing.assert_array_equal(got, want)  # NaN where a NaN or inf - inf was summed
+
+
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_bias_add_gradient_of_a_conv_map_matches_float64(data_format):
+    g = np.random.default_rng(7)
+    x = g.standard_normal((4, 6, 5, 16) if data_format == "NHWC" else (4, 16, 6, 5))
+    b = g.standard_normal(16)
+    w = g.standard_normal(x.shape)
+    xt, bt = tf.constant(x.astype(np.float32)), tf.Variable(b.astype(np.float32))
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        loss = tf.reduce_sum(tf.nn.bias_add(xt, bt, data_format=data_format) * w.astype(
+            np.float32))
+    gx, gb = tape.gradient(loss, [xt, bt])
+    axes = (0, 1, 2) if data_format == "NHWC" else (0, 2, 3)
+    np.testing.assert_allclose(gx.numpy(), w, rtol=1e-6)
+    np.testing.assert_allclose(gb.numpy(), w.sum(axis=axes), rtol=1e-5, atol=1e-5)
+
+
 def test_kernels_refuse_what_they_do_not_take():
     a = np.ones((4, 4), np.float32)
     assert elementwise_cpu.fits(a, a)

@@ -65,3 +65,26 @@ def bias_add_last(x, b):
         c = b.shape[0]
         _add_rows(x.reshape(-1, c), b, out.reshape(-1, c))
     return out
+
+
+@njit(cache=True, nogil=True)
+def _column_sums(g, out):
+    n, c = g.shape
+    for j in range(c):
+        out[j] = g[0, j]
+    for r in range(1, n):
+        for j in range(c):
+            out[j] += g[r, j]
+
+
+def column_sums(g, c):
+    """The sum of ``g`` over every axis but its last (of size ``c`` >= 2): a bias's gradient,
+    rows added in order, as numpy's ``sum`` over the leading axes adds them (the same bits).
+    numpy's strided reduction costs 4x this loop when ``c`` is a conv layer's 64 channels."""
+    out = np.empty(c, g.dtype)
+    rows = g.reshape(-1, c)
+    if rows.shape[0] == 0:
+        out[:] = 0
+    else:
+        _column_sums(rows, out)
+    return out

@@ -339,6 +339,10 @@ def _bias_add_forward(k, xp, value, bias, *, data_format):
 def _bias_add_backward(k, xp, res, g, *, data_format):
     vshape, bshape = res
     axis = _channel_axis(len(vshape), data_format)
+    if axis == len(vshape) - 1 and bshape[0] > 1:  # channels last: one pass over the rows
+        k = _elementwise_cpu(xp, g)
+        if k is not None:
+            return g, k.column_sums(g, bshape[0])
     if len(vshape) == 2 and axis == 1:  # a dense layer's bias: the same sum, less set-up
         return g, xp.sum(g, axis=0)
     others = tuple(i for i in range(len(vshape)) if i != axis)
