@@ -176,6 +176,10 @@ __all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "i
                   "orthogonal_initializer", "tables_initializer",
                   "uniform_unit_scaling_initializer"})
 
+from ...graph import optimizers_more as _optimizers_more  # noqa: E402
+
+for _name in _optimizers_more.__all__:
+    setattr(train, _name, getattr(_optimizers_more, _name))
 from . import app, flags  # noqa: E402,F401  (tf.app.run, tf.app.flags / tf.flags)
 from .fused_batch_norm import fused_batch_norm as _fused_batch_norm  # noqa: E402
 
