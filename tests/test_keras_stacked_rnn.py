@@ -248,3 +248,36 @@ def test_errors():
         L.StackedRNNCells([L.LSTMCell(2), "gru"])
     with pytest.raises(ValueError, match="All cells must have a `state_size`"):
         L.RNN([L.LSTMCell(2), L.Dense(2)])
+
+
+def _bidirectional_model(lib):
+    m = lib.layers
+    inputs = lib.Input((5, 3))
+    rnn = m.RNN([m.LSTMCell(3), m.GRUCell(2)], return_sequences=True)
+    return lib.Model(inputs, m.Bidirectional(rnn)(inputs))
+
+
+def test_bidirectional_stack_and_whole_model_hdf5_both_ways(tfk, tmp_path):
+    """A stack inside Bidirectional is copied through its config; whole models (config
+    and weights) saved here load in tf-keras and the other way round."""
+    backend.clear_session()
+    tfk.backend.clear_session()
+    import ipu_gpu.keras as K
+
+    mine, theirs = _bidirectional_model(K), _bidirectional_model(tfk)
+    assert [w.name for w in mine.weights] == [w.name for w in theirs.weights]
+    rng = np.random.default_rng(6)
+    theirs.set_weights([rng.uniform(-0.5, 0.5, w.shape).astype(np.float32)
+                        for w in theirs.get_weights()])
+    mine.set_weights(theirs.get_weights())
+    x = _input()
+    want = theirs.predict(x, verbose=0)
+    np.testing.assert_allclose(mine.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+    mine.save(str(tmp_path / "mine.h5"))
+    loaded = tfk.models.load_model(str(tmp_path / "mine.h5"))
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+    with pytest.warns(UserWarning, match="This file format is considered legacy"):
+        theirs.save(str(tmp_path / "theirs.h5"))
+    loaded = K.models.load_model(str(tmp_path / "theirs.h5"))
+    assert type(loaded.layers[1].forward_layer.cell).__name__ == "StackedRNNCells"
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
