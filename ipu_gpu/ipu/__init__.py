@@ -11,6 +11,8 @@ from . import (all_to_all_op, config, cross_replica_ops, dataset_benchmark, embe
                gradient_accumulation, ipu_compiler, ipu_infeed_queue, ipu_outfeed_queue,
                ipu_strategy, loops, math_ops, nn_ops, optimizers, reduce_scatter_op,
                replication_ops, scopes, slicing_ops, statistics_ops, utils, within_replica_ops)
+from . import functional_ops, image_ops, normalization_ops, rand_ops
+from .functional_ops import outlined_function
 from . import ops  # after the op modules: it registers them under ipu.ops
 
 __all__ = ["all_to_all_op", "config", "cross_replica_ops", "dataset_benchmark", "embedding_ops",
@@ -18,6 +20,7 @@ __all__ = ["all_to_all_op", "config", "cross_replica_ops", "dataset_benchmark", 
            "ipu_strategy", "keras", "loops", "math_ops", "nn_ops", "ops", "optimizers",
            "reduce_scatter_op", "replication_ops", "scopes", "slicing_ops", "statistics_ops",
            "utils", "within_replica_ops"]
+__all__ += ["functional_ops", "image_ops", "normalization_ops", "outlined_function", "rand_ops"]
 
 
 def __getattr__(name: str):
