@@ -855,3 +855,80 @@ def test_automatic_loss_scaling_needs_float16_gradients():
                                              r"gradient tensors of type fp16 were found\.$"):
         model(torch.randn(2, 5), torch.randint(0, 3, (2,)))
     assert not model.isCompiled()
+
+
+# ---- replica-grouped weights ----------------------------------------------------------------
+class _XW(torch.nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.W = torch.nn.Parameter(w)
+
+    def forward(self, x):
+        z = x @ self.W
+        return z, poptorch.identity_loss(z ** 2, reduction="mean")
+
+
+def test_replica_grouped_weights_reproduce_the_full_model():
+    """PopTorch's docs example (user_guide/replica_grouped_weights.py): 8 replicas, W split
+    in 4 column shards (Orthogonal groups of 2), the input rows in 2 halves (input groups of
+    4): losses and weights equal plain PyTorch on the whole problem."""
+    rng = np.random.RandomState(seed=100)
+    x = torch.tensor(rng.normal(size=(24, 40)).astype(np.float32))
+    w = torch.tensor(rng.normal(size=(40, 56)).astype(np.float32) * (5 * 8) ** -0.5)
+    shards, halves = 4, 2
+    m = _XW(w.reshape(40, shards, 14).transpose(0, 1).contiguous())
+    opts = _opts(r=8).inputReplicaGrouping(shards, poptorch.CommGroupType.Consecutive)
+    opts.outputMode(poptorch.OutputMode.All)
+    model = poptorch.trainingModel(m, opts, torch.optim.SGD(m.parameters(), lr=0.01))
+    assert model.W.shape == (4, 40, 14)  # other attributes are the parameter's
+    model.W.replicaGrouping(poptorch.CommGroupType.Orthogonal, halves,
+                            poptorch.VariableRetrievalMode.OnePerGroup)
+    ref = _XW(w.clone())
+    opt = torch.optim.SGD(ref.parameters(), lr=0.01)
+    for _ in range(4):
+        _, loss = model(x.reshape(halves, 12, 40))
+        opt.zero_grad()
+        _, ref_loss = ref(x)
+        ref_loss.backward()
+        opt.step()
+        assert loss.shape == (8,)
+        torch.testing.assert_close(loss.sum() / 8, ref_loss.detach(), rtol=1e-6, atol=1e-7)
+    got = m.W.detach().transpose(0, 1).reshape(40, 56)
+    torch.testing.assert_close(got, ref.W.detach(), rtol=1e-6, atol=1e-7)
+
+
+def test_replica_grouped_weight_slices_per_replica():
+    """Replica r reads slice r // size (Consecutive), r % (R / size) (Orthogonal), r
+    (NoGrouping); All keeps one value."""
+    def seen(cgt, size, w):
+        m = _XW(w)
+        model = poptorch.inferenceModel(m, _opts(r=4))
+        model.W.replicaGrouping(cgt, size, poptorch.VariableRetrievalMode.AllReplicas)
+        out, _ = model(torch.ones(4, 1))
+        return out[:, 0].tolist()
+
+    slices = torch.tensor([[[10.0]], [[20.0]]])
+    assert seen(poptorch.CommGroupType.Consecutive, 2, slices) == [10, 10, 20, 20]
+    assert seen(poptorch.CommGroupType.Orthogonal, 2, slices) == [10, 20, 10, 20]
+    assert seen(poptorch.CommGroupType.NoGrouping, 1,
+                torch.tensor([[[1.0]], [[2.0]], [[3.0]], [[4.0]]])) == [1, 2, 3, 4]
+    assert seen(poptorch.CommGroupType.All, 4, torch.tensor([[7.0]])) == [7, 7, 7, 7]
+    with pytest.raises(poptorch.Error, match=r"Return mismatch with possibly appended outer "
+                                             r"dimension \(2\) of Tensor: \"W\"\. should "
+                                             r"match numGroups: 4"):
+        seen(poptorch.CommGroupType.NoGrouping, 1, slices)
+
+    class Scalar(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.s = torch.nn.Parameter(torch.tensor(2.0))
+
+        def forward(self, x):
+            return x * self.s
+
+    model = poptorch.inferenceModel(Scalar(), _opts(r=2))
+    model.s.replicaGrouping(poptorch.CommGroupType.NoGrouping, 1,
+                            poptorch.VariableRetrievalMode.OnePerGroup)
+    with pytest.raises(poptorch.Error, match="Scalars cannot be passed as per-replica weight "
+                                             "tensor values"):
+        model(torch.ones(2))

@@ -404,7 +404,8 @@ def _trace_placement(executor, args, kwargs) -> Placement:
     _TRACE = trace
     try:
         with torch.random.fork_rng(devices=devices), torch.set_grad_enabled(executor.training):
-            with _Recorder(trace), _running(executor, xs, kw, tracing=True):
+            with _Recorder(trace), _running(executor, xs, kw, tracing=True), \
+                    executor._replica_weights(0):
                 _returned(model(*xs, **kw))
     finally:
         _TRACE = None

@@ -44,6 +44,7 @@ from .enums import CommGroupType, OutputMode, ReductionType
 from .device_state import DeviceState, HalfUpdatesInFloat32, synthetic_batch
 from .errors import Error
 from .ops import _running
+from .replica_weights import GroupingHandle, ReplicaGroupedWeights
 from .optim import _max_grad_norm, apply_update
 
 __all__ = ["PoplarExecutor", "identity_loss", "inferenceModel", "trainingModel"]
@@ -170,6 +171,8 @@ class PoplarExecutor:
             self.optimizer = None
         self._signature = None
         self._attached = False
+        self._replica_groupings = {}  # parameter name -> replicaGrouping() arguments
+        self._grouped_weights = None  # their ReplicaGroupedWeights once compiled
         # per-replica buffers, random stream, synthetic inputs of the compiled executable
         self._device_state = None
         self._lifecycle_init()
@@ -265,6 +268,8 @@ class PoplarExecutor:
         from .executable_cache import TensorSpec
 
         self._input_template = _map(TensorSpec.of, [list(args), kwargs])
+        self._grouped_weights = ReplicaGroupedWeights(
+            self.model, self._replica_groupings, self._factors()[1]) or None
         with _module_flags({self.model: self._wrap_flag}):
             # PopTorch's trace: placement and its checks (on the synthetic inputs if any)
             _trace_placement(self, *synthetic_batch(self.options, args, kwargs, _map,
@@ -745,7 +750,15 @@ class PoplarExecutor:
     def __getattr__(self, name):
         if name in ("model", "options"):
             raise AttributeError(name)
-        return getattr(self.model, name)
+        value = getattr(self.model, name)
+        if isinstance(value, torch.nn.Parameter):  # as PopTorch: for replicaGrouping()
+            return GroupingHandle(self, name, value)
+        return value
+
+    def _replica_weights(self, replica: int):
+        """The context replica ``replica``'s forward runs in (its grouped weights' slices)."""
+        grouped = self._grouped_weights
+        return grouped.replica(replica) if grouped is not None else contextlib.nullcontext()
 
     # ---- a call ---------------------------------------------------------------------------
     def _factors(self):
@@ -873,6 +886,7 @@ class PoplarExecutor:
         checks = state.checks if first else None
         buffers = state.buffers
         random = state.random
+        grouped = self._grouped_weights
         buffers.begin_call()
         try:
             for si in range(s):
@@ -890,7 +904,20 @@ class PoplarExecutor:
                         buffers.enter(ri)
                         if r > 1:
                             random.use(ri)
-                        if training and als is not None:
+                        if grouped is not None:
+                            with self._replica_weights(ri), _running(self, xs, kw), \
+                                    torch.set_grad_enabled(training), \
+                                    (als.tracking() if als is not None
+                                     else contextlib.nullcontext()):
+                                out = self.model(*xs, **kw)
+                                if training:
+                                    (_find_loss(out) * scale).backward()
+                            if checks is not None:
+                                checks.check()
+                                checks = None
+                            if als is not None and first and si == ai == ri == 0:
+                                als.check_tracked()
+                        elif training and als is not None:
                             with als.tracking():
                                 with _running(self, xs, kw):
                                     out = self.model(*xs, **kw)
