@@ -500,11 +500,13 @@ class RNN(Layer):
         object.__setattr__(self, "_states", value)  # untracked: states are not weights
 
     def reset_states(self, states=None):
-        """Zero the states of a stateful RNN (or set them to ``states``)."""
+        """Zero the states of a stateful RNN (or set them to ``states``, flat or nested per
+        cell of a stack)."""
         if not self.stateful:
             raise AttributeError("Layer must be stateful.")
-        values = states if states is not None else [np.zeros(s.shape) for s in self.states]
-        for variable, value in zip(self.states, values if isinstance(values, list) else [values]):
+        values = _flatten_states(states) if states is not None else [
+            np.zeros(s.shape) for s in self.states]
+        for variable, value in zip(self.states, values):
             backend.set_value(variable, value)
 
     def _initial_states(self, x, initial_state):
