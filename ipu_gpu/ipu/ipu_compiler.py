@@ -4,8 +4,9 @@ enclosing ``ipu_scope``.
 ``compile`` runs ``computation`` at once (the emulator is eager) on every replica of the
 device, each replica in its own execution context (``emulation/engine.py``), and returns
 replica 0's outputs, as the IPU streams only replica 0's values to the host. The replication
-factor is the device's IPU count: the emulator runs every program unsharded, so a 4-IPU device
-runs 4 replicas.
+factor is the device's IPU count divided by the IPUs one replica takes: one, except for a
+program holding a pipeline, which takes the IPUs of its device mapping (``program_shards``),
+so a 4-IPU device runs 4 replicas of an unpipelined program and 2 of a two-stage pipeline.
 
 Variables: as on an IPU, every replica holds its own copy of each variable
 (``core/tensor.py``): inside a run a replica reads and writes only its copy; the copies start
@@ -24,6 +25,7 @@ from ..core.convert import convert_to_tensor
 from ..core.tensor import Tensor
 from ..emulation import engine, placement
 from ..emulation import system as _system
+from . import program_shards
 
 __all__ = ["compile"]
 
@@ -96,11 +98,16 @@ def compile(computation, inputs=None):  # noqa: A001 - Graphcore's name
         from ..graph import program  # in a TF1 graph: traced now, run by each Session.run
 
         index = where.device_index  # the system may be configured after the graph is built
+        record = program_shards.Record()
+
+        def traced(*args):
+            with program_shards.tracking(record):
+                return computation(*args)
         return program.traced_compile(
-            computation, list(inputs), lambda: _system.current_system().device(index))
+            traced, list(inputs), lambda: _system.current_system().device(index), record)
     device = _system.current_system().device(where.device_index)
     args = [nest.map_structure(_to_tensor, x) for x in inputs]
-    result = engine.run(device, computation, args)
+    result = program_shards.run(device, computation, args)
     if result is None or engine.is_operation(result):
         return engine.Operation("NoOp")
     if isinstance(result, dict):

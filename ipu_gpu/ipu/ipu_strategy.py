@@ -49,6 +49,7 @@ class IPUExtendedV1(distribute.StrategyExtended):
         """Run ``fn`` as one program on every replica of the device (a replica takes
         ``num_shards`` IPUs: a sharded or pipelined model's); replica 0's result."""
         from ..emulation import engine
+        from . import program_shards
 
         strategy = self._container_strategy()
 
@@ -56,6 +57,8 @@ class IPUExtendedV1(distribute.StrategyExtended):
             with distribute.ReplicaContext(strategy, replica_id_in_sync_group=0):
                 return fn(*a, **kw)
 
+        if num_shards == 1:  # a pipeline inside sets the shards (program_shards)
+            return program_shards.run(self._device(), replica_fn, args, kwargs, key=fn)
         return engine.run(self._device(), replica_fn, args, kwargs, num_shards=num_shards)
 
     def non_slot_devices(self, var_list):

@@ -5,13 +5,13 @@
 import sys
 
 from .. import (all_to_all_op, cross_replica_ops, embedding_ops, math_ops, nn_ops,
-                reduce_scatter_op, replication_ops, slicing_ops, statistics_ops,
+                pipelining_ops, reduce_scatter_op, replication_ops, slicing_ops, statistics_ops,
                 within_replica_ops)
 from .. import functional_ops, image_ops, normalization_ops, rand_ops
 
 __all__ = ["all_to_all_op", "cross_replica_ops", "embedding_ops", "math_ops", "nn_ops",
-           "reduce_scatter_op", "replication_ops", "slicing_ops", "statistics_ops",
-           "within_replica_ops"]
+           "pipelining_ops", "reduce_scatter_op", "replication_ops", "slicing_ops",
+           "statistics_ops", "within_replica_ops"]
 __all__ += ["functional_ops", "image_ops", "normalization_ops", "rand_ops"]
 
 for _name in __all__:

@@ -1,0 +1,130 @@
+"""A pipeline run when it is called (``ipu_compiler.compile`` outside a graph, a function
+run by ``IPUStrategy.run``): the executions of ``pipelining_ops``'s module docstring, each
+micro-batch's stages and optimizer function on a gradient tape, the gradients accumulated
+on eager tensors and applied once per execution with the optimizer's ``apply_gradients``."""
+
+from __future__ import annotations
+
+from ..core import nest
+from ..core.tape import GradientTape
+
+
+def _cast(x, dtype):
+    from ..ops.math import cast
+
+    return x if x.dtype == dtype else cast(x, dtype)
+
+
+def accumulate(acc, value, scales):
+    """``acc * accum_scale + value * grad_scale`` (a None scale is 1; a None ``acc`` is
+    zero), in ``acc``'s dtype."""
+    accum_scale, grad_scale = scales
+    if grad_scale is not None:
+        value = value * _cast_scalar(grad_scale, value.dtype)
+    if acc is None:
+        return value
+    if accum_scale is not None:
+        acc = acc * _cast_scalar(accum_scale, acc.dtype)
+    return acc + value
+
+
+def _cast_scalar(s, dtype):
+    from ..core.convert import convert_to_tensor
+
+    return convert_to_tensor(float(s), dtype=dtype)
+
+
+def _variables(cfg, opt_fn, tape):
+    from .pipelining_ops import _is_keras_optimizer
+
+    if _is_keras_optimizer(opt_fn.opt):
+        if opt_fn.tape:
+            return list(opt_fn.tape.watched_variables())
+        if opt_fn.variables:
+            return list(opt_fn.variables)
+        raise RuntimeError("No variables to optimize. When using OptimzerV2, "
+                           "OptimizerFunctionOutput must contain a list of variables or a "
+                           "GradientTape.")
+    var_list = opt_fn.compute_gradients_kwargs.get("var_list")
+    if var_list is None and opt_fn.compute_gradients_args:
+        var_list = opt_fn.compute_gradients_args[0]
+    if var_list is None:
+        var_list = [v for v in tape.watched_variables() if getattr(v, "trainable", True)]
+    if not var_list:
+        raise ValueError("No variables to optimize.")
+    return list(var_list)
+
+
+def _enqueue(cfg, value) -> None:
+    if value is not None:
+        cfg.outfeed_queue.enqueue(value)
+
+
+def run(cfg, ga: int) -> None:
+    """Run the pipeline of ``cfg`` (a validated ``pipelining_ops._Config``) with ``ga``
+    micro-batches per execution."""
+    from .pipelining_ops import check_depth
+
+    check_depth(ga, cfg.overlap)
+    for _ in range(cfg.repeat_count):
+        grads = None
+        outfeed_acc = None
+        structure = None
+        variables = opt_fn = None
+        for n in range(ga):
+            element = None if cfg.infeed_queue is None else cfg.infeed_queue._next_element()
+            args, kwargs = cfg.stage_args(element)
+            if cfg.training:
+                with GradientTape(persistent=True) as tape:
+                    outputs = cfg.run_stages(args, kwargs)
+                    opt_fn = cfg.optimizer_output(outputs)
+                value = cfg.outfeed_value(outputs, opt_fn.loss)
+                variables = _variables(cfg, opt_fn, tape)
+                g = tape.gradient(opt_fn.loss, variables)
+                scales = cfg.scales(n, ga)
+                if grads is None:
+                    grads = [None if gi is None else
+                             accumulate(None, _cast(_dense(gi), cfg.acc_dtype(v)), scales)
+                             for gi, v in zip(g, variables)]
+                else:
+                    grads = [a if gi is None else
+                             accumulate(a, _cast(_dense(gi), cfg.acc_dtype(v)), scales)
+                             for a, gi, v in zip(grads, g, variables)]
+            else:
+                outputs = cfg.run_stages(args, kwargs)
+                value = cfg.outfeed_value(outputs, None)
+            if not cfg.accumulate_outfeed:
+                _enqueue(cfg, value)
+            elif value is not None:
+                structure = value
+                leaves = nest.flatten(value)
+                if outfeed_acc is None:
+                    outfeed_acc = [_cast(t, cfg.outfeed_dtype(t)) for t in leaves]
+                else:
+                    outfeed_acc = [a + _cast(t, a.dtype) for a, t in zip(outfeed_acc, leaves)]
+        if cfg.training and variables is not None:
+            _apply(opt_fn, list(zip(grads, variables)))
+        if outfeed_acc is not None:
+            _enqueue(cfg, nest.pack_sequence_as(structure, outfeed_acc))
+
+
+def _apply(opt_fn, pairs) -> None:
+    from .pipelining_ops import _is_keras_optimizer
+
+    if _is_keras_optimizer(opt_fn.opt):
+        opt_fn.opt.apply_gradients(pairs, *opt_fn.apply_gradients_args,
+                                   **opt_fn.apply_gradients_kwargs)
+        return
+    from ..graph.optimizer_base import apply_eagerly  # a tf.compat.v1 optimizer, run eagerly
+
+    apply_eagerly(opt_fn.opt, [(g, v) for g, v in pairs if g is not None])
+
+
+def _dense(g):
+    from ..core.indexed_slices import IndexedSlices
+
+    if isinstance(g, IndexedSlices):
+        from ..core.convert import convert_to_tensor
+
+        return convert_to_tensor(g)
+    return g

@@ -1,0 +1,108 @@
+"""How many IPUs one replica of a program takes, as the SDK decides it: a pipeline over the
+IPUs of its device mapping takes that many (rounded up to a power of two), so a device of N
+IPUs runs ``N // shards`` replicas of it (Graphcore's pipelining tutorial: 2 stages on
+``auto_select_ipus = 2`` is one replica, not two).
+
+A pipeline declares its shards with ``require(shards)``:
+
+* while ``ipu_compiler.compile`` traces a TF1 graph (``tracking``), the count is recorded and
+  the program's node runs with it;
+* in a program running eagerly (``run``: ``compile`` outside a graph, ``IPUStrategy.run``)
+  that was started with fewer IPUs per replica, ``require`` raises ``NeedsShards`` before
+  the pipeline does anything, and ``run`` runs the program again with that many shards
+  (remembered per function, so later runs start right). The computation's work before the
+  pipeline call is then done twice; Graphcore's programs call the pipeline first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+
+from ..emulation import context, engine
+
+__all__ = ["NeedsShards", "ipus_per_replica", "require", "run", "tracking"]
+
+_LOCAL = threading.local()
+_KNOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class NeedsShards(Exception):
+    """The running program needs ``shards`` IPUs per replica."""
+
+    def __init__(self, shards: int):
+        super().__init__(f"the program needs {shards} IPUs per replica")
+        self.shards = shards
+
+
+def ipus_per_replica(highest_ipu: int) -> int:
+    """IPUs 0..``highest_ipu`` rounded up to a power of two."""
+    n = int(highest_ipu) + 1
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+class Record:
+    """The shards found while tracing one program."""
+
+    def __init__(self):
+        self.shards = 1
+
+    def __call__(self) -> int:
+        return self.shards
+
+
+@contextlib.contextmanager
+def tracking(record: Record):
+    """Pipelines traced inside the block record their shards in ``record``."""
+    previous = getattr(_LOCAL, "record", None)
+    _LOCAL.record = record
+    try:
+        yield record
+    finally:
+        _LOCAL.record = previous
+
+
+def require(shards: int) -> None:
+    """Declare that the current program needs ``shards`` IPUs per replica.
+
+    Raises:
+      NeedsShards: a running replica has fewer (caught by ``run``)."""
+    record = getattr(_LOCAL, "record", None)
+    if record is not None:
+        record.shards = max(record.shards, shards)
+        return
+    ctx = context.current()
+    if ctx is not None and len(ctx.ipus) < shards:
+        raise NeedsShards(shards)
+
+
+def run(device, fn, args=(), kwargs=None, key=None):
+    """``engine.run`` with the shards ``fn``'s pipelines need (see the module docstring)."""
+    key = fn if key is None else key
+    shards = _known(key)
+    while True:
+        try:
+            return engine.run(device, fn, args, kwargs, num_shards=shards)
+        except NeedsShards as e:
+            if e.shards <= shards:
+                raise
+            shards = e.shards
+            _remember(key, shards)
+
+
+def _known(key) -> int:
+    try:
+        return _KNOWN.get(key, 1)
+    except TypeError:
+        return 1
+
+
+def _remember(key, shards: int) -> None:
+    try:
+        _KNOWN[key] = shards
+    except TypeError:
+        pass

@@ -1,0 +1,333 @@
+"""ipu.pipelining_ops (Graphcore's pipeline): TF1 graph-mode and TF2 (IPUStrategy) pipelines
+against a float64 numpy model of Graphcore's reference semantics
+(``pipelining_test_util._cpu_with_grad_accum``: GA micro-batches on the step's weights,
+the accumulated gradient applied once per execution), the three schedules, the reduction
+methods, the outfeed contents, replication, and Graphcore's errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ipu_gpu as ig
+import ipu_gpu.compat.v1 as v1
+from ipu_gpu import errors
+from ipu_gpu.ipu import (ipu_compiler, ipu_infeed_queue, ipu_outfeed_queue, optimizers,
+                         pipelining_ops, scopes)
+from ipu_gpu.ipu.gradient_accumulation import GradientAccumulationReductionMethod as RM
+from ipu_gpu.ipu.pipelining_ops import PipelineSchedule
+
+RNG = np.random.default_rng(21)
+X_ALL = RNG.standard_normal((512, 5)).astype(np.float32)
+Y_ALL = (X_ALL @ np.array([1.0, -2.0, 0.5, 0.0, 3.0], np.float32))[:, None]
+W1 = (RNG.standard_normal((5, 3)) * 0.5).astype(np.float32)
+W2 = (RNG.standard_normal((3, 1)) * 0.5).astype(np.float32)
+BATCH = 4
+
+
+def _grads(x, y, w1, w2):
+    """(loss, dW1, dW2) of mean((relu(x W1) W2 - y)^2) in float64."""
+    pre = x @ w1
+    h = np.maximum(pre, 0.0)
+    err = h @ w2 - y
+    loss = np.mean(err ** 2)
+    d = 2.0 * err / err.size
+    dw2 = h.T @ d
+    dw1 = x.T @ ((d @ w2.T) * (pre > 0))
+    return loss, dw1, dw2
+
+
+def _reference(batches, lr, ga, repeat, method=RM.SUM, executions=1):
+    """Per-micro-batch losses and final weights of Graphcore's pipeline semantics."""
+    w1, w2 = W1.astype(np.float64), W2.astype(np.float64)
+    losses = []
+    it = iter(batches)
+    for _ in range(executions * repeat):
+        acc1, acc2 = np.zeros_like(w1), np.zeros_like(w2)
+        for n in range(ga):
+            x, y = next(it)
+            loss, g1, g2 = _grads(x.astype(np.float64), y.astype(np.float64), w1, w2)
+            losses.append(loss)
+            if method is RM.SUM:
+                acc1, acc2 = acc1 + g1, acc2 + g2
+            elif method is RM.MEAN:
+                acc1, acc2 = acc1 + g1 / ga, acc2 + g2 / ga
+            else:
+                acc1 = acc1 * n / (n + 1) + g1 / (n + 1)
+                acc2 = acc2 * n / (n + 1) + g2 / (n + 1)
+        w1, w2 = w1 - lr * acc1, w2 - lr * acc2
+    return np.array(losses), w1, w2
+
+
+def _batches(start=0, stride=1, batch=BATCH):
+    """Batches ``start, start + stride, ...`` of the dataset (a replica's share)."""
+    i = start
+    while True:
+        j = i % (len(X_ALL) // batch)
+        yield X_ALL[j * batch:(j + 1) * batch], Y_ALL[j * batch:(j + 1) * batch]
+        i += stride
+
+
+def _stages():
+    def stage1(lr, x, y):
+        w = v1.get_variable("w1", initializer=W1)
+        return lr, ig.nn.relu(ig.matmul(x, w)), y
+
+    def stage2(lr, h, y):
+        w = v1.get_variable("w2", initializer=W2)
+        return lr, ig.reduce_mean((ig.matmul(h, w) - y) ** 2)
+    return [stage1, stage2]
+
+
+def _tf1_pipeline(ipus=2, ga=4, repeat=2, executions=2, lr=0.05, cross_replica=False,
+                  **kwargs):
+    """A TF1 program in the style of Graphcore's pipelining tutorial (two stages, the lr
+    passed through, the loss outfed); returns (outfed losses per execution, w1, w2)."""
+    from conftest import configure_ipus
+
+    from ipu_gpu.emulation import system
+
+    system.reset()
+    configure_ipus(ipus)
+    ds = ig.data.Dataset.from_tensor_slices((X_ALL, Y_ALL)).batch(BATCH, drop_remainder=True)
+    with v1.Graph().as_default():
+        infeed = ipu_infeed_queue.IPUInfeedQueue(ds.repeat())
+        outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+
+        def optimizer_function(lr, loss):
+            opt = v1.train.GradientDescentOptimizer(lr)
+            if cross_replica:
+                opt = optimizers.CrossReplicaOptimizer(opt)
+            return pipelining_ops.OptimizerFunctionOutput(opt, loss)
+
+        def model(lr):
+            with v1.variable_scope("FCModel", use_resource=True):
+                return pipelining_ops.pipeline(
+                    _stages(), gradient_accumulation_count=ga, repeat_count=repeat,
+                    inputs=[lr], infeed_queue=infeed, outfeed_queue=outfeed,
+                    optimizer_function=optimizer_function, outfeed_loss=True, **kwargs)
+
+        lr_holder = v1.placeholder(np.float32, [])
+        with scopes.ipu_scope("/device:IPU:0"):
+            program = ipu_compiler.compile(model, inputs=[lr_holder])
+        dequeue = outfeed.dequeue()
+        with v1.Session() as sess:
+            sess.run(infeed.initializer)
+            sess.run(v1.global_variables_initializer())
+            per_run = []
+            for _ in range(executions):
+                sess.run(program, {lr_holder: lr})
+                per_run.append(np.asarray(sess.run(dequeue)))
+            w1, w2 = sess.run(v1.global_variables())
+    system.reset()
+    return per_run, w1, w2
+
+
+@pytest.mark.parametrize("method", [RM.SUM, RM.MEAN, RM.RUNNING_MEAN])
+def test_tf1_pipeline_trains_as_the_reference(method, fresh_ipu_system):
+    """Losses of every micro-batch and the final weights after 2 Session.runs of 2
+    executions of 4 micro-batches equal the float64 reference model."""
+    per_run, w1, w2 = _tf1_pipeline(reduction_method=method)
+    losses, r1, r2 = _reference(_batches(), 0.05, 4, 2, method, executions=2)
+    assert [p.shape for p in per_run] == [(8,), (8,)]
+    np.testing.assert_allclose(np.concatenate(per_run), losses, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w1, r1, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w2, r2, rtol=2e-5, atol=1e-6)
+
+
+def test_tf1_schedules_give_the_same_numbers(fresh_ipu_system):
+    runs = [_tf1_pipeline(executions=1, pipeline_schedule=s)
+            for s in (PipelineSchedule.Grouped, PipelineSchedule.Interleaved,
+                      PipelineSchedule.Sequential)]
+    for per_run, w1, w2 in runs[1:]:
+        np.testing.assert_array_equal(per_run[0], runs[0][0][0])
+        np.testing.assert_array_equal(w1, runs[0][1])
+        np.testing.assert_array_equal(w2, runs[0][2])
+    losses, r1, _ = _reference(_batches(), 0.05, 4, 2)
+    np.testing.assert_allclose(runs[0][0][0], losses, rtol=2e-5, atol=1e-6)
+
+
+def test_tf1_replicas_average_with_cross_replica_optimizer(fresh_ipu_system):
+    """4 IPUs, 2 stages: 2 replicas, each taking every other infeed element; with
+    CrossReplicaOptimizer the accumulated gradients are averaged across them, so the
+    weights follow the reference on the mean gradient; the outfeed stacks [n, replicas]."""
+    per_run, w1, w2 = _tf1_pipeline(ipus=4, cross_replica=True)
+    assert per_run[0].shape == (8, 2)
+    w1r, w2r = W1.astype(np.float64), W2.astype(np.float64)
+    rep = [_batches(0, 2), _batches(1, 2)]
+    losses = []
+    for _ in range(4):
+        acc = [np.zeros_like(w1r), np.zeros_like(w2r)]
+        for _ in range(4):
+            row = []
+            for r in range(2):
+                x, y = next(rep[r])
+                loss, g1, g2 = _grads(x.astype(np.float64), y.astype(np.float64), w1r, w2r)
+                row.append(loss)
+                acc = [acc[0] + g1 / 2, acc[1] + g2 / 2]
+            losses.append(row)
+        w1r, w2r = w1r - 0.05 * acc[0], w2r - 0.05 * acc[1]
+    np.testing.assert_allclose(np.concatenate(per_run), losses, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w1, w1r, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w2, w2r, rtol=2e-5, atol=1e-6)
+
+
+def test_tf1_replicas_without_all_reduce_diverge_as_on_the_ipu(fresh_ipu_system):
+    """A plain optimizer: each replica updates its own copy from its own elements; the host
+    sees replica 0's weights (the reference on elements 0, 2, 4, ...)."""
+    per_run, w1, w2 = _tf1_pipeline(ipus=4)
+    losses0, r1, r2 = _reference(_batches(0, 2), 0.05, 4, 2, executions=2)
+    losses1, _, _ = _reference(_batches(1, 2), 0.05, 4, 2, executions=2)
+    got = np.concatenate(per_run)
+    np.testing.assert_allclose(got[:, 0], losses0, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(got[:, 1], losses1, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w1, r1, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w2, r2, rtol=2e-5, atol=1e-6)
+
+
+def test_shards_set_the_replication_factor():
+    from ipu_gpu.ipu import program_shards
+
+    assert [program_shards.ipus_per_replica(i) for i in range(5)] == [1, 2, 4, 4, 8]
+
+
+# ---- Graphcore's errors -----------------------------------------------------------------------
+def _stage(*a):
+    return a
+
+
+def _opt_fn(*a):
+    return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.1),
+                                                  ig.constant(1.0))
+
+
+_OUT = object()  # stands for an outfeed queue
+_LAST = object()  # stands for an IPUOutfeedMode.LAST queue
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(gradient_accumulation_count=None), ValueError,
+     "gradient_accumulation_count must be specified."),
+    (dict(gradient_accumulation_count=-1), ValueError,
+     "gradient_accumulation_count must be >= 0."),
+    (dict(gradient_accumulation_count=2 ** 31), ValueError,
+     "gradient_accumulation_count must be < max int32."),
+    (dict(optimizer_function=_opt_fn, reduction_method="max"), ValueError,
+     "Cannot parse max as one of GradientAccumulationReductionMethod"),
+    (dict(reduction_method=RM.MEAN, batch_serialization_iterations=2), ValueError,
+     "batch_serialization_iterations != 1 is only supported when reduction_method is "
+     "GradientAccumulationReductionMethod.SUM"),
+    (dict(continuous_weight_updates=True), NotImplementedError,
+     "Continuous weight updates are currently not supported."),
+    (dict(pipeline_schedule=0), TypeError,
+     "The given pipeline_schedule is not a member of the PipelineSchedule enumeration."),
+    (dict(pipeline_schedule=PipelineSchedule.Grouped, batch_serialization_iterations=2),
+     NotImplementedError, "Batch serialization is only supported with the `Sequential` "
+     "schedule."),
+    (dict(recomputation_mode="Auto"), TypeError,
+     "The given recomputation_mode is not a member of the RecomputationMode enumeration."),
+    (dict(computational_stages=_stage), TypeError,
+     "computational_stages argument needs to be a list or a tuple."),
+    (dict(infeed_queue=[1]), TypeError,
+     "infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue"),
+    (dict(outfeed_queue=[1]), TypeError,
+     "outfeed_queue is not an instance of ipu_outfeed_queue.IPUOutfeedQueue"),
+    (dict(computational_stages=[_stage]), ValueError,
+     "Pipeline requires at least two computational stages."),
+    (dict(device_mapping=0), TypeError, "device_mapping argument needs to be a list or a "
+     "tuple."),
+    (dict(device_mapping=[0]), ValueError, "Each stage must be mapped to an IPU: 1 mappings != "
+     "2 stages"),
+    (dict(pipeline_schedule=PipelineSchedule.Interleaved, device_mapping=[0, 0],
+          optimizer_function=_opt_fn), NotImplementedError,
+     "The pipelining schedule 'Interleaved' does not currently support multiple pipeline "
+     "stages on the same device for training graphs. Please use a different pipeline "
+     "schedule."),
+    (dict(batch_serialization_iterations=2, device_mapping=[0, 1]), NotImplementedError,
+     "When using batch serialization, all the pipeline stages need to be mapped to a single "
+     "IPU."),
+    (dict(forward_propagation_stages_poplar_options=pipelining_ops.PipelineStageOptions()),
+     TypeError, "forward_propagation_stages_poplar_options must be a list or a tuple of "
+     "PipelineStageOptions objects."),
+    (dict(forward_propagation_stages_poplar_options=[pipelining_ops.PipelineStageOptions()]),
+     ValueError, "forward_propagation_stages_poplar_options must be a list or a tuple of "
+     "PipelineStageOptions objects of length 2 (same number as the number of computational "
+     "stages) but is 1."),
+    (dict(forward_propagation_stages_poplar_options=[1, 2]), TypeError,
+     "Expected all elements of forward_propagation_stages_poplar_options to be of type "
+     "PipelineStageOptions, but got 1 instead."),
+    (dict(optimizer_function=_opt_fn, backward_propagation_stages_poplar_options=[1, 2]),
+     TypeError, "Expected all elements of backward_propagation_stages_poplar_options to be "
+     "of type PipelineStageOptions, but got 1 instead."),
+    (dict(optimizer_function=_opt_fn, weight_update_poplar_options=[]), TypeError,
+     "weight_update_poplar_options to be of type PipelineStageOptions, but got [] instead."),
+    (dict(outfeed_mask=[True]), ValueError,
+     "An optimizer_function must be provided when outfeed_mask is set."),
+    (dict(outfeed_loss=True), ValueError,
+     "An optimizer_function must be provided when outfeed_loss is True."),
+    (dict(optimizer_function=_opt_fn, outfeed_loss=True, outfeed_mask=[True]), ValueError,
+     "Only one of `outfeed_loss` and `outfeed_mask` can be set."),
+    (dict(accumulate_outfeed=True), ValueError,
+     "An outfeed_queue must be provided when accumulate_outfeed is True."),
+    (dict(accumulate_outfeed=True, outfeed_queue=_LAST), ValueError,
+     "To accumulate the outfeed, it must be in IPUOutfeedMode ALL."),
+])
+def test_bad_arguments_raise_graphcores_errors(kwargs, error, message):
+    args = dict(computational_stages=[_stage, _stage], gradient_accumulation_count=4)
+    args.update(kwargs)
+    if args.get("outfeed_queue") is _LAST:
+        args["outfeed_queue"] = ipu_outfeed_queue.IPUOutfeedQueue(
+            outfeed_mode=ipu_outfeed_queue.IPUOutfeedMode.LAST)
+    with pytest.raises(error) as info:
+        pipelining_ops.pipeline(**args)
+    assert message in str(info.value)
+
+
+def test_optimizer_function_output_checks_its_fields():
+    sgd = v1.train.GradientDescentOptimizer(0.1)
+    loss = ig.constant(1.0)
+    with pytest.raises(TypeError, match="OptimizerFunctionOutput.opt must be a TensorFlow "
+                       "Optimizer or Keras OptimizerV2 object."):
+        pipelining_ops.OptimizerFunctionOutput(object(), loss)
+    with pytest.raises(TypeError, match="OptimizerFunctionOutput.loss must be a TensorFlow "
+                       "Tensor object."):
+        pipelining_ops.OptimizerFunctionOutput(sgd, 1.0)
+    with pytest.raises(TypeError, match="compute_gradients_args must be a tuple"):
+        pipelining_ops.OptimizerFunctionOutput(sgd, loss, compute_gradients_args=[1])
+    with pytest.raises(TypeError, match="apply_gradients_kwargs must be a dict"):
+        pipelining_ops.OptimizerFunctionOutput(sgd, loss, apply_gradients_kwargs=[1])
+    with pytest.raises(ValueError, match="variables may only be used with OptimizerV2"):
+        pipelining_ops.OptimizerFunctionOutput(sgd, loss, variables=[ig.Variable(1.0)])
+    with pytest.raises(TypeError, match="PipelineStageOptions.matmul_options must be "
+                       "dictionary."):
+        pipelining_ops.PipelineStageOptions(matmul_options=[1])
+    opts = pipelining_ops.PipelineStageOptions({"availableMemoryProportion": 0.3})
+    assert opts.get_proto()["convolution_options"] == {"availableMemoryProportion": "0.3"}
+
+
+@pytest.mark.parametrize("schedule, training, stages, ga, message", [
+    (PipelineSchedule.Grouped, True, 2, 6, "must be a multiple of 4, but it is 6."),
+    (PipelineSchedule.Grouped, False, 3, 4, "must be a multiple of 3, but it is 4."),
+    (PipelineSchedule.Grouped, True, 2, 0, "must be at least 4, but it is 0."),
+    (PipelineSchedule.Interleaved, False, 3, 10, "must be a multiple of 3, but it is 10."),
+    (PipelineSchedule.Interleaved, True, 2, 3, "must be a multiple of 2, but it is 3."),
+    (PipelineSchedule.Sequential, True, 2, 0, "must be at least 1, but it is 0."),
+])
+def test_pipeline_depth_rule_per_schedule(schedule, training, stages, ga, message):
+    """Graphcore's pipeline visitor: the depth is a multiple of, and at least, the overlap
+    of the schedule (Grouped: all stages of the schedule; Interleaved: non-overlapping
+    rotations of the stage-to-IPU mapping; Sequential: 1); FailedPreconditionError."""
+    from ipu_gpu.ipu.pipelining_ops import _overlap_length, check_depth
+
+    overlap = _overlap_length(schedule, list(range(stages)), training)
+    with pytest.raises(errors.FailedPreconditionError,
+                       match="The pipeline depth of the pipeline " + message):
+        check_depth(ga, overlap)
+    check_depth(overlap * 2, overlap)
+    assert _overlap_length(PipelineSchedule.Interleaved, [0, 1, 2, 0, 0, 2, 1, 0], False) == 2
+
+
+def test_tf1_depth_error_when_the_program_runs(fresh_ipu_system):
+    with pytest.raises(errors.FailedPreconditionError,
+                       match="must be a multiple of 4, but it is 6."):
+        _tf1_pipeline(ga=6, executions=1)
