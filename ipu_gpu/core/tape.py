@@ -220,12 +220,12 @@ class GradientTape:
                        if unconnected_gradients is UnconnectedGradients.NONE
                        else UnconnectedGradients(getattr(unconnected_gradients, "value",
                                                          unconnected_gradients)))
-        flat_sources = nest.flatten(sources)
+        flat_sources = _leaves(sources)
         for s in flat_sources:
             if not isinstance(s, Tensor):
                 raise ValueError(f"GradientTape.gradient: sources must be Tensors or Variables, "
                                  f"got {type(s).__name__}")
-        flat_targets = nest.flatten(target)
+        flat_targets = _leaves(target)
         for t in flat_targets:
             if not isinstance(t, Tensor):
                 raise ValueError(f"GradientTape.gradient: target must be Tensors, got "
@@ -262,6 +262,8 @@ class GradientTape:
                     results.append(wrap(xp.zeros_like(s._value)))
                 else:
                     results.append(None)
+            elif type(g) is np.ndarray:  # the common case
+                results.append(wrap(g))
             else:
                 results.append(g if isinstance(g, (Tensor, IndexedSlices)) else wrap(
                     g if type(g) is not np.generic and not isinstance(g, np.generic)
@@ -270,6 +272,7 @@ class GradientTape:
 
     def _backprop(self, targets, seeds, sources, nested: bool) -> dict:
         grads: dict = {}
+        arrays_type = Tensor if nested else np.ndarray  # a cotangent that needs no work
 
         def accumulate(node, g):
             old = grads.get(node)
@@ -311,31 +314,46 @@ class GradientTape:
                     continue
             if reach.isdisjoint(rec.in_ids):
                 continue
-            for j, c in enumerate(cots):
-                if c is None:
-                    shape, dtype = rec.out_meta[j]
-                    z = rec.xp.zeros(shape, dtype)
-                    cots[j] = wrap(z) if nested else z
-                elif type(c) is IndexedSlices:
-                    if rec.op.name in _SPARSE_PASSTHROUGH and len(cots) == 1:
-                        break  # handed on below
-                    cots[j] = _dense(c, nested)
+            if len(cots) > 1 or type(cots[0]) is not arrays_type:  # else: a dense cotangent
+                for j, c in enumerate(cots):
+                    if c is None:
+                        shape, dtype = rec.out_meta[j]
+                        z = rec.xp.zeros(shape, dtype)
+                        cots[j] = wrap(z) if nested else z
+                    elif type(c) is IndexedSlices:
+                        if rec.op.name in _SPARSE_PASSTHROUGH and len(cots) == 1:
+                            break  # handed on below
+                        cots[j] = _dense(c, nested)
             if type(cots[0]) is IndexedSlices:
                 in_grads = (cots[0] if rec.in_dtypes[0].kind == "f" else None,)
             else:
                 needed = None
                 if rec.op.partial_backward:  # tell the rule which input gradients are kept
-                    needed = tuple(i in reach and d.kind == "f"
-                                   for i, d in zip(rec.in_ids, rec.in_dtypes))
+                    needed = tuple([i in reach and d.kind == "f"
+                                    for i, d in zip(rec.in_ids, rec.in_dtypes)])
                 in_grads = _run_backward(rec, cots, nested, needed)
             for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
                 if g is None or dtype.kind != "f" or node not in reach:
                     continue
-                if g.dtype != dtype:
+                if g.dtype is not dtype and g.dtype != dtype:
                     g = _cast(g, dtype)
                 old = grads.get(node)
                 grads[node] = g if old is None else _add_grads(old, g, nested)
         return grads
+
+
+def _leaves(structure) -> list:
+    """``nest.flatten(structure)``, without the walk for a Tensor or a flat list of them."""
+    ts = type(structure)
+    if ts is Tensor or ts is Variable:
+        return [structure]
+    if ts is list or ts is tuple:
+        for x in structure:
+            tx = type(x)
+            if tx is not Tensor and tx is not Variable:
+                return nest.flatten(structure)
+        return list(structure)
+    return nest.flatten(structure)
 
 
 def _seed_array(seed, target: Tensor):

@@ -106,12 +106,16 @@ _write_hook = None  # called with a Variable about to get a new buffer (core/cap
 # run starts each replica from the host value.
 _replica = threading.local()
 _COPY_LOCK = threading.Lock()
+_slotted = 0  # threads holding a replica slot now: 0 lets every Variable read skip the lookup
 
 
 def set_replica_slot(slot) -> None:
     """Make the calling thread replica ``slot = (device key, index, count)`` (None: the host)
     for Variable reads and writes."""
-    _replica.slot = slot
+    global _slotted
+    with _COPY_LOCK:
+        _slotted += (slot is not None) - (getattr(_replica, "slot", None) is not None)
+        _replica.slot = slot
 
 
 def replica_slot():
@@ -377,6 +381,8 @@ class Variable(Tensor):
 
     @property
     def _value(self):
+        if not _slotted:  # no replica runs: the host value
+            return self._host_value
         slot = getattr(_replica, "slot", None)
         if slot is None or slot[1] == 0 or not self._per_replica:
             return self._host_value
