@@ -44,6 +44,7 @@ from .enums import CommGroupType, OutputMode, ReductionType
 from .device_state import DeviceState, HalfUpdatesInFloat32, synthetic_batch
 from .errors import Error
 from .ops import _running
+from .anchors import Anchors
 from .replica_weights import GroupingHandle, ReplicaGroupedWeights
 from .optim import _max_grad_norm, apply_update
 
@@ -172,6 +173,7 @@ class PoplarExecutor:
         self._signature = None
         self._attached = False
         self._replica_groupings = {}  # parameter name -> replicaGrouping() arguments
+        self._anchors = None  # Options.anchorTensor's tensors once compiled (anchors.py)
         self._grouped_weights = None  # their ReplicaGroupedWeights once compiled
         # per-replica buffers, random stream, synthetic inputs of the compiled executable
         self._device_state = None
@@ -270,6 +272,8 @@ class PoplarExecutor:
         self._input_template = _map(TensorSpec.of, [list(args), kwargs])
         self._grouped_weights = ReplicaGroupedWeights(
             self.model, self._replica_groupings, self._factors()[1]) or None
+        self._anchors = Anchors(
+            self, self.training and loss_scaling.enabled(self.options)) or None
         with _module_flags({self.model: self._wrap_flag}):
             # PopTorch's trace: placement and its checks (on the synthetic inputs if any)
             _trace_placement(self, *synthetic_batch(self.options, args, kwargs, _map,
@@ -553,6 +557,7 @@ class PoplarExecutor:
         self._signature = None
         self._device_state = None
         self._rng_cache = None
+        self._anchors = None
         self._compiled_flags = None
         self._optimizer_description = None
         self._device_hyperparameters = None
@@ -702,6 +707,35 @@ class PoplarExecutor:
             self._detach()
             self._signature = None
         self.compile(*args, **kwargs)
+
+    def getAnchoredTensor(self, short_name: str):  # noqa: N802 - PopTorch's name
+        """The value of the tensor ``Options.anchorTensor(short_name, ...)`` anchored, from
+        the last call (see ``anchors`` for the tensors and shapes).
+
+        Raises:
+          AssertionError: no such anchor, or no call yet (PopTorch's message)."""
+        memory = self._anchors.memory if self._anchors is not None else {}
+        assert short_name in memory, "No tensor with name " + short_name + " found."
+        return memory[short_name]
+
+    def getTensorNames(self) -> list:  # noqa: N802
+        """The names of the tensors ``Options.anchorTensor`` can anchor: PopART lists every
+        tensor of its graph; ipu_gpu, which has no PopART graph, the parameters and their
+        ``Gradient___``/``UpdatedVar___`` tensors (and ``finalLossScale``): see ``anchors``.
+
+        Raises:
+          AssertionError: not compiled (PopTorch's message)."""
+        from .anchors import tensor_names
+
+        assert self.isCompiled(), "Model must be compiled before calling getTensorNames"
+        return tensor_names(self.model, self.training,
+                            self.training and loss_scaling.enabled(self.options))
+
+    def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
+        """Copy the device's weights to the host if the host's are stale; whether it
+        copied. A training model writes its weights to the host after every call, so the
+        host's are never stale here: False."""
+        return False
 
     @property
     def rng_state(self):
@@ -887,6 +921,9 @@ class PoplarExecutor:
         buffers = state.buffers
         random = state.random
         grouped = self._grouped_weights
+        anchors = self._anchors
+        if anchors is not None:
+            anchors.begin_call()
         buffers.begin_call()
         try:
             for si in range(s):
@@ -904,6 +941,8 @@ class PoplarExecutor:
                         buffers.enter(ri)
                         if r > 1:
                             random.use(ri)
+                        if anchors is not None and training:
+                            anchors.before_backward()
                         if grouped is not None:
                             with self._replica_weights(ri), _running(self, xs, kw), \
                                     torch.set_grad_enabled(training), \
@@ -942,6 +981,8 @@ class PoplarExecutor:
                                 checks.check()
                                 checks = None
                         buffers.leave(ri)
+                        if anchors is not None:
+                            anchors.micro_batch(si, ai, ri, 1.0 / mean if training else 1.0)
                         if template is _NOTHING:
                             template = _map(lambda _: _PLACEHOLDER, out)
                         leaves = _leaves(out)
@@ -957,8 +998,12 @@ class PoplarExecutor:
                     self._step(ls)
                     if als is not None:
                         als.update()
+                    if anchors is not None:
+                        anchors.step(si, ls)
         finally:
             buffers.end_call()
+        if anchors is not None:
+            anchors.end_call(s, a, r)
         return self._assemble(template, kept, sums, mode, period, s, a, r,
                               state.synthetic is not None)
 
