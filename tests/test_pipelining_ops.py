@@ -331,3 +331,66 @@ def test_tf1_depth_error_when_the_program_runs(fresh_ipu_system):
     with pytest.raises(errors.FailedPreconditionError,
                        match="must be a multiple of 4, but it is 6."):
         _tf1_pipeline(ga=6, executions=1)
+
+
+# ---- Graphcore's TF1 pipelining tutorial, run unmodified ----------------------------------
+def _mlp_reference(steps, repeat, ga, batch, lr):
+    """Per-micro-batch losses of tests/programs/tf1_pipelining.py in float64: Flatten,
+    Dense(16, relu), Dense(8, relu) | Dense(4), mean sparse softmax cross-entropy; GA
+    micro-batches summed per update."""
+    rng = np.random.default_rng(5)
+    ws = [rng.uniform(-0.4, 0.4, s).astype(np.float32).astype(np.float64)
+          for s in ((16, 16), (16, 8), (8, 4))]
+    bs = [np.zeros(w.shape[1]) for w in ws]
+    rng = np.random.default_rng(9)
+    x_all = rng.uniform(0.0, 1.0, (512, 4, 4)).astype(np.float32)
+    y_all = x_all.reshape(512, 16)[:, :4].argmax(axis=1)
+    x_all = x_all.reshape(512, 16).astype(np.float64)
+    losses, i = [], 0
+    for _ in range(steps * repeat):
+        gw = [np.zeros_like(w) for w in ws]
+        gb = [np.zeros_like(b) for b in bs]
+        for _ in range(ga):
+            j = i % (512 // batch)
+            x, y = x_all[j * batch:(j + 1) * batch], y_all[j * batch:(j + 1) * batch]
+            i += 1
+            acts, pres = [x], []
+            for k, (w, b) in enumerate(zip(ws, bs)):
+                pre = acts[-1] @ w + b
+                pres.append(pre)
+                acts.append(np.maximum(pre, 0) if k < 2 else pre)
+            z = acts[-1] - acts[-1].max(axis=1, keepdims=True)
+            p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+            losses.append(np.mean(-np.log(p[np.arange(batch), y])))
+            d = p.copy()
+            d[np.arange(batch), y] -= 1
+            d /= batch
+            for k in (2, 1, 0):
+                gw[k] += acts[k].T @ d
+                gb[k] += d.sum(axis=0)
+                if k:
+                    d = (d @ ws[k].T) * (pres[k - 1] > 0)
+        ws = [w - lr * g for w, g in zip(ws, gw)]
+        bs = [b - lr * g for b, g in zip(bs, gb)]
+    return np.array(losses)
+
+
+@pytest.mark.parametrize("schedule", [
+    "Grouped", pytest.param("Interleaved", marks=pytest.mark.slow),
+    pytest.param("Sequential", marks=pytest.mark.slow)])
+def test_graphcores_tf1_pipelining_tutorial_runs_unmodified(schedule):
+    """tests/programs/tf1_pipelining.py (Graphcore's pipelining example: two stages of Keras
+    layers on 2 IPUs, one replica) through ``ipu-gpu run``: the outfed losses of every
+    step equal the float64 model of the pipeline's semantics."""
+    from test_run import _run
+
+    r = _run("tf1_pipelining.py", "--learning-rate", "0.1", "--steps", "6",
+             "--pipeline-schedule", schedule)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 6 and all(f"Step {i}, losses (16,) " in line
+                                   for i, line in enumerate(lines))
+    got = np.array([float(v) for line in lines
+                    for v in line.split("losses (16,) ")[1].split(",")[0].split()])
+    np.testing.assert_allclose(got, _mlp_reference(6, 2, 8, 8, 0.1), rtol=2e-5, atol=2e-6)
+    assert got[-16:].mean() < got[:16].mean() - 0.02  # it learns
