@@ -13,6 +13,7 @@ from . import (all_to_all_op, config, cross_replica_ops, dataset_benchmark, embe
                reduce_scatter_op, replication_ops, scopes, slicing_ops, statistics_ops, utils,
                within_replica_ops)
 from . import functional_ops, image_ops, normalization_ops, rand_ops
+from . import control_flow_ops, custom_ops, internal_ops, sharding
 from .functional_ops import outlined_function
 from . import ops  # after the op modules: it registers them under ipu.ops
 
@@ -22,6 +23,7 @@ __all__ = ["all_to_all_op", "config", "cross_replica_ops", "dataset_benchmark", 
            "pipelining_ops", "reduce_scatter_op", "replication_ops", "scopes", "slicing_ops",
            "statistics_ops", "utils", "within_replica_ops"]
 __all__ += ["functional_ops", "image_ops", "normalization_ops", "outlined_function", "rand_ops"]
+__all__ += ["control_flow_ops", "custom_ops", "internal_ops", "sharding"]
 
 
 def __getattr__(name: str):
