@@ -228,3 +228,21 @@ def test_buffer_for_update_follows_the_in_place_rule():
     v._install_buffer(buf)
     np.testing.assert_array_equal(held.numpy(), [1, 2, 3, 4])
     np.testing.assert_array_equal(v.numpy(), [0, 1, 2, 3])
+
+
+def test_ops_silence_float_warnings_and_restore_the_callers_error_state():
+    from ipu_gpu.ops._util import quiet
+
+    big = tf.constant(np.array([3e38], np.float32))
+    with np.errstate(all="raise"):
+        np.testing.assert_array_equal((big * 2.0).numpy(), [np.inf])  # TF's answer, no raise
+        with quiet(np):
+            with quiet(np):
+                assert np.geterr()["over"] == "ignore"
+            assert np.geterr()["over"] == "ignore"
+        assert np.geterr() == {"divide": "raise", "over": "raise", "under": "raise",
+                               "invalid": "raise"}
+        with pytest.raises(FloatingPointError):
+            np.float32(3e38) * np.float32(2)
+    with np.errstate(divide="warn", over="warn", invalid="warn"), pytest.warns(RuntimeWarning):
+        np.float32(3e38) * np.float32(2)  # the caller's state is back after the op

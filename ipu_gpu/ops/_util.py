@@ -106,7 +106,38 @@ def unbroadcast(xp, g, shape):
 def quiet(xp):
     """A context that silences numpy's floating-point warnings (inf/nan are the TF answer);
     cupy and the Tensor namespace never warn, so for them it does nothing."""
-    return np.errstate(all="ignore") if xp is np else _NO_CONTEXT
+    if xp is not np:
+        return _NO_CONTEXT
+    return _Ignore() if _extobj_var is not None else np.errstate(all="ignore")
+
+
+try:  # numpy's error state is a context variable; np.errstate builds its value on every entry
+    from numpy._core.umath import _extobj_contextvar as _extobj_var
+    from numpy._core.umath import _make_extobj
+except ImportError:  # another numpy layout: np.errstate
+    _extobj_var = _make_extobj = None
+_IGNORING: dict = {}  # the current error state -> the same with every warning ignored
+
+
+class _Ignore:
+    """``np.errstate(all="ignore")`` at a tenth of its cost: the ignoring state made once per
+    error state in force (buffer size and call kept, as errstate keeps them)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self):
+        current = _extobj_var.get()
+        ignoring = _IGNORING.get(current)
+        if ignoring is None:
+            ignoring = _IGNORING[current] = _make_extobj(all="ignore")
+            if len(_IGNORING) > 64:  # states set and dropped by a user's errstate blocks
+                _IGNORING.clear()
+                _IGNORING[current] = ignoring
+        self._token = _extobj_var.set(ignoring)
+
+    def __exit__(self, *exc):
+        _extobj_var.reset(self._token)
+        return False
 
 
 class _NoContext:
