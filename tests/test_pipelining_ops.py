@@ -80,7 +80,7 @@ def _stages():
 
 
 def _tf1_pipeline(ipus=2, ga=4, repeat=2, executions=2, lr=0.05, cross_replica=False,
-                  **kwargs):
+                  stages=None, training=True, outfeed_loss=True, **kwargs):
     """A TF1 program in the style of Graphcore's pipelining tutorial (two stages, the lr
     passed through, the loss outfed); returns (outfed losses per execution, w1, w2)."""
     from conftest import configure_ipus
@@ -93,6 +93,7 @@ def _tf1_pipeline(ipus=2, ga=4, repeat=2, executions=2, lr=0.05, cross_replica=F
     with v1.Graph().as_default():
         infeed = ipu_infeed_queue.IPUInfeedQueue(ds.repeat())
         outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+        queue = kwargs.pop("outfeed_queue", outfeed)
 
         def optimizer_function(lr, loss):
             opt = v1.train.GradientDescentOptimizer(lr)
@@ -103,9 +104,10 @@ def _tf1_pipeline(ipus=2, ga=4, repeat=2, executions=2, lr=0.05, cross_replica=F
         def model(lr):
             with v1.variable_scope("FCModel", use_resource=True):
                 return pipelining_ops.pipeline(
-                    _stages(), gradient_accumulation_count=ga, repeat_count=repeat,
-                    inputs=[lr], infeed_queue=infeed, outfeed_queue=outfeed,
-                    optimizer_function=optimizer_function, outfeed_loss=True, **kwargs)
+                    stages or _stages(), gradient_accumulation_count=ga, repeat_count=repeat,
+                    inputs=[lr], infeed_queue=infeed, outfeed_queue=queue,
+                    optimizer_function=optimizer_function if training else None,
+                    outfeed_loss=outfeed_loss, **kwargs)
 
         lr_holder = v1.placeholder(np.float32, [])
         with scopes.ipu_scope("/device:IPU:0"):
@@ -117,7 +119,8 @@ def _tf1_pipeline(ipus=2, ga=4, repeat=2, executions=2, lr=0.05, cross_replica=F
             per_run = []
             for _ in range(executions):
                 sess.run(program, {lr_holder: lr})
-                per_run.append(np.asarray(sess.run(dequeue)))
+                out = sess.run(dequeue)
+                per_run.append(np.asarray(out) if outfeed_loss else out)
             w1, w2 = sess.run(v1.global_variables())
     system.reset()
     return per_run, w1, w2
@@ -189,6 +192,75 @@ def test_shards_set_the_replication_factor():
     from ipu_gpu.ipu import program_shards
 
     assert [program_shards.ipus_per_replica(i) for i in range(5)] == [1, 2, 4, 4, 8]
+
+
+def _forward(x, w1=W1, w2=W2):
+    return np.maximum(x.astype(np.float64) @ w1, 0) @ w2
+
+
+def _inference_stages(last):
+    def stage1(lr, x, y):
+        w = v1.get_variable("w1", initializer=W1)
+        return ig.nn.relu(ig.matmul(x, w)), y
+
+    def stage2(h, y):
+        w = v1.get_variable("w2", initializer=W2)
+        return last(ig.matmul(h, w), y)
+    return [stage1, stage2]
+
+
+def test_tf1_inference_outfeeds_the_last_stage_per_micro_batch(fresh_ipu_system):
+    """No optimizer_function: the last stage's outputs (a tuple: enqueued as a list) once
+    per micro-batch, repeat_count * GA entries per run; the weights do not change."""
+    per_run, w1, _ = _tf1_pipeline(stages=_inference_stages(lambda p, y: (p, y)),
+                                   training=False, outfeed_loss=False, ga=4, repeat=2,
+                                   executions=1)
+    pred, labels = per_run[0]
+    batches = _batches()
+    want = [next(batches) for _ in range(8)]
+    np.testing.assert_allclose(pred, [_forward(x) for x, _ in want], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(labels, [y for _, y in want])
+    np.testing.assert_array_equal(w1, W1)
+
+
+def test_tf1_inference_single_output_and_accumulated_outfeed(fresh_ipu_system):
+    per_run, _, _ = _tf1_pipeline(stages=_inference_stages(lambda p, y: p), training=False,
+                                  outfeed_loss=False, ga=4, repeat=2, executions=1)
+    batches = _batches()
+    want = np.array([_forward(next(batches)[0]) for _ in range(8)])
+    np.testing.assert_allclose(per_run[0], want, rtol=1e-5, atol=1e-6)
+    per_run, _, _ = _tf1_pipeline(stages=_inference_stages(lambda p, y: p), training=False,
+                                  outfeed_loss=False, ga=4, repeat=2, executions=1,
+                                  accumulate_outfeed=True)
+    (summed,) = per_run[0]  # a list of one accumulated output, once per execution
+    np.testing.assert_allclose(summed, want.reshape(2, 4, BATCH, 1).sum(axis=1), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_tf1_training_outfeeds_outputs_masks_and_accumulates(fresh_ipu_system):
+    """Training without outfeed_loss: the last stage's outputs as a list per micro-batch
+    (here [lr, loss]); outfeed_mask drops the True ones; accumulate_outfeed with
+    outfeed_loss sums the loss over the micro-batches, once per execution."""
+    losses, _, _ = _reference(_batches(), 0.05, 4, 2, executions=1)
+    per_run, _, _ = _tf1_pipeline(outfeed_loss=False, executions=1)
+    lr, loss = per_run[0]
+    np.testing.assert_allclose(lr, np.full(8, 0.05, np.float32))
+    np.testing.assert_allclose(loss, losses, rtol=2e-5, atol=1e-6)
+    per_run, _, _ = _tf1_pipeline(outfeed_loss=False, executions=1,
+                                  outfeed_mask=[True, False])
+    (loss,) = per_run[0]
+    np.testing.assert_allclose(loss, losses, rtol=2e-5, atol=1e-6)
+    per_run, _, _ = _tf1_pipeline(executions=1, accumulate_outfeed=True)
+    np.testing.assert_allclose(per_run[0], losses.reshape(2, 4).sum(axis=1), rtol=2e-5)
+    with pytest.raises(ValueError, match="The last computational stage has 2 outputs, but the "
+                       "`outfeed_mask` has elements 1 - these need to match in size."):
+        _tf1_pipeline(outfeed_loss=False, executions=1, outfeed_mask=[True])
+
+
+def test_tf1_outputs_without_outfeed_queue_are_an_error(fresh_ipu_system):
+    with pytest.raises(ValueError, match="The last computational stage has tensor outputs: "
+                       ".*, but no outfeed_queue has been provided."):
+        _tf1_pipeline(outfeed_loss=False, executions=1, outfeed_queue=None)
 
 
 # ---- Graphcore's errors -----------------------------------------------------------------------
