@@ -466,3 +466,96 @@ def test_graphcores_tf1_pipelining_tutorial_runs_unmodified(schedule):
                     for v in line.split("losses (16,) ")[1].split(",")[0].split()])
     np.testing.assert_allclose(got, _mlp_reference(6, 2, 8, 8, 0.1), rtol=2e-5, atol=2e-6)
     assert got[-16:].mean() < got[:16].mean() - 0.02  # it learns
+
+
+# ---- TF2: a pipeline in a function run by IPUStrategy, Keras optimizers ---------------------
+def _tf2_pipeline(ipus=2, ga=4, repeat=2, executions=2, method=RM.SUM):
+    from conftest import configure_ipus
+
+    from ipu_gpu import keras
+    from ipu_gpu.emulation import system
+    from ipu_gpu.ipu import ipu_strategy
+
+    system.reset()
+    configure_ipus(ipus)
+    ds = ig.data.Dataset.from_tensor_slices((X_ALL, Y_ALL)).batch(BATCH, drop_remainder=True)
+    infeed = ipu_infeed_queue.IPUInfeedQueue(ds.repeat())
+    outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+    strategy = ipu_strategy.IPUStrategy()
+    with strategy.scope():
+        w1, w2 = ig.Variable(W1), ig.Variable(W2)
+        opt = keras.optimizers.SGD(0.05)
+
+    def stage1(x, y):
+        return ig.nn.relu(ig.matmul(x, w1)), y
+
+    def stage2(h, y):
+        return ig.reduce_mean((ig.matmul(h, w2) - y) ** 2)
+
+    def optimizer_function(loss):
+        return pipelining_ops.OptimizerFunctionOutput(opt, loss, variables=[w1, w2])
+
+    @ig.function
+    def step():
+        return pipelining_ops.pipeline([stage1, stage2], ga, repeat_count=repeat,
+                                       infeed_queue=infeed, outfeed_queue=outfeed,
+                                       optimizer_function=optimizer_function,
+                                       outfeed_loss=True, reduction_method=method)
+    per_run = []
+    for _ in range(executions):
+        strategy.run(step)
+        per_run.append(np.asarray(outfeed.dequeue()))
+    weights = w1.numpy(), w2.numpy()
+    system.reset()
+    return per_run, weights
+
+
+@pytest.mark.parametrize("method", [RM.SUM, RM.RUNNING_MEAN])
+def test_tf2_pipeline_with_keras_optimizer_trains_as_the_reference(method, fresh_ipu_system):
+    per_run, (w1, w2) = _tf2_pipeline(method=method)
+    losses, r1, r2 = _reference(_batches(), 0.05, 4, 2, method, executions=2)
+    np.testing.assert_allclose(np.concatenate(per_run), losses, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w1, r1, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w2, r2, rtol=2e-5, atol=1e-6)
+
+
+def test_tf2_replicated_pipeline_sums_the_replicas_gradients(fresh_ipu_system):
+    """4 IPUs, 2 stages: 2 replicas; a Keras optimizer under IPUStrategy sums the replicas'
+    accumulated gradients (Graphcore's cross_replica_sum), so each update is the sum over
+    both replicas' micro-batches."""
+    per_run, (w1, w2) = _tf2_pipeline(ipus=4, executions=1)
+    assert per_run[0].shape == (8, 2)
+    w1r, w2r = W1.astype(np.float64), W2.astype(np.float64)
+    rep = [_batches(0, 2), _batches(1, 2)]
+    for _ in range(2):
+        acc = [np.zeros_like(w1r), np.zeros_like(w2r)]
+        for _ in range(4):
+            for r in range(2):
+                x, y = next(rep[r])
+                _, g1, g2 = _grads(x.astype(np.float64), y.astype(np.float64), w1r, w2r)
+                acc = [acc[0] + g1, acc[1] + g2]
+        w1r, w2r = w1r - 0.05 * acc[0], w2r - 0.05 * acc[1]
+    np.testing.assert_allclose(w1, w1r, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w2, w2r, rtol=2e-5, atol=1e-6)
+
+
+def test_eager_pipeline_needs_variables_for_a_keras_optimizer(fresh_ipu_system):
+    from conftest import configure_ipus
+
+    from ipu_gpu import keras
+
+    configure_ipus(2)
+    v = ig.Variable(1.0)
+    opt = keras.optimizers.SGD(0.1)
+    outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def model():
+        return pipelining_ops.pipeline(
+            [lambda: v * 2.0, lambda t: t * t], 4, outfeed_queue=outfeed,
+            optimizer_function=lambda loss: pipelining_ops.OptimizerFunctionOutput(opt, loss),
+            outfeed_loss=True)
+    with scopes.ipu_scope("/device:IPU:0"):
+        with pytest.raises(RuntimeError, match="No variables to optimize. When using "
+                           "OptimzerV2, OptimizerFunctionOutput must contain a list of "
+                           "variables or a GradientTape."):
+            ipu_compiler.compile(model, [])
