@@ -13,9 +13,11 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from ..core import backend
 from ..core.convert import convert_to_tensor
 from ..core.indexed_slices import IndexedSlices
-from ..core.tensor import Tensor, Variable
+from ..core.tensor import Tensor, Variable, wrap
+from ..ops._util import quiet
 from .core import GraphTensor, Operation, add_node
 from .nodes import _graph_for, gradients, group, trainable_variables
 
@@ -63,8 +65,11 @@ class _Optimizer:
         def update(var, grad, lr_value):
             if isinstance(grad, IndexedSlices):  # applied dense (TF 1 applies it sparsely)
                 grad = convert_to_tensor(grad)
-            with learning_rate_value(lr_value):
+            if lr is None:
                 self._eager_update(var, grad)
+            else:
+                with learning_rate_value(lr_value):
+                    self._eager_update(var, grad)
             return []
         updates = [add_node(graph, "ApplyGradient", "update", [v, g, lr], update, [])
                    for g, v in pairs]
@@ -153,7 +158,16 @@ class GradientDescentOptimizer(_Optimizer):
         self._lr = learning_rate
 
     def _eager_update(self, v, g):
-        v.assign_sub(g * _lr(self._lr, v))
+        lr = _lr(self._lr, v)
+        if type(lr) is float and type(g) is Tensor:  # TF's ApplyGradientDescent kernel
+            a = g._value
+            if a.dtype.kind == "f" and a.dtype == v.dtype:
+                xp = backend.xp_of(a)
+                with quiet(xp):
+                    delta = xp.multiply(a, xp.asarray(lr, dtype=a.dtype))
+                v.assign_sub(wrap(xp.asarray(delta)))
+                return
+        v.assign_sub(g * lr)
 
 
 class MomentumOptimizer(_Optimizer):
