@@ -559,3 +559,62 @@ def test_eager_pipeline_needs_variables_for_a_keras_optimizer(fresh_ipu_system):
                            "OptimzerV2, OptimizerFunctionOutput must contain a list of "
                            "variables or a GradientTape."):
             ipu_compiler.compile(model, [])
+
+
+# ---- Keras set_pipelining_options takes pipelining_ops' objects --------------------------
+def test_keras_set_pipelining_options_takes_schedules_and_stage_options(fresh_ipu_system):
+    """The schedule, recomputation mode and stage options are pipeline() arguments Keras
+    passes through: accepted, checked as pipeline() checks them, no change to the numbers;
+    the keys Keras sets itself are Graphcore's errors."""
+    from conftest import configure_ipus
+
+    from ipu_gpu import keras
+    from ipu_gpu.ipu.ipu_strategy import IPUStrategy
+
+    configure_ipus(2)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((32, 5)).astype(np.float32)
+    y = rng.standard_normal((32, 1)).astype(np.float32)
+    weights = None
+    results = []
+    for extra in ({}, dict(
+            pipeline_schedule=PipelineSchedule.Interleaved,
+            recomputation_mode=pipelining_ops.RecomputationMode.RecomputeThenBackpropagate,
+            forward_propagation_stages_poplar_options=[
+                pipelining_ops.PipelineStageOptions({"availableMemoryProportion": "0.3"}),
+                pipelining_ops.PipelineStageOptions(matmul_options={"partialsType": "half"})],
+            weight_update_poplar_options=pipelining_ops.PipelineStageOptions())):
+        with IPUStrategy().scope():
+            model = keras.Sequential([keras.layers.Dense(4, activation="relu"),
+                                      keras.layers.Dense(1)])
+            model.build((None, 5))
+            if weights is None:
+                weights = model.get_weights()
+            model.set_weights(weights)
+            model.compile(keras.optimizers.SGD(0.05), "mse", steps_per_execution=4)
+            model.set_pipeline_stage_assignment([0, 1])
+            model.set_pipelining_options(gradient_accumulation_steps_per_replica=4, **extra)
+            model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+            results.append(model.get_weights())
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    with IPUStrategy().scope():
+        with pytest.raises(ValueError, match="Found `repeat_count` key in `pipelining_kwargs`. "
+                           "This argument is automatically set by Keras."):
+            model.set_pipelining_options(repeat_count=2)
+        with pytest.raises(ValueError, match="Found `gradient_accumulation_count` key in "
+                           "`pipelining_kwargs`. Set the `gradient_accumulation_steps_per_replica`"
+                           " argument to `set_pipelining_options` instead."):
+            model.set_pipelining_options(gradient_accumulation_count=2)
+        with pytest.raises(ValueError, match="Found `outfeed_mask` key in `pipelining_kwargs`. "
+                           "This argument is not compatible with Keras."):
+            model.set_pipelining_options(outfeed_mask=[True])
+        with pytest.raises(TypeError, match="The given pipeline_schedule is not a member of the "
+                           "PipelineSchedule enumeration."):
+            model.set_pipelining_options(pipeline_schedule="Grouped")
+        with pytest.raises(TypeError, match="Expected all elements of "
+                           "forward_propagation_stages_poplar_options to be of type "
+                           "PipelineStageOptions"):
+            model.set_pipelining_options(forward_propagation_stages_poplar_options=[{}])
+        with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
+            model.set_pipelining_options(no_such_option=1)

@@ -109,7 +109,9 @@ class IPUOptions:
                     isinstance(x, int) for x in device_mapping):
                 raise ValueError("Expected `device_mapping` to be a list of integers.")
             self.pipelining_device_mapping = device_mapping
-        self.pipelining_kwargs = dict(kwargs)
+        from . import pipelining
+
+        self.pipelining_kwargs = pipelining.validate_pipelining_kwargs(kwargs)
         self.gradient_accumulation_reduction_method = method
 
     def set_feed(self, which, kwargs, forbidden):

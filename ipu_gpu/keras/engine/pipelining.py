@@ -583,6 +583,49 @@ def shard_count(assignment, device_mapping) -> int:
     return max(_flat_stages(assignment)) + 1
 
 
+_EXPLICIT = {"gradient_accumulation_count": "gradient_accumulation_steps_per_replica",
+             "device_mapping": "device_mapping", "accumulate_outfeed": "accumulate_outfeed"}
+_AUTOMATIC = ("computational_stages", "repeat_count", "inputs", "infeed_queue", "outfeed_queue",
+              "optimizer_function")
+_INCOMPATIBLE = ("outfeed_loss", "outfeed_mask", "batch_serialization_iterations")
+
+
+def validate_pipelining_kwargs(kwargs) -> dict:
+    """``set_pipelining_options``' ``pipelining_kwargs`` (the other arguments of
+    ``pipelining_ops.pipeline``: ``pipeline_schedule``, ``recomputation_mode``,
+    ``*_poplar_options`` as ``PipelineStageOptions``, ...), checked as Graphcore's Keras and
+    ``pipeline`` check them.
+
+    Raises:
+      ValueError: a key Keras sets itself or that is incompatible (Graphcore's messages).
+      TypeError: an argument ``pipeline`` does not take, or a value of the wrong kind."""
+    import inspect
+
+    from ...ipu import pipelining_ops
+
+    for key, alternative in _EXPLICIT.items():
+        if key in kwargs:
+            raise ValueError(f"Found `{key}` key in `pipelining_kwargs`. Set the `{alternative}` "
+                             "argument to `set_pipelining_options` instead.")
+    for key in _AUTOMATIC:
+        if key in kwargs:
+            raise ValueError(f"Found `{key}` key in `pipelining_kwargs`. This argument is "
+                             "automatically set by Keras.")
+    for key in _INCOMPATIBLE:
+        if key in kwargs:
+            raise ValueError(f"Found `{key}` key in `pipelining_kwargs`. This argument is not "
+                             "compatible with Keras.")
+    known = inspect.signature(pipelining_ops.pipeline).parameters
+    for key in kwargs:
+        if key not in known:
+            raise TypeError(f"pipeline() got an unexpected keyword argument '{key}'")
+    pipelining_ops.validate_schedule_options(**{k: kwargs[k] for k in (
+        "pipeline_schedule", "recomputation_mode", "forward_propagation_stages_poplar_options",
+        "backward_propagation_stages_poplar_options", "weight_update_poplar_options")
+        if k in kwargs})
+    return dict(kwargs)
+
+
 def ipus_per_replica(shards: int) -> int:
     """Shards rounded up to a power of two (a replica takes such a block of IPUs)."""
     return 2 ** int(math.ceil(math.log2(shards))) if shards > 1 else 1
