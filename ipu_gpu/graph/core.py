@@ -51,11 +51,21 @@ class Graph:
 
     # ---- names --------------------------------------------------------------------------
     def unique_name(self, name: str) -> str:
-        """``name`` within the current name scope, made unique (``x``, ``x_1``, ...)."""
+        """``name`` within the current name scope, made unique as TF's ``unique_name``
+        (``x``, ``x_1``, ...; case-insensitively, and never a name handed out before, even
+        one that was asked for as ``x_1``)."""
         base = "/".join([*self._scope, name]) if self._scope else name
-        count = self._names.get(base, 0)
-        self._names[base] = count + 1
-        return base if count == 0 else f"{base}_{count}"
+        key = base.lower()
+        count = self._names.get(key, 0)
+        self._names[key] = count + 1
+        if count == 0:
+            return base
+        candidate = key
+        while candidate in self._names:
+            candidate = f"{key}_{count}"
+            count += 1
+        self._names[candidate] = 1
+        return f"{base}_{count - 1}"
 
     def name_scope(self, name: str | None):
         """A block whose operations are named ``name/...``."""

@@ -180,10 +180,14 @@ from ...graph import optimizers_more as _optimizers_more  # noqa: E402
 
 for _name in _optimizers_more.__all__:
     setattr(train, _name, getattr(_optimizers_more, _name))
+from . import templates as _templates  # noqa: E402
+
+make_template = _templates.make_template
+report_uninitialized_variables = _templates.report_uninitialized_variables
 from . import app, flags  # noqa: E402,F401  (tf.app.run, tf.app.flags / tf.flags)
 from .fused_batch_norm import fused_batch_norm as _fused_batch_norm  # noqa: E402
 
-__all__ = sorted({*__all__, "app", "flags"})
+__all__ = sorted({*__all__, "app", "flags", "make_template", "report_uninitialized_variables"})
 
 nn.fused_batch_norm = _fused_batch_norm
 nn.__all__ = sorted({*nn.__all__, "fused_batch_norm"})

@@ -79,8 +79,8 @@ def rename(op, new_name: str) -> None:
     g = op.graph
     if g._by_name.get(op.name) is op:
         del g._by_name[op.name]
-    if g._names.get(op.name) == 1:
-        del g._names[op.name]
+    if g._names.get(op.name.lower()) == 1:
+        del g._names[op.name.lower()]
     op.name = new_name
     g._by_name[new_name] = op
 
