@@ -107,6 +107,7 @@ def test_tf1_graph_one_mask_per_run_shared_by_the_gradient():
     (dict(rate=-0.1), r"The rate must be in the range \[0, 1\), but was -0.1"),
     (dict(noise_shape=[4]), "The length of noise_shape must equal the rank of x."),
     (dict(noise_shape=[4, 3]), "Dimension mismatch, 5 != 3."),
+    (dict(noise_shape=[None, 5]), "Dimension mismatch, 4 != None."),
     (dict(seed=[1, 2, 3]), r"Expected the seed to have a shape \[2\], but got \(3,\)."),
     (dict(seed=[[1, 2]]), r"Expected the seed to have a shape \[2\], but got \(1, 2\)."),
 ])

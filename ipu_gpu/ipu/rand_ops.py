@@ -32,13 +32,13 @@ _INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
 def _check_noise_shape(x_shape, noise_shape):
     if not noise_shape:
         return None
-    noise_shape = [int(d) for d in noise_shape]
+    noise_shape = list(noise_shape)
     if len(x_shape) != len(noise_shape):
         raise ValueError("The length of noise_shape must equal the rank of x.")
     for i, j in zip(x_shape, noise_shape):
         if j != 1 and i != j:
             raise ValueError(f"Dimension mismatch, {i} != {j}.")
-    return noise_shape
+    return [int(d) for d in noise_shape]
 
 
 def dropout(x, rate=0.5, noise_shape=None, seed=None, name=None, **kwargs):
