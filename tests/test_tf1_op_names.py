@@ -94,3 +94,23 @@ def test_unknown_tensor_name_raises_as_tf():
             g.get_tensor_by_name("Add:0")
         with pytest.raises(KeyError, match="refers to an Operation not in the graph"):
             g.get_operation_by_name("Add")
+
+
+def test_default_node_names_equal_real_tensorflow(real_tf):
+    def names(c, tf_mod):
+        g = c.Graph()
+        with g.as_default():
+            x = c.placeholder(tf_mod.float32, [2, 3], name="x")
+            i = c.placeholder(tf_mod.int32, [2], name="i")
+            outs = [c.add(x, x), c.subtract(x, x), c.multiply(x, x), c.divide(x, x),
+                    c.matmul(x, x, transpose_b=True), c.nn.relu(x), c.nn.softmax(x),
+                    c.sigmoid(x), c.tanh(x), c.reduce_sum(x), c.reduce_mean(x, 1),
+                    c.reduce_max(x), c.reshape(x, [3, 2]), c.cast(x, tf_mod.int32),
+                    c.square(x), c.sqrt(x), c.exp(x), c.log(x), c.equal(x, x), c.greater(x, x),
+                    c.argmax(x, 1), c.nn.bias_add(x, [1.0, 2.0, 3.0]), c.tile(x, [1, 2]),
+                    c.gather(x, i), c.negative(x), c.maximum(x, x), c.stop_gradient(x),
+                    c.pow(x, x), c.rsqrt(x), c.nn.log_softmax(x), c.logical_not(x > 0.0),
+                    c.where(x > 0.0, x, x), c.reverse(x, [0]), c.slice(x, [0, 0], [1, 1]),
+                    x[0], c.add(x, x)]
+            return [o.op.name for o in outs]
+    assert names(v1, __import__("ipu_gpu")) == names(real_tf.compat.v1, real_tf)

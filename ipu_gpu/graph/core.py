@@ -509,8 +509,25 @@ def record(op, inputs, static):
     return list(node.outputs) if sequence else node.outputs[0]
 
 
-_TYPE_NAMES = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "RealDiv",
-               "matmul": "MatMul", "relu": "Relu", "reduce_sum": "Sum", "reduce_mean": "Mean"}
+# the default node names TF 1 gives these ops' functions (an op not here keeps its own name)
+_TYPE_NAMES = {
+    "abs": "Abs", "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "truediv",
+    "matmul": "MatMul", "relu": "Relu", "softmax": "Softmax", "sigmoid": "Sigmoid",
+    "tanh": "Tanh", "reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_max": "Max",
+    "reduce_min": "Min", "reduce_prod": "Prod", "reduce_all": "All", "reduce_any": "Any",
+    "reshape": "Reshape", "cast": "Cast", "square": "Square", "sqrt": "Sqrt", "exp": "Exp",
+    "log": "Log", "equal": "Equal", "not_equal": "NotEqual", "greater": "Greater",
+    "less": "Less", "greater_equal": "GreaterEqual", "less_equal": "LessEqual",
+    "argmax": "ArgMax", "argmin": "ArgMin", "bias_add": "BiasAdd", "tile": "Tile",
+    "gather": "GatherV2", "negative": "Neg", "maximum": "Maximum", "minimum": "Minimum",
+    "stop_gradient": "StopGradient", "identity": "Identity", "pow": "Pow", "rsqrt": "Rsqrt",
+    "log_softmax": "LogSoftmax", "leaky_relu": "LeakyRelu", "elu": "Elu",
+    "softplus": "Softplus", "logical_and": "LogicalAnd", "logical_not": "LogicalNot",
+    "logical_or": "LogicalOr", "floor": "Floor", "round": "Round", "sign": "Sign",
+    "ceil": "Ceil", "where": "Select", "shape": "Shape", "size": "Size", "rank": "Rank",
+    "floormod": "FloorMod", "cumsum": "Cumsum", "l2_loss": "L2Loss",
+    "reciprocal": "Reciprocal", "erf": "Erf", "reverse": "ReverseV2", "slice": "Slice",
+    "getitem": "strided_slice", "top_k": "TopKV2", "fill": "Fill"}
 
 
 def record_function(fn, args, kwargs):
