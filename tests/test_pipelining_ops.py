@@ -618,3 +618,93 @@ def test_keras_set_pipelining_options_takes_schedules_and_stage_options(fresh_ip
             model.set_pipelining_options(forward_propagation_stages_poplar_options=[{}])
         with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
             model.set_pipelining_options(no_such_option=1)
+
+
+def test_tf1_outside_tensors_must_be_pipeline_inputs(fresh_ipu_system):
+    """A non-variable tensor made outside the pipeline and used by a stage is TF's
+    capture error; passed through ``inputs`` it is fine."""
+    from conftest import configure_ipus
+
+    configure_ipus(2)
+    with v1.Graph().as_default():
+        outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+        scale = v1.placeholder(np.float32, [])
+
+        def model():
+            return pipelining_ops.pipeline([lambda: ig.ones([2]) * scale, lambda t: t + 1.0],
+                                           2, outfeed_queue=outfeed)
+        with scopes.ipu_scope("/device:IPU:0"):
+            with pytest.raises(ValueError, match="Trying to capture the tensor .* which is not a "
+                               "resource. This tensor needs to be passed as either part of the "
+                               "`input` or `infeed_queue` of the pipeline."):
+                ipu_compiler.compile(model, [])
+
+            def good(s):
+                return pipelining_ops.pipeline([lambda s: ig.ones([2]) * s, lambda t: t + 1.0],
+                                               2, inputs=[s], outfeed_queue=outfeed)
+            program = ipu_compiler.compile(good, [scale])
+        out = outfeed.dequeue()
+        with v1.Session() as sess:
+            sess.run(program, {scale: 3.0})
+            np.testing.assert_array_equal(sess.run(out), np.full((2, 2), 4.0, np.float32))
+
+
+def test_eager_compile_parallel_stages_dict_elements_and_replicas(fresh_ipu_system):
+    """``ipu_compiler.compile`` outside a graph: a dict infeed element is stage 0's keyword
+    arguments, a list of functions is one stage (outputs concatenated), the last stage's
+    outputs are outfed per micro-batch; on 4 IPUs the 2-stage pipeline runs 2 replicas,
+    replica r taking elements r, r + 2, ..."""
+    from conftest import configure_ipus
+
+    configure_ipus(4)
+    ds = ig.data.Dataset.from_tensor_slices({"a": X_ALL[:16], "b": Y_ALL[:16]}).batch(
+        2, drop_remainder=True)
+    infeed = ipu_infeed_queue.IPUInfeedQueue(ds)
+    outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+    w = ig.Variable(W1)
+
+    def stage0(a, b):
+        return ig.matmul(a, w), b
+
+    stage1 = [lambda h, b: ig.reduce_sum(h, axis=1), lambda h, b: b * 2.0]
+
+    def stage2(s, b2):
+        return {"s": s, "b2": b2}
+
+    def model():
+        return pipelining_ops.pipeline([stage0, stage1, stage2], 4, infeed_queue=infeed,
+                                       outfeed_queue=outfeed, device_mapping=[0, 1, 1],
+                                       pipeline_schedule=PipelineSchedule.Sequential)
+    with scopes.ipu_scope("/device:IPU:0"):
+        assert ipu_compiler.compile(model, []).name == "NoOp"
+    got = outfeed.dequeue()
+    assert got["s"].shape == (4, 2, 2)  # 4 micro-batches, 2 replicas, batch 2
+    for n in range(4):
+        for r in range(2):
+            j = 2 * n + r
+            a, b = X_ALL[2 * j:2 * j + 2], Y_ALL[2 * j:2 * j + 2]
+            np.testing.assert_allclose(got["s"][n, r], (a @ W1).sum(axis=1), rtol=1e-5)
+            np.testing.assert_allclose(got["b2"][n, r], b * 2.0, rtol=1e-6)
+
+
+def test_accumulator_dtype_and_recomputation_checkpoint(fresh_ipu_system):
+    """gradient_accumulation_dtype as a callable is asked once per variable (and its dtype
+    reaches apply_gradients: float16 accumulators for float32 variables are a dtype error of
+    the optimizer, as TF's docs warn); recomputation_checkpoint is the identity on a
+    structure."""
+    asked = []
+
+    def dtype_of(var):
+        asked.append(tuple(var.shape))
+        return ig.float32
+
+    ckpt = pipelining_ops.recomputation_checkpoint({"a": ig.constant([1.0, 2.0]),
+                                                    "b": [ig.constant(3)]})
+    np.testing.assert_array_equal(ckpt["a"], [1.0, 2.0])
+    assert int(ckpt["b"][0]) == 3
+    per_run, w1, _ = _tf1_pipeline(executions=1, gradient_accumulation_dtype=dtype_of)
+    assert sorted(asked) == [(3, 1), (5, 3)]
+    _, r1, _ = _reference(_batches(), 0.05, 4, 2)
+    np.testing.assert_allclose(w1, r1, rtol=2e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="float16"):
+        _tf1_pipeline(executions=1, gradient_accumulation_dtype=ig.float16)

@@ -83,13 +83,10 @@ def run(cfg, ga: int) -> None:
                 g = tape.gradient(opt_fn.loss, variables)
                 scales = cfg.scales(n, ga)
                 if grads is None:
-                    grads = [None if gi is None else
-                             accumulate(None, _cast(_dense(gi), cfg.acc_dtype(v)), scales)
-                             for gi, v in zip(g, variables)]
-                else:
-                    grads = [a if gi is None else
-                             accumulate(a, _cast(_dense(gi), cfg.acc_dtype(v)), scales)
-                             for a, gi, v in zip(grads, g, variables)]
+                    grads = [None] * len(variables)
+                    dtypes = [cfg.acc_dtype(v) for v in variables]
+                grads = [a if gi is None else accumulate(a, _cast(_dense(gi), d), scales)
+                         for a, gi, d in zip(grads, g, dtypes)]
             else:
                 outputs = cfg.run_stages(args, kwargs)
                 value = cfg.outfeed_value(outputs, None)

@@ -74,8 +74,24 @@ def _gradients(opt_fn, loss, keras_variables):
     return list(opt_fn.opt.compute_gradients(loss, *args, **kwargs))
 
 
-def _spec(t):
-    return _program._dtype(t), _program._shape(t)
+def _check_captures(graph, inside, inputs) -> None:
+    """TF's rule for the functions of a pipeline: a graph tensor made outside it reaches the
+    stages only as one of ``inputs`` (or the infeed); variables may be captured.
+
+    Raises:
+      ValueError: any other outside tensor used inside (TF's message)."""
+    from ..graph.nodes import GraphVariable
+
+    allowed = {id(t) for t in inputs}
+    for op in graph._ops:
+        if id(op) not in inside:
+            continue
+        for t in op.inputs:
+            if id(t.op) in inside or id(t) in allowed or isinstance(t, GraphVariable):
+                continue
+            raise ValueError(f"Trying to capture the tensor {t} which is not a resource. This "
+                             "tensor needs to be passed as either part of the `input` or "
+                             "`infeed_queue` of the pipeline.")
 
 
 def traced_pipeline(cfg):
@@ -127,9 +143,10 @@ def traced_pipeline(cfg):
                                         _program._tape_needed([], update_ops))
     finally:
         graph._control = saved
+    _check_captures(graph, inside_micro | inside_update, cfg.inputs)
     element_keys = nest.flatten(element) if element is not None else []
-    out_dtypes = [cfg.outfeed_dtype(t) for t in out_leaves]
-    acc_dtypes = [cfg.acc_dtype(v) for _, v in present]
+    out_dtypes = [_program._dtype(h) for h in out_holders]
+    acc_dtypes = [_program._dtype(h) for h in grad_holders]
     n_out = len(out_leaves)
 
     def run(the_run, ga_value=None):
