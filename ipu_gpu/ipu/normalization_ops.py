@@ -15,8 +15,8 @@ too, the same numbers) that has no gradient; here the gradient is the training o
 
 from __future__ import annotations
 
+import logging
 import math
-import warnings
 
 import numpy as np
 
@@ -154,9 +154,11 @@ def _normalise(x, gamma, beta, dims, data_format, groups, epsilon, strided):
 
 
 def _reduction_axes_warning(reduction_axes):
+    # TF's deprecated_args decorator logs (it does not raise a Python warning)
     if reduction_axes is not None:
-        warnings.warn("reduction_axes is deprecated as it has no effect.", DeprecationWarning,
-                      stacklevel=3)
+        logging.getLogger("tensorflow").warning(
+            "Calling with reduction_axes is deprecated: reduction_axes is deprecated as it has "
+            "no effect.")
 
 
 def group_norm(inputs, groups=2, channels_axis=-1, reduction_axes=None, center=True, scale=True,
