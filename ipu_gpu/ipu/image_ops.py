@@ -1,5 +1,8 @@
 """``tensorflow.python.ipu.image_ops`` (also ``ipu.ops.image_ops``): the PopLibs image
-normalisation that pads RGB images to 4 channels."""
+normalisation that pads RGB images to 4 channels.
+
+Deliberate difference: Graphcore registers no gradient for it (an input-pipeline op); here a
+float image gets the gradient of the arithmetic."""
 
 from __future__ import annotations
 
