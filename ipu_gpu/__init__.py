@@ -8,6 +8,7 @@ math and ``nn``. Importing compiles nothing and never imports cupy.
 from . import errors, math, nn
 from . import ops as _ops  # noqa: F401  # registers every op
 from . import data, debugging, distribute, io, linalg, random, sparse, summary, train
+from . import estimator  # tf.estimator (TF1 graph mode; loads nothing heavy)
 from . import tf_config as config
 from .core.spec import TensorSpec, string
 from .io.sparse import SparseTensor
@@ -76,6 +77,7 @@ __all__ = [
     "assert_rank", "config", "data", "debugging", "device", "distribute", "function", "io",
     "numpy_function", "print", "py_function", "random", "sparse", "SparseTensor", "string",
     "summary", "train",
+    "estimator",  # issue 17: tf.estimator
     # issue 14: array ops
     "broadcast_to", "eye", "linspace", "meshgrid", "pad", "rank", "reverse", "roll", "shape",
     "size", "slice", "strided_slice", "tile", "unstack",

@@ -1,0 +1,315 @@
+"""``tf.estimator.SessionRunHook`` and the hooks an Estimator installs, as TF 1.15's
+``session_run_hook.py``/``basic_session_run_hooks.py`` define them: a hook is told when the
+graph is about to be run (``begin``), when the session exists (``after_create_session``),
+around each ``Session.run`` (``before_run`` may add fetches, ``after_run`` sees them and may
+``request_stop``) and at the end (``end``)."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import numpy as np
+
+__all__ = ["CheckpointSaverHook", "CheckpointSaverListener", "LoggingTensorHook",
+           "NanLossDuringTrainingError", "NanTensorHook", "NeverTriggerTimer",
+           "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
+           "SessionRunValues", "StopAtStepHook"]
+
+
+class SessionRunHook:
+    """Hook to extend calls to ``MonitoredSession.run()``; every method does nothing."""
+
+    def begin(self):
+        pass
+
+    def after_create_session(self, session, coord):
+        pass
+
+    def before_run(self, run_context):
+        return None
+
+    def after_run(self, run_context, run_values):
+        pass
+
+    def end(self, session):
+        pass
+
+
+class SessionRunArgs(collections.namedtuple("SessionRunArgs",
+                                            ["fetches", "feed_dict", "options"])):
+    """What a hook's ``before_run`` adds to the coming ``Session.run``."""
+
+    def __new__(cls, fetches, feed_dict=None, options=None):
+        return super().__new__(cls, fetches, feed_dict, options)
+
+
+class SessionRunValues(collections.namedtuple("SessionRunValues",
+                                              ["results", "options", "run_metadata"])):
+    """The results of the fetches the hook asked for."""
+
+
+class SessionRunContext:
+    """The run a hook is called around: its arguments, the session, and ``request_stop``."""
+
+    def __init__(self, original_args, session):
+        self._original_args = original_args
+        self._session = session
+        self._stop_requested = False
+
+    original_args = property(lambda self: self._original_args)
+    session = property(lambda self: self._session)
+    stop_requested = property(lambda self: self._stop_requested)
+
+    def request_stop(self):
+        """Ends the loop after this run."""
+        self._stop_requested = True
+
+
+class SecondOrStepTimer:
+    """Triggers every ``every_secs`` seconds or every ``every_steps`` steps (exactly one).
+
+    Raises:
+      ValueError: both or neither given, as TF."""
+
+    def __init__(self, every_secs=None, every_steps=None):
+        if (every_steps is None) == (every_secs is None):
+            raise ValueError("Either every_secs or every_steps should be provided.")
+        self._every_secs, self._every_steps = every_secs, every_steps
+        self.reset()
+
+    def reset(self):
+        self._last_time = self._last_step = None
+
+    def should_trigger_for_step(self, step):
+        if self._last_step is None:
+            return True
+        if self._last_step == step:
+            return False
+        if self._every_secs is not None:
+            return time.time() >= self._last_time + self._every_secs
+        return step >= self._last_step + self._every_steps
+
+    def update_last_triggered_step(self, step):
+        now = time.time()
+        elapsed = None if self._last_time is None else (now - self._last_time,
+                                                        step - self._last_step)
+        self._last_time, self._last_step = now, step
+        return elapsed if elapsed is not None else (None, None)
+
+    def last_triggered_step(self):
+        return self._last_step
+
+
+class NeverTriggerTimer(SecondOrStepTimer):
+    """A timer that never triggers."""
+
+    def __init__(self):
+        self.reset()
+
+    def should_trigger_for_step(self, step):
+        return False
+
+
+def _logging():
+    from ..compat.v1.tf1_misc import logging
+
+    return logging
+
+
+class StopAtStepHook(SessionRunHook):
+    """Requests stop when the global step reaches ``last_step`` (or ``num_steps`` after
+    the step at session creation).
+
+    Raises:
+      ValueError: both or neither of ``num_steps``/``last_step`` given."""
+
+    def __init__(self, num_steps=None, last_step=None):
+        if num_steps is None and last_step is None:
+            raise ValueError("One of num_steps or last_step must be specified.")
+        if num_steps is not None and last_step is not None:
+            raise ValueError("Only one of num_steps or last_step can be specified.")
+        self._num_steps, self._last_step = num_steps, last_step
+
+    def begin(self):
+        from ..graph.optimizers import get_global_step
+
+        self._global_step = get_global_step()
+        if self._global_step is None:
+            raise RuntimeError("Global step should be created to use StopAtStepHook.")
+
+    def after_create_session(self, session, coord):
+        step = int(session.run(self._global_step))
+        if self._last_step is None:
+            self._last_step = step + self._num_steps
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._global_step)
+
+    def after_run(self, run_context, run_values):
+        # the fetched value is the step before this run's increment
+        if int(run_values.results) + 1 >= self._last_step:
+            step = int(run_context.session.run(self._global_step))
+            if step >= self._last_step:
+                run_context.request_stop()
+
+
+class LoggingTensorHook(SessionRunHook):
+    """Logs the values of ``tensors`` (a dict, or a list of tensors or names) at INFO,
+    every ``every_n_iter`` runs or ``every_n_secs`` seconds, or at the end."""
+
+    def __init__(self, tensors, every_n_iter=None, every_n_secs=None, at_end=False,
+                 formatter=None):
+        only_at_end = at_end and every_n_iter is None and every_n_secs is None
+        if not only_at_end and (every_n_iter is None) == (every_n_secs is None):
+            raise ValueError("either at_end and/or exactly one of every_n_iter and "
+                             "every_n_secs must be provided.")
+        if every_n_iter is not None and every_n_iter <= 0:
+            raise ValueError(f"invalid every_n_iter={every_n_iter}.")
+        if not isinstance(tensors, dict):
+            tensors = {getattr(t, "name", t): t for t in tensors}
+        self._tag_order = list(tensors)
+        self._tensors = tensors
+        self._timer = NeverTriggerTimer() if only_at_end else SecondOrStepTimer(
+            every_secs=every_n_secs, every_steps=every_n_iter)
+        self._log_at_end, self._formatter = at_end, formatter
+
+    def begin(self):
+        from ..graph.core import get_default_graph
+
+        self._timer.reset()
+        self._iter_count = 0
+        graph = get_default_graph()
+        self._current = {tag: graph.get_tensor_by_name(t) if isinstance(t, str) else t
+                         for tag, t in self._tensors.items()}
+
+    def before_run(self, run_context):
+        self._should_trigger = self._timer.should_trigger_for_step(self._iter_count)
+        return SessionRunArgs(self._current) if self._should_trigger else None
+
+    def _log(self, values):
+        original = np.get_printoptions()
+        np.set_printoptions(suppress=True)
+        elapsed, _ = self._timer.update_last_triggered_step(self._iter_count)
+        if self._formatter:
+            _logging().info(self._formatter(values))
+        else:
+            stats = ", ".join(f"{tag} = {values[tag]}" for tag in self._tag_order)
+            if elapsed is not None:
+                _logging().info("%s (%.3f sec)", stats, elapsed)
+            else:
+                _logging().info("%s", stats)
+        np.set_printoptions(**original)
+
+    def after_run(self, run_context, run_values):
+        if self._should_trigger:
+            self._log(run_values.results)
+        self._iter_count += 1
+
+    def end(self, session):
+        if self._log_at_end:
+            self._log(session.run(self._current))
+
+
+class NanLossDuringTrainingError(RuntimeError):
+    def __str__(self):
+        return "NaN loss during training."
+
+
+class NanTensorHook(SessionRunHook):
+    """Raises ``NanLossDuringTrainingError`` (or, with ``fail_on_nan_loss=False``, logs
+    and stops) when the loss is NaN."""
+
+    def __init__(self, loss_tensor, fail_on_nan_loss=True):
+        self._loss, self._fail = loss_tensor, fail_on_nan_loss
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._loss)
+
+    def after_run(self, run_context, run_values):
+        if np.isnan(run_values.results).any():
+            message = "Model diverged with loss = NaN."
+            if self._fail:
+                _logging().error(message)
+                raise NanLossDuringTrainingError
+            _logging().warning(message)
+            run_context.request_stop()
+
+
+class CheckpointSaverListener:
+    """Called before and after each checkpoint a ``CheckpointSaverHook`` writes; returning
+    True from ``after_save`` stops training."""
+
+    def begin(self):
+        pass
+
+    def before_save(self, session, global_step_value):
+        pass
+
+    def after_save(self, session, global_step_value):
+        pass
+
+    def end(self, session, global_step_value):
+        pass
+
+
+class CheckpointSaverHook(SessionRunHook):
+    """Saves ``<checkpoint_dir>/<checkpoint_basename>-<global step>`` when the session is
+    created, every ``save_secs`` seconds or ``save_steps`` global steps (checked after each
+    run, on the global step after that run), and at the end unless the last step is saved.
+
+    Raises:
+      ValueError: both or neither of ``save_secs``/``save_steps``."""
+
+    def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
+                 checkpoint_basename="model.ckpt", scaffold=None, listeners=None,
+                 save_graph_def=True):
+        if (save_secs is None) == (save_steps is None):
+            raise ValueError("exactly one of save_secs or save_steps must be provided.")
+        import os
+
+        self._saver = saver
+        self._save_path = os.path.join(checkpoint_dir, checkpoint_basename)
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._listeners = list(listeners or [])
+
+    def begin(self):
+        from ..graph.optimizers import get_global_step
+
+        self._global_step = get_global_step()
+        if self._global_step is None:
+            raise RuntimeError("Global step should be created to use CheckpointSaverHook.")
+        for listener in self._listeners:
+            listener.begin()
+
+    def after_create_session(self, session, coord):
+        step = int(session.run(self._global_step))
+        self._save(session, step)
+        self._timer.update_last_triggered_step(step)
+
+    def after_run(self, run_context, run_values):
+        step = int(run_context.session.run(self._global_step))
+        if self._timer.should_trigger_for_step(step):
+            self._timer.update_last_triggered_step(step)
+            if self._save(run_context.session, step):
+                run_context.request_stop()
+
+    def end(self, session):
+        step = int(session.run(self._global_step))
+        if step != self._timer.last_triggered_step():
+            self._save(session, step)
+        for listener in self._listeners:
+            listener.end(session, step)
+
+    def _save(self, session, step) -> bool:
+        _logging().info("Saving checkpoints for %d into %s.", step, self._save_path)
+        for listener in self._listeners:
+            listener.before_save(session, step)
+        self._saver.save(session, self._save_path, global_step=step)
+        stop = False
+        for listener in self._listeners:
+            if listener.after_save(session, step):
+                _logging().info("A CheckpointSaverListener requested that training be "
+                                "stopped. listener: %s", listener)
+                stop = True
+        return stop
