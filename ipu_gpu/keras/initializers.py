@@ -327,7 +327,8 @@ class Orthogonal(_RandomInitializer):
         rows, cols = math.prod(dims[:-1]), dims[-1]
         flat = (max(cols, rows), min(cols, rows))
         a = _random.stateless_normal(flat, self._stateless_seed(), dtype=d).numpy()
-        q, r = np.linalg.qr(a)  # syncs device
+        # numpy's QR has no float16 (TF's has): factorise in float32, cast at the end
+        q, r = np.linalg.qr(a.astype(np.float32) if a.dtype == np.float16 else a)  # syncs device
         q = q * np.sign(np.diag(r))
         if rows < cols:
             q = q.T
