@@ -150,6 +150,16 @@ def test_tf1_schedules_give_the_same_numbers(fresh_ipu_system):
     np.testing.assert_allclose(runs[0][0][0], losses, rtol=2e-5, atol=1e-6)
 
 
+def test_tf1_batch_serialization_runs_the_same_micro_batches(fresh_ipu_system):
+    """Sequential with batch_serialization_iterations (all stages on IPU 0, SUM): the
+    accumulated gradient of the same GA micro-batches, so the reference's numbers; one IPU
+    per replica."""
+    per_run, w1, _ = _tf1_pipeline(ipus=1, executions=1, batch_serialization_iterations=2)
+    losses, r1, _ = _reference(_batches(), 0.05, 4, 2)
+    np.testing.assert_allclose(per_run[0], losses, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(w1, r1, rtol=2e-5, atol=1e-6)
+
+
 def test_tf1_replicas_average_with_cross_replica_optimizer(fresh_ipu_system):
     """4 IPUs, 2 stages: 2 replicas, each taking every other infeed element; with
     CrossReplicaOptimizer the accumulated gradients are averaged across them, so the
