@@ -129,8 +129,13 @@ def _tf1_pipeline(ipus=2, ga=4, repeat=2, executions=2, lr=0.05, cross_replica=F
 @pytest.mark.parametrize("method", [RM.SUM, RM.MEAN, RM.RUNNING_MEAN])
 def test_tf1_pipeline_trains_as_the_reference(method, fresh_ipu_system):
     """Losses of every micro-batch and the final weights after 2 Session.runs of 2
-    executions of 4 micro-batches equal the float64 reference model."""
-    per_run, w1, w2 = _tf1_pipeline(reduction_method=method)
+    executions of 4 micro-batches equal the float64 reference model; the stages are traced
+    once, when the graph is built."""
+    calls = []
+    stages = [lambda *a, f=f, i=i: (calls.append(i), f(*a))[1]
+              for i, f in enumerate(_stages())]
+    per_run, w1, w2 = _tf1_pipeline(reduction_method=method, stages=stages)
+    assert calls == [0, 1]
     losses, r1, r2 = _reference(_batches(), 0.05, 4, 2, method, executions=2)
     assert [p.shape for p in per_run] == [(8,), (8,)]
     np.testing.assert_allclose(np.concatenate(per_run), losses, rtol=2e-5, atol=1e-6)
