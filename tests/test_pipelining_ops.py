@@ -723,3 +723,57 @@ def test_accumulator_dtype_and_recomputation_checkpoint(fresh_ipu_system):
     np.testing.assert_allclose(w1, r1, rtol=2e-5, atol=1e-6)
     with pytest.raises(TypeError, match="float16"):
         _tf1_pipeline(executions=1, gradient_accumulation_dtype=ig.float16)
+
+
+def test_eager_tf1_optimizer_wrappers_match_the_graph(fresh_ipu_system):
+    """A tf.compat.v1 optimizer in a pipeline run eagerly (compile outside a graph): with
+    CrossReplicaOptimizer the 2 replicas of 4 IPUs average their gradients exactly as the
+    graph-mode pipeline does; MapGradientOptimizer maps each micro-batch's gradients."""
+    from conftest import configure_ipus
+
+    def run(ipus, wrap):
+        configure_ipus(ipus)
+        ds = ig.data.Dataset.from_tensor_slices((X_ALL, Y_ALL)).batch(BATCH,
+                                                                      drop_remainder=True)
+        infeed = ipu_infeed_queue.IPUInfeedQueue(ds.repeat())
+        outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+        w1, w2 = ig.Variable(W1), ig.Variable(W2)
+
+        def stage1(lr, x, y):
+            return lr, ig.nn.relu(ig.matmul(x, w1)), y
+
+        def stage2(lr, h, y):
+            return lr, ig.reduce_mean((ig.matmul(h, w2) - y) ** 2)
+
+        def optimizer_function(lr, loss):
+            return pipelining_ops.OptimizerFunctionOutput(
+                wrap(v1.train.GradientDescentOptimizer(lr)), loss)
+
+        def model(lr):
+            return pipelining_ops.pipeline([stage1, stage2], 4, repeat_count=2, inputs=[lr],
+                                           infeed_queue=infeed, outfeed_queue=outfeed,
+                                           optimizer_function=optimizer_function,
+                                           outfeed_loss=True)
+        with scopes.ipu_scope("/device:IPU:0"):
+            for _ in range(2):
+                ipu_compiler.compile(model, [np.float32(0.05)])
+        return np.asarray(outfeed.dequeue()), w1.numpy(), w2.numpy()
+
+    losses, w1, w2 = run(4, optimizers.CrossReplicaOptimizer)
+    graph_losses, g1, g2 = _tf1_pipeline(ipus=4, cross_replica=True)
+    np.testing.assert_allclose(losses, np.concatenate(graph_losses), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(w1, g1, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(w2, g2, rtol=1e-6, atol=1e-7)
+
+    losses, w1, _ = run(2, lambda opt: optimizers.MapGradientOptimizer(
+        opt, lambda g, v: g + 0.1 * v))
+    ref1, ref2 = W1.astype(np.float64), W2.astype(np.float64)
+    batches = _batches()
+    for _ in range(4):
+        acc = [np.zeros_like(ref1), np.zeros_like(ref2)]
+        for _ in range(4):
+            x, y = next(batches)
+            _, g1, g2 = _grads(x.astype(np.float64), y.astype(np.float64), ref1, ref2)
+            acc = [acc[0] + g1 + 0.1 * ref1, acc[1] + g2 + 0.1 * ref2]
+        ref1, ref2 = ref1 - 0.05 * acc[0], ref2 - 0.05 * acc[1]
+    np.testing.assert_allclose(w1, ref1, rtol=2e-5, atol=1e-6)

@@ -80,7 +80,8 @@ def run(cfg, ga: int) -> None:
                     opt_fn = cfg.optimizer_output(outputs)
                 value = cfg.outfeed_value(outputs, opt_fn.loss)
                 variables = _variables(cfg, opt_fn, tape)
-                g = tape.gradient(opt_fn.loss, variables)
+                g = _wrapped_gradients(opt_fn.opt, tape.gradient(opt_fn.loss, variables),
+                                       variables)
                 scales = cfg.scales(n, ga)
                 if grads is None:
                     grads = [None] * len(variables)
@@ -105,6 +106,28 @@ def run(cfg, ga: int) -> None:
             _enqueue(cfg, nest.pack_sequence_as(structure, outfeed_acc))
 
 
+def _wrapped_gradients(opt, grads, variables) -> list:
+    """What the ``compute_gradients`` of ``ipu.optimizers`` wrappers around a
+    ``tf.compat.v1`` optimizer make of one micro-batch's gradients, run eagerly:
+    ``CrossReplicaOptimizer`` averages them across the replicas, ``MapGradientOptimizer``
+    maps them (per micro-batch, before the accumulation, as in TensorFlow)."""
+    from .optimizers import CrossReplicaOptimizer, IpuOptimizer, MapGradientOptimizer
+
+    chain = []
+    while isinstance(opt, (CrossReplicaOptimizer, IpuOptimizer)):
+        chain.append(opt)
+        opt = opt._opt
+    for wrapper in reversed(chain):  # the innermost compute_gradients runs first
+        if isinstance(wrapper, CrossReplicaOptimizer):
+            from ..ops.collectives import cross_replica_mean
+
+            grads = [None if g is None else cross_replica_mean(_dense(g)) for g in grads]
+        elif isinstance(wrapper, MapGradientOptimizer):
+            grads = [None if g is None else wrapper._map(g, v.read_value())
+                     for g, v in zip(grads, variables)]
+    return list(grads)
+
+
 def _apply(opt_fn, pairs) -> None:
     from .pipelining_ops import _is_keras_optimizer
 
@@ -113,8 +136,12 @@ def _apply(opt_fn, pairs) -> None:
                                    **opt_fn.apply_gradients_kwargs)
         return
     from ..graph.optimizer_base import apply_eagerly  # a tf.compat.v1 optimizer, run eagerly
+    from .optimizers import CrossReplicaOptimizer, IpuOptimizer
 
-    apply_eagerly(opt_fn.opt, [(g, v) for g, v in pairs if g is not None])
+    opt = opt_fn.opt
+    while isinstance(opt, (CrossReplicaOptimizer, IpuOptimizer)):
+        opt = opt._opt
+    apply_eagerly(opt, [(g, v) for g, v in pairs if g is not None])
 
 
 def _dense(g):
