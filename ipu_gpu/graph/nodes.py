@@ -14,6 +14,7 @@ from ..core import dtypes, nest
 from ..core.convert import convert_to_tensor
 from ..core.tensor import Variable
 from ..errors import FailedPreconditionError, InvalidArgumentError
+from . import backward
 from .core import Graph, GraphTensor, Operation, add_node, building, get_default_graph
 
 __all__ = ["GraphVariable", "gradients", "global_variables", "global_variables_initializer",
@@ -258,6 +259,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
     if not targets:
         return [unconnected_value(x) for x in xs_list]
     n_g = len(grad_list) if grad_ys is not None else 0
+    plans: dict = {}  # backward plans by tape signature (backward.py)
 
     def run(the_run, *values):
         n_y, n_x = len(ys_list), len(targets)
@@ -266,7 +268,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
         s_vals = values[n_y + n_x + n_g:]
         tape = the_run.tape
         seeds = list(g_vals) if grad_ys is not None else None
-        out = tape.gradient(list(y_vals), list(x_vals), output_gradients=seeds)
+        out = backward.gradient(tape, list(y_vals), list(x_vals), seeds, plans)
         if s_vals:
             itself = [next((i for i, t in enumerate(stops) if t is x), None) for x in targets]
             out = _without_stops(tape, list(y_vals), seeds, list(x_vals), list(s_vals),
