@@ -11,8 +11,10 @@ Graphcore's do: ``_get_features_and_labels_from_input_fn``, ``_create_global_ste
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -238,9 +240,10 @@ class Estimator:
         if self._config.tf_random_seed is not None:
             v1.set_random_seed(self._config.tf_random_seed)
         global_step = self._create_global_step(v1.get_default_graph())
-        features, labels, input_hooks = self._get_features_and_labels_from_input_fn(
-            input_fn, mode)
-        spec = self._call_model_fn(features, labels, mode, self._config)
+        with _keras_names_of_a_new_graph():
+            features, labels, input_hooks = self._get_features_and_labels_from_input_fn(
+                input_fn, mode)
+            spec = self._call_model_fn(features, labels, mode, self._config)
         return global_step, spec, list(input_hooks)
 
     # ---- train -----------------------------------------------------------------------------
@@ -382,6 +385,30 @@ class Estimator:
                             yield {key: value[i] for key, value in values.items()}
             finally:
                 session.close()
+
+
+@contextlib.contextmanager
+def _keras_names_of_a_new_graph():
+    """Keras layers made inside get the names they get in a fresh graph (TF 1.15's Keras
+    counts names per graph), so each call's model matches the checkpoint's names; the
+    counters outside are kept."""
+    backend = sys.modules.get("ipu_gpu.keras.backend")
+    if backend is None:
+        yield
+        return
+    with backend._NAMES_LOCK:
+        saved = (dict(backend._UIDS), dict(backend._NAME_UIDS), set(backend.OBSERVED_NAMES))
+    backend.reset_uids()
+    try:
+        yield
+    finally:
+        with backend._NAMES_LOCK:
+            backend._UIDS.clear()
+            backend._UIDS.update(saved[0])
+            backend._NAME_UIDS.clear()
+            backend._NAME_UIDS.update(saved[1])
+            backend.OBSERVED_NAMES.clear()
+            backend.OBSERVED_NAMES.update(saved[2])
 
 
 def _extract_keys(predictions, predict_keys):

@@ -523,6 +523,7 @@ class Layer:
             self._handle_weight_regularization(variable.name[:variable.name.find(":")],
                                                variable, regularizer)
         (self._trainable_weights if trainable else self._non_trainable_weights).append(variable)
+        _join_graph_collections(variable, trainable)
         return variable
 
     def add_variable(self, *args, **kwargs):
@@ -1073,6 +1074,18 @@ def _mean_metric(name, dtype):
     except ImportError:
         return _MeanMetric(name, dtype)
     return Mean(name=name, dtype=dtype)
+
+
+def _join_graph_collections(variable, trainable) -> None:
+    """While a TF1 graph is built, a new weight joins the graph's global (and trainable)
+    variables, as TF 1.15's Keras adds it to the collections (``minimize(loss)`` finds it)."""
+    graph = sys.modules.get("ipu_gpu.graph")
+    if graph is None or not graph.core.building():
+        return
+    g = graph.core.get_default_graph()
+    g.add_to_collection(graph.nodes.GLOBAL_VARIABLES, variable)
+    if trainable:
+        g.add_to_collection(graph.nodes.TRAINABLE_VARIABLES, variable)
 
 
 def _eager_initial_value(initializer, dims, dtype):
