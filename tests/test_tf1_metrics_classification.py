@@ -113,3 +113,44 @@ def test_auc_refuses_predictions_outside_unit_interval_and_bad_arguments():
 def test_metrics_refuse_eager_execution():
     with pytest.raises(RuntimeError, match="tf.metrics.precision is not supported when eager"):
         v1.metrics.precision(np.array([1, 0]), np.array([1, 1]))
+
+
+def _mean_metrics(c, tf_mod):
+    g = c.Graph()
+    with g.as_default():
+        v = c.placeholder(tf_mod.float32, [4])
+        lab = c.placeholder(tf_mod.int64, [4])
+        target = c.placeholder(tf_mod.float32, [4])
+        ms = [c.metrics.mean(v), c.metrics.mean(v, weights=[1.0, 0.0, 2.0, 1.0]),
+              c.metrics.accuracy(lab, c.cast(v > 0.0, tf_mod.int64)),
+              c.metrics.mean_squared_error(target, v),
+              c.metrics.mean_absolute_error(target, v, weights=[1.0, 2.0, 0.0, 1.0]),
+              c.metrics.root_mean_squared_error(target, v)]
+        with c.variable_scope("s"):
+            ms.append(c.metrics.mean(v, name="mm", metrics_collections=["mc"],
+                                     updates_collections=["uc"]))
+        info = ([x.name for x in c.local_variables()],
+                [x.name for x in c.get_collection("metric_variables")],
+                [(a.name, b.name) for a, b in ms[:-2] + ms[-1:]],
+                [[t.name for t in c.get_collection(k)] for k in ("mc", "uc")])
+        out = []
+        with c.Session(graph=g) as sess:
+            sess.run(c.local_variables_initializer())
+            out.append(sess.run([a for a, _ in ms]))
+            for vals, labs, tgt in (([1.0, -2.0, 3.0, 0.5], [1, 0, 0, 1], [0.5, 0.0, 2.0, 1.0]),
+                                    ([0.0, 2.0, -1.0, 4.0], [0, 1, 1, 1], [1.0, 1.0, 1.0, 1.0])):
+                out.append(sess.run([b for _, b in ms], {v: vals, lab: labs, target: tgt}))
+            out.append(sess.run([a for a, _ in ms]))
+        return info, out
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_mean_metrics_equal_real_tensorflow(real_tf):
+    import ipu_gpu as tf
+
+    ours, theirs = _mean_metrics(v1, tf), _mean_metrics(real_tf.compat.v1, real_tf)
+    assert ours[0] == theirs[0]
+    for a, b in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="tf.metrics.mean is not supported when eager"):
+        v1.metrics.mean(np.ones(3, np.float32))
