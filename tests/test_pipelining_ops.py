@@ -777,3 +777,33 @@ def test_eager_tf1_optimizer_wrappers_match_the_graph(fresh_ipu_system):
             acc = [acc[0] + g1 + 0.1 * ref1, acc[1] + g2 + 0.1 * ref2]
         ref1, ref2 = ref1 - 0.05 * acc[0], ref2 - 0.05 * acc[1]
     np.testing.assert_allclose(w1, ref1, rtol=2e-5, atol=1e-6)
+
+
+def test_tf1_stage_outfeeds_of_their_own_run_per_micro_batch(fresh_ipu_system):
+    """Graphcore's inspecting-tensors example: a stage enqueues its activations to an outfeed
+    of its own (its result not used by the stage's outputs): it runs once per micro-batch,
+    as the stateful operations of TF's stage functions do."""
+    activations = ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(lr, x, y):
+        w = v1.get_variable("w1", initializer=W1)
+        h = ig.nn.relu(ig.matmul(x, w))
+        activations.enqueue({"dense1": h})
+        return lr, h, y
+
+    stages = [stage1, _stages()[1]]
+    _, _, _ = _tf1_pipeline(stages=stages, executions=1)
+    got = activations.dequeue()["dense1"]
+    batches = _batches()
+    w1 = W1.astype(np.float64)
+    w2 = W2.astype(np.float64)
+    want = []
+    for _ in range(2):
+        acc = [np.zeros_like(w1), np.zeros_like(w2)]
+        for _ in range(4):
+            x, y = next(batches)
+            want.append(np.maximum(x.astype(np.float64) @ w1, 0))
+            _, g1, g2 = _grads(x.astype(np.float64), y.astype(np.float64), w1, w2)
+            acc = [acc[0] + g1, acc[1] + g2]
+        w1, w2 = w1 - 0.05 * acc[0], w2 - 0.05 * acc[1]
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)

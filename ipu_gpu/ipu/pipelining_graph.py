@@ -74,6 +74,14 @@ def _gradients(opt_fn, loss, keras_variables):
     return list(opt_fn.opt.compute_gradients(loss, *args, **kwargs))
 
 
+def _side_effects(graph, start, ops) -> list:
+    """The outfeed enqueues made since ``start`` that ``ops`` do not already hold: they
+    run with every evaluation, as the stateful operations of TF's pipeline functions do
+    (a stage may enqueue activations to an outfeed of its own)."""
+    return [op for op in graph._ops[start:]
+            if op.type == "OutfeedEnqueue" and not any(op is o for o in ops)]
+
+
 def _check_captures(graph, inside, inputs) -> None:
     """TF's rule for the functions of a pipeline: a graph tensor made outside it reaches the
     stages only as one of ``inputs`` (or the infeed); variables may be captured.
@@ -117,6 +125,7 @@ def traced_pipeline(cfg):
                 micro_ops.append(cfg.outfeed_queue.enqueue(value))
             out_leaves = nest.flatten(value) if value is not None and cfg.accumulate_outfeed \
                 else []
+            micro_ops += _side_effects(graph, start, micro_ops)
             present = [(g, v) for g, v in pairs if g is not None]
             micro_tensors = [*out_leaves, *[g for g, _ in present]]
             inside_micro = {id(op) for op in graph._ops[start:]}
@@ -138,6 +147,7 @@ def traced_pipeline(cfg):
             if out_holders:
                 packed = nest.pack_sequence_as(value, out_holders)
                 update_ops.append(cfg.outfeed_queue.enqueue(packed))
+            update_ops += _side_effects(graph, start_update, update_ops)
             inside_update = {id(op) for op in graph._ops[start_update:]}
             update_body = _program.Body(graph, inside_update, [], update_ops,
                                         _program._tape_needed([], update_ops))
