@@ -807,3 +807,47 @@ def test_tf1_stage_outfeeds_of_their_own_run_per_micro_batch(fresh_ipu_system):
             acc = [acc[0] + g1, acc[1] + g2]
         w1, w2 = w1 - 0.05 * acc[0], w2 - 0.05 * acc[1]
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
+def test_tf1_gradient_accumulation_count_fed_at_run_time(fresh_ipu_system):
+    """gradient_accumulation_count may be a tensor (Graphcore's TF 2 API): its value at
+    each run sets the micro-batches, and the depth rule is checked then."""
+    from conftest import configure_ipus
+
+    configure_ipus(2)
+    ds = ig.data.Dataset.from_tensor_slices((X_ALL, Y_ALL)).batch(BATCH, drop_remainder=True)
+    with v1.Graph().as_default():
+        infeed = ipu_infeed_queue.IPUInfeedQueue(ds.repeat())
+        outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+        ga = v1.placeholder(np.int32, [])
+
+        def model(ga):
+            return pipelining_ops.pipeline(
+                _stages(), ga, inputs=[np.float32(0.05)], infeed_queue=infeed,
+                outfeed_queue=outfeed, outfeed_loss=True,
+                optimizer_function=lambda lr, loss: pipelining_ops.OptimizerFunctionOutput(
+                    v1.train.GradientDescentOptimizer(lr), loss))
+        with scopes.ipu_scope("/device:IPU:0"):
+            program = ipu_compiler.compile(model, [ga])
+        dequeue = outfeed.dequeue()
+        with v1.Session() as sess:
+            sess.run(infeed.initializer)
+            sess.run(v1.global_variables_initializer())
+            sess.run(program, {ga: 4})
+            sess.run(program, {ga: 8})
+            losses = sess.run(dequeue)
+            with pytest.raises(errors.FailedPreconditionError, match="multiple of 4, but it "
+                               "is 6"):
+                sess.run(program, {ga: 6})
+    want = []
+    w1, w2 = W1.astype(np.float64), W2.astype(np.float64)
+    batches = _batches()
+    for n in (4, 8):
+        acc = [np.zeros_like(w1), np.zeros_like(w2)]
+        for _ in range(n):
+            x, y = next(batches)
+            loss, g1, g2 = _grads(x.astype(np.float64), y.astype(np.float64), w1, w2)
+            want.append(loss)
+            acc = [acc[0] + g1, acc[1] + g2]
+        w1, w2 = w1 - 0.05 * acc[0], w2 - 0.05 * acc[1]
+    np.testing.assert_allclose(losses, want, rtol=2e-5, atol=1e-6)
