@@ -1,0 +1,322 @@
+"""IPUEstimator, IPUEstimatorSpec, IPURunConfig/RunConfig and IPULoggingTensorHook (Graphcore's
+ipu_estimator API, issue 17) against a numpy softmax regression: per-step losses and weights
+of training (one replica and replicated with CrossReplicaOptimizer, which equals the combined
+batch), checkpoint resumption, evaluation metrics, predictions, host_call and eval_metrics
+on the host, and the documented errors."""
+
+import numpy as np
+import pytest
+
+import ipu_gpu.compat.v1 as tf
+from ipu_gpu import estimator as est
+from ipu_gpu.ipu import config as ipu_config
+from ipu_gpu.ipu import ipu_estimator, ipu_run_config, optimizers
+from ipu_gpu.ipu.ipu_session_run_hooks import IPULoggingTensorHook
+
+D, K, LR = 3, 2, 0.5
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((64, D)).astype(np.float32)
+Y = (X @ np.array([1.0, -1.0, 0.5]) > 0).astype(np.int32)
+W0 = (RNG.standard_normal((D, K)) * 0.2).astype(np.float32)
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _numpy_training(steps, batch, w=None, b=None):
+    """Plain gradient descent of the mean softmax cross entropy, batch after batch of X
+    (repeated); returns (per-step losses, w, b)."""
+    w = W0.astype(np.float64) if w is None else w
+    b = np.zeros(K) if b is None else b
+    losses = []
+    for step in range(steps):
+        idx = np.arange(step * batch, (step + 1) * batch) % len(X)
+        x, y = X[idx].astype(np.float64), Y[idx]
+        p = _softmax(x @ w + b)
+        losses.append(-np.mean(np.log(p[np.arange(batch), y])))
+        g = (p - np.eye(K)[y]) / batch
+        w, b = w - LR * x.T @ g, b - LR * g.sum(0)
+    return np.array(losses), w, b
+
+
+def _logits(features):
+    w = tf.get_variable("w", [D, K], initializer=tf.constant_initializer(W0))
+    b = tf.get_variable("b", [K], initializer=tf.zeros_initializer())
+    return tf.matmul(features, w) + b
+
+
+def _make_model_fn(logged, replicas=1, spec_class=None):
+    def model_fn(features, labels, mode, params):
+        logits = _logits(features)
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            return tf.estimator.EstimatorSpec(mode, predictions={
+                "class": tf.argmax(logits, -1), "logits": logits})
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+        if mode == tf.estimator.ModeKeys.EVAL:
+            return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+                "accuracy": tf.metrics.accuracy(labels, tf.argmax(logits, -1))})
+        hook = IPULoggingTensorHook(every_n_iter=1, formatter=lambda v: logged.append(
+            np.asarray(v["loss"])) or "", logging_mode=IPULoggingTensorHook.LoggingMode.ALL)
+        opt = tf.train.GradientDescentOptimizer(params["lr"])
+        if replicas > 1:
+            opt = optimizers.CrossReplicaOptimizer(opt)
+        train = tf.group([opt.minimize(loss), hook.log({"loss": loss})])
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train,
+                                          training_hooks=[hook])
+    return model_fn
+
+
+def _estimator(model_fn, model_dir, iterations=2, replicas=1, **kwargs):
+    cfg = ipu_config.IPUConfig()
+    cfg.auto_select_ipus = replicas
+    run = ipu_run_config.IPURunConfig(iterations_per_loop=iterations, num_replicas=replicas,
+                                      ipu_options=cfg)
+    config = ipu_run_config.RunConfig(ipu_run_config=run, model_dir=str(model_dir),
+                                      log_step_count_steps=None)
+    return ipu_estimator.IPUEstimator(model_fn, config=config, params={"lr": LR}, **kwargs)
+
+
+def _train_input(batch):
+    return lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(
+        batch, drop_remainder=True)
+
+
+def test_training_equals_numpy_and_resumes_from_the_checkpoint(tmp_path, fresh_ipu_system):
+    logged = []
+    e = _estimator(_make_model_fn(logged), tmp_path, iterations=2)
+    e.train(_train_input(4), steps=6)
+    want, w, b = _numpy_training(6, 4)
+    np.testing.assert_allclose(np.concatenate(logged), want, rtol=1e-5, atol=1e-6)
+    assert [a.shape for a in logged] == [(2,)] * 3  # every loss of each 2-iteration loop
+    np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
+    assert e.get_variable_value("global_step") == 6
+    assert e.get_variable_names() == ["b", "global_step", "w"]
+    assert e.latest_checkpoint() == str(tmp_path / "model.ckpt-6")
+    # a second call continues from the checkpoint (the input_fn starts again)
+    logged.clear()
+    e.train(_train_input(4), steps=4)
+    want2, w2, _ = _numpy_training(4, 4, w, b)
+    np.testing.assert_allclose(np.concatenate(logged), want2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(e.get_variable_value("w"), w2, rtol=1e-5, atol=1e-6)
+    assert e.get_variable_value("global_step") == 10
+    logged.clear()
+    e.train(_train_input(4), max_steps=10)  # already there: nothing runs
+    assert logged == [] and e.get_variable_value("global_step") == 10
+    e.train(_train_input(4), max_steps=12)
+    assert len(np.concatenate(logged)) == 2 and e.get_variable_value("global_step") == 12
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_replicated_training_equals_the_combined_batch(tmp_path, fresh_ipu_system, replicas):
+    logged = []
+    e = _estimator(_make_model_fn(logged, replicas), tmp_path, iterations=2, replicas=replicas)
+    e.train(_train_input(4), steps=4)
+    want, w, _ = _numpy_training(4, 4 * replicas)
+    got = np.concatenate(logged)
+    assert got.shape == (4, replicas)  # [iterations, replicas] per loop, ALL mode
+    np.testing.assert_allclose(got.mean(axis=1), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
+    assert e.get_variable_value("global_step") == 4
+
+
+def test_evaluate_and_predict_use_the_trained_weights(tmp_path, fresh_ipu_system):
+    e = _estimator(_make_model_fn([]), tmp_path, iterations=2)
+    e.train(_train_input(8), steps=4)
+    _, w, b = _numpy_training(4, 8)
+    test_input = lambda: tf.data.Dataset.from_tensor_slices((X, Y)).batch(  # noqa: E731
+        8, drop_remainder=True)
+    metrics = e.evaluate(test_input, steps=8)
+    logits = X.astype(np.float64) @ w + b
+    p = _softmax(logits)
+    assert set(metrics) == {"accuracy", "loss", "global_step"}
+    assert metrics["global_step"] == 4
+    np.testing.assert_allclose(metrics["loss"], -np.mean(np.log(p[np.arange(64), Y])),
+                               rtol=1e-5)
+    np.testing.assert_allclose(metrics["accuracy"], np.mean(logits.argmax(1) == Y), rtol=1e-6)
+    preds = list(e.predict(lambda: tf.data.Dataset.from_tensor_slices(X).batch(
+        8, drop_remainder=True), num_predictions=20))
+    assert len(preds) == 20 and set(preds[0]) == {"class", "logits"}
+    np.testing.assert_allclose(np.stack([q["logits"] for q in preds]), logits[:20],
+                               rtol=1e-5, atol=1e-6)
+    assert [int(q["class"]) for q in preds] == list(logits[:20].argmax(1))
+    only = next(iter(e.predict(lambda: tf.data.Dataset.from_tensor_slices(X).batch(
+        8, drop_remainder=True), predict_keys=["class"])))
+    assert set(only) == {"class"}
+    with pytest.raises(ValueError, match="is not fully defined"):  # the IPU infeed's rule
+        next(iter(e.predict(lambda: tf.data.Dataset.from_tensor_slices(X).batch(8))))
+
+
+def test_host_call_and_eval_metrics_run_on_the_host(tmp_path, fresh_ipu_system):
+    """host_call (iterations_per_loop 1): the gradients come to the host, which applies
+    them; eval_metrics: the host computes the metrics from every outfed tensor."""
+    def model_fn(features, labels, mode, params):
+        logits = _logits(features)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+        if mode == tf.estimator.ModeKeys.EVAL:
+            def metrics_fn(labels, logits):
+                return {"mean_label": tf.metrics.mean(tf.cast(labels, tf.float32)),
+                        "accuracy": tf.metrics.accuracy(labels, tf.argmax(logits, -1))}
+            return ipu_estimator.IPUEstimatorSpec(mode, loss=loss,
+                                                  eval_metrics=(metrics_fn, [labels, logits]))
+        opt = tf.train.GradientDescentOptimizer(LR)
+        pairs = opt.compute_gradients(loss)
+        variables = [v for _, v in pairs]
+
+        def host_fn(*grads):
+            return opt.apply_gradients(zip(grads, variables))
+        return ipu_estimator.IPUEstimatorSpec(mode, loss=loss, train_op=tf.identity(loss),
+                                              host_call=(host_fn, [g for g, _ in pairs]))
+
+    e = _estimator(model_fn, tmp_path, iterations=1)
+    e.train(_train_input(4), steps=3)
+    _, w, b = _numpy_training(3, 4)
+    np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
+    metrics = e.evaluate(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).batch(
+        16, drop_remainder=True), steps=4)
+    logits = X.astype(np.float64) @ w + b
+    np.testing.assert_allclose(metrics["mean_label"], Y.mean(), rtol=1e-6)
+    np.testing.assert_allclose(metrics["accuracy"], np.mean(logits.argmax(1) == Y), rtol=1e-6)
+
+
+def test_plain_estimator_trains_evaluates_and_predicts(tmp_path):
+    def model_fn(features, labels, mode, params):
+        logits = _logits(features)
+        if mode == est.ModeKeys.PREDICT:
+            return est.EstimatorSpec(mode, predictions=logits)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+        if mode == est.ModeKeys.EVAL:
+            return est.EstimatorSpec(mode, loss=loss)
+        train = tf.train.GradientDescentOptimizer(params["lr"]).minimize(
+            loss, global_step=tf.train.get_global_step())
+        return est.EstimatorSpec(mode, loss=loss, train_op=train)
+
+    e = est.Estimator(model_fn, model_dir=str(tmp_path), params={"lr": LR},
+                      config=est.RunConfig(save_checkpoints_steps=2))
+    e.train(_train_input(4), steps=5)
+    _, w, b = _numpy_training(5, 4)
+    np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
+    assert sorted(p.name for p in tmp_path.glob("model.ckpt-*")) == [
+        f"model.ckpt-{s}.npz" for s in (0, 2, 4, 5)]
+    metrics = e.evaluate(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).batch(16))
+    p = _softmax(X.astype(np.float64) @ w + b)
+    np.testing.assert_allclose(metrics["loss"], -np.mean(np.log(p[np.arange(64), Y])),
+                               rtol=1e-5)
+    preds = list(e.predict(lambda: tf.data.Dataset.from_tensor_slices(X).batch(10)))
+    assert len(preds) == 64  # to the end of the input
+    np.testing.assert_allclose(np.stack(preds), X @ w + b, rtol=1e-5, atol=1e-6)
+
+
+# ---- errors ----------------------------------------------------------------------------------
+def test_steps_must_be_a_multiple_of_iterations_per_loop(tmp_path):
+    e = _estimator(_make_model_fn([]), tmp_path, iterations=3)
+    with pytest.raises(ValueError, match=r"steps \(1\) must be a multiple of "
+                                         r"iterations_per_loop \(3\)"):
+        e.train(input_fn=lambda: None, steps=1)
+    with pytest.raises(ValueError, match="must be a multiple of iterations_per_loop"):
+        e.evaluate(input_fn=lambda: None, steps=2)
+    with pytest.raises(ValueError, match="Can not provide both steps and max_steps"):
+        e.train(input_fn=lambda: None, steps=3, max_steps=6)
+
+
+def test_run_config_errors():
+    with pytest.raises(ValueError, match="requires more than one device, but `ipu_options` "
+                                         "is None"):
+        ipu_run_config.IPURunConfig(num_replicas=2)
+    cfg = ipu_config.IPUConfig()
+    cfg.auto_select_ipus = 4
+    with pytest.raises(ValueError, match=r"configured with 2 devices \(2 replicas times 1 "
+                                         r"shards\), but `ipu_options` configured with 4"):
+        ipu_run_config.IPURunConfig(num_replicas=2, ipu_options=cfg)
+    with pytest.raises(TypeError, match="ipu_options must be an IPUConfig instance"):
+        ipu_run_config.IPURunConfig(ipu_options={"auto_select_ipus": 1})
+    assert ipu_run_config.IPURunConfig(num_replicas=2, num_shards=2,
+                                       ipu_options=cfg).num_shards == 2
+    with pytest.raises(ValueError, match="Can not provide both save_checkpoints_steps"):
+        ipu_run_config.RunConfig(save_checkpoints_steps=1, save_checkpoints_secs=1)
+    rc = ipu_run_config.RunConfig()
+    assert (rc.save_checkpoints_secs, rc.save_checkpoints_steps, rc.keep_checkpoint_max,
+            rc.log_step_count_steps) == (600, None, 5, 100)
+    assert rc.ipu_run_config == ipu_run_config.IPURunConfig()
+
+
+def test_estimator_argument_errors(tmp_path):
+    model_fn = _make_model_fn([])
+    with pytest.raises(ValueError, match="`config` must be provided with type "
+                                         "`ipu_run_config.RunConfig`"):
+        ipu_estimator.IPUEstimator(model_fn, config=tf.estimator.RunConfig())
+    config = ipu_run_config.RunConfig(model_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="reserved keys"):
+        ipu_estimator.IPUEstimator(model_fn, config=config, params={"input_fn": 1})
+    with pytest.raises(ValueError, match="must include features argument"):
+        ipu_estimator.IPUEstimator(lambda x, mode: None, config=config)
+    with pytest.raises(ValueError, match="train_batch_size \\(got 3\\) must be divisible"):
+        cfg = ipu_config.IPUConfig()
+        cfg.auto_select_ipus = 2
+        ipu_estimator.IPUEstimator(model_fn, config=ipu_run_config.RunConfig(
+            ipu_run_config=ipu_run_config.IPURunConfig(num_replicas=2, ipu_options=cfg)),
+            train_batch_size=3)
+
+
+def test_model_fn_errors(tmp_path, fresh_ipu_system):
+    def incrementing(features, labels, mode, params):
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=_logits(features))
+        train = tf.train.GradientDescentOptimizer(LR).minimize(
+            loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
+    with pytest.raises(ValueError, match="Illegal increment of the `global_step`"):
+        _estimator(incrementing, tmp_path / "a").train(_train_input(4), steps=2)
+
+    def not_replicated(features, labels, mode, params):
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=_logits(features))
+        train = tf.train.GradientDescentOptimizer(LR).minimize(loss)
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
+    with pytest.raises(ValueError, match="not a valid replicated training graph"):
+        _estimator(not_replicated, tmp_path / "b", replicas=2).train(_train_input(4), steps=2)
+    with pytest.raises(ValueError, match="One of `num_steps` or `final_step` must be"):
+        _estimator(not_replicated, tmp_path / "c").evaluate(_train_input(4))
+    with pytest.raises(ValueError, match="input_fn must return Dataset"):
+        _estimator(not_replicated, tmp_path / "d").train(lambda: (X, Y), steps=2)
+
+    def host_call_in_a_loop(features, labels, mode, params):
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=_logits(features))
+        return ipu_estimator.IPUEstimatorSpec(mode, loss=loss, train_op=tf.identity(loss),
+                                              host_call=(lambda x: tf.no_op(), [loss]))
+    with pytest.raises(ValueError, match="host_call is not allowed for iterations_per_loop"):
+        _estimator(host_call_in_a_loop, tmp_path / "e").train(_train_input(4), steps=2)
+
+
+def test_spec_errors():
+    loss = tf.constant(1.0)
+    with pytest.raises(ValueError, match="Missing loss"):
+        tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.TRAIN, train_op=tf.no_op())
+    with pytest.raises(ValueError, match="Missing train_op"):
+        tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.TRAIN, loss=loss)
+    with pytest.raises(ValueError, match="Missing predictions"):
+        tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.PREDICT)
+    with pytest.raises(ValueError, match="Loss must be scalar"):
+        tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.EVAL, loss=tf.constant([1.0, 2.0]))
+    with pytest.raises(TypeError, match="All hooks must be SessionRunHook instances"):
+        tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.EVAL, loss=loss,
+                                   evaluation_hooks=[object()])
+    spec = ipu_estimator.IPUEstimatorSpec
+    with pytest.raises(TypeError, match="`host_call` must be a tuple"):
+        spec(tf.estimator.ModeKeys.EVAL, loss=loss, host_call=[len, []])
+    with pytest.raises(ValueError, match="`host_call` must have two elements"):
+        spec(tf.estimator.ModeKeys.EVAL, loss=loss, host_call=(len,))
+    with pytest.raises(TypeError, match="second element in `host_call` must be a list"):
+        spec(tf.estimator.ModeKeys.EVAL, loss=loss, host_call=(len, {}))
+    with pytest.raises(TypeError, match="first element in `eval_metrics` must be callable"):
+        spec(tf.estimator.ModeKeys.EVAL, loss=loss, eval_metrics=(1, {}))
+    assert spec(tf.estimator.ModeKeys.EVAL, loss=loss, eval_metrics=(len, {})).loss is loss
+
+
+def test_logging_hook_errors():
+    with pytest.raises(ValueError, match="Cannot provide both every_n_iter and every_n_secs"):
+        IPULoggingTensorHook(every_n_iter=1, every_n_secs=1)
+    with pytest.raises(ValueError, match="Either every_n_iter, every_n_secs or at_end"):
+        IPULoggingTensorHook()
+    hook = IPULoggingTensorHook(at_end=True)
+    with pytest.raises(RuntimeError, match="Did you forget to call the log function"):
+        hook.begin()
