@@ -11,8 +11,8 @@ class IPULayer(Layer):
     """A Keras layer that rejects arguments kept only for API consistency with Keras."""
 
     def _check_unsupported(self, arg, arg_name, method="__init__"):
-        """Graphcore's NotImplementedError when ``arg`` is set (truthy)."""
-        if arg:
+        """Graphcore's NotImplementedError when ``arg`` is set (truthy, or any tensor)."""
+        if hasattr(arg, "shape") or arg:
             name = type(self).__name__
             raise NotImplementedError(
                 f"ipu_tensorflow_addons.keras.layers.{name} does not support {method} "

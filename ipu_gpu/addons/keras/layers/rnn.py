@@ -13,7 +13,8 @@ learning phase) counts as training, so input dropout applies when the layer is c
 sequence shared by every timestep; ``get_config`` holds only the layer's own arguments.
 Deliberate differences: ``partials_dtype`` (PopLibs' accumulation type) is checked but the
 arithmetic runs in the layer's dtype; ``options``/``options_bwd`` (PopLibs tuning) are kept
-and have no effect; the state variables of a ``stateful`` layer are not trainable (Graphcore's
+and have no effect; the state variables of a ``stateful`` layer come after the three weights
+in ``weights``/``get_weights`` as in Graphcore's layer, but are not trainable (Graphcore's
 are plain variables that Keras tracks as trainable weights).
 """
 
@@ -197,7 +198,7 @@ class _PopnnRNN(IPULayer):
             batch_size = dims[1 if self._time_major else 0]
             shapes = self.state_shape(batch_size)
             shapes = shapes if isinstance(shapes, tuple) else (shapes,)
-            self.states = [Variable(np.zeros(shape, self._plain_dtype.as_numpy_dtype),
+            self.states = [Variable(np.zeros(shape, self._plain_dtype),
                                     trainable=False, name=f"{self.name}/state_{i}")
                            for i, shape in enumerate(shapes)]
         self.built = True
