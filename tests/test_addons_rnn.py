@@ -200,7 +200,8 @@ def test_initial_state_and_hard_sigmoid(tfk, real_tf):
     ours.build(x.shape)
     ours.set_weights(_random_weights(theirs))
     np.testing.assert_allclose(ours(x, initial_state=h0).numpy(),
-                               theirs(x, initial_state=real_tf.constant(h0)).numpy(), rtol=1e-5, atol=1e-6)
+                               theirs(x, initial_state=real_tf.constant(h0)).numpy(),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_stateful_layers_carry_their_states_across_calls():
