@@ -33,24 +33,7 @@ def _element_holders(infeed_queue):
     return nest.pack_sequence_as(spec.structure, leaves)
 
 
-def _keras_variables(graph, start) -> list:
-    """The trainable eager variables (Keras layers') the operations since ``start`` read;
-    they are not in the graph's collections, where TF 1 has them."""
-    from ..core.tensor import Variable
-    from ..graph.nodes import trainable_variables
-
-    known = {id(v) for v in trainable_variables()}
-    found = []
-    for op in graph._ops[start:]:
-        for x in nest.flatten(op.inputs_structure):
-            if isinstance(x, Variable) and getattr(x, "trainable", True) and \
-                    id(x) not in known:
-                known.add(id(x))
-                found.append(x)
-    return found
-
-
-def _gradients(opt_fn, loss, keras_variables):
+def _gradients(opt_fn, loss):
     from .pipelining_ops import _is_keras_optimizer
 
     if _is_keras_optimizer(opt_fn.opt):
@@ -66,12 +49,8 @@ def _gradients(opt_fn, loss, keras_variables):
         if len(grads) != len(variables):
             raise RuntimeError("Inconsistent gradient and variable counts.")
         return list(zip(grads, variables))
-    args, kwargs = opt_fn.compute_gradients_args, dict(opt_fn.compute_gradients_kwargs)
-    if keras_variables and not args and kwargs.get("var_list") is None:
-        from ..graph.nodes import trainable_variables
-
-        kwargs["var_list"] = [*trainable_variables(), *keras_variables]
-    return list(opt_fn.opt.compute_gradients(loss, *args, **kwargs))
+    return list(opt_fn.opt.compute_gradients(loss, *opt_fn.compute_gradients_args,
+                                             **opt_fn.compute_gradients_kwargs))
 
 
 def _side_effects(graph, start, ops) -> list:
@@ -118,7 +97,7 @@ def traced_pipeline(cfg):
             if cfg.training:
                 opt_fn = cfg.optimizer_output(outputs)
                 loss = opt_fn.loss
-                pairs = _gradients(opt_fn, loss, _keras_variables(graph, start))
+                pairs = _gradients(opt_fn, loss)
             value = cfg.outfeed_value(outputs, loss)
             micro_ops = []
             if value is not None and not cfg.accumulate_outfeed:
