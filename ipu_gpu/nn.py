@@ -1,5 +1,6 @@
 """``ipu_gpu.nn``: the ``tf.nn`` functions IPU programs use."""
 
+from .nn_distribute import compute_average_loss, scale_regularization_loss
 from .ops.conv import conv1d, conv2d, conv2d_transpose, depthwise_conv2d
 from .ops.math import sigmoid, softplus, tanh
 from .ops.nn import (avg_pool, avg_pool1d, bias_add, elu, embedding_lookup, gelu, l2_loss,
@@ -12,7 +13,8 @@ from .ops.random import dropout
 from .ops.reduction import moments
 from .ops.sort import top_k
 
-__all__ = ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2d",
+__all__ = ["compute_average_loss", "scale_regularization_loss"]
+__all__ += ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2d",
            "conv2d_transpose", "depthwise_conv2d", "dropout", "elu", "embedding_lookup", "gelu",
            "l2_loss", "l2_normalize", "leaky_relu", "log_softmax", "max_pool", "max_pool1d",
            "max_pool2d", "moments", "relu", "sigmoid", "sigmoid_cross_entropy_with_logits",

@@ -16,6 +16,7 @@ from . import (all_to_all_op, config, cross_replica_ops, dataset_benchmark, embe
 from . import functional_ops, image_ops, normalization_ops, rand_ops
 from . import control_flow_ops, custom_ops, internal_ops, popfloat_cast_to_gfloat, sharding
 from .functional_ops import outlined_function
+from . import distributed, horovod
 from . import ops  # after the op modules: it registers them under ipu.ops
 
 __all__ = ["all_to_all_op", "config", "cross_replica_ops", "dataset_benchmark", "embedding_ops",
@@ -25,6 +26,7 @@ __all__ = ["all_to_all_op", "config", "cross_replica_ops", "dataset_benchmark", 
            "pipelining_ops", "reduce_scatter_op", "replication_ops", "scopes", "slicing_ops",
            "statistics_ops", "utils", "within_replica_ops"]
 __all__ += ["functional_ops", "image_ops", "normalization_ops", "outlined_function", "rand_ops"]
+__all__ += ["distributed", "horovod"]
 __all__ += ["control_flow_ops", "custom_ops", "internal_ops", "popfloat_cast_to_gfloat",
             "sharding"]
 
