@@ -208,6 +208,27 @@ def test_plain_estimator_trains_evaluates_and_predicts(tmp_path):
     np.testing.assert_allclose(np.stack(preds), X @ w + b, rtol=1e-5, atol=1e-6)
 
 
+def test_replicated_prediction_yields_each_replicas_value(tmp_path, fresh_ipu_system):
+    """Graphcore's flattening: the loop's iterations, then one more level (here the
+    replicas); with yield_single_examples=False an iteration's replicas come together."""
+    def model_fn(features, mode):
+        return tf.estimator.EstimatorSpec(mode, predictions=tf.reduce_max(features))
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(
+            np.array([[1.0], [3.0], [5.0], [3.0], [7.0], [3.0], [9.0], [3.0]],
+                     np.float32)).batch(2, drop_remainder=True)
+    cfg = ipu_config.IPUConfig()
+    cfg.auto_select_ipus = 4
+    e = ipu_estimator.IPUEstimator(model_fn, config=ipu_run_config.RunConfig(
+        ipu_run_config=ipu_run_config.IPURunConfig(num_replicas=4, ipu_options=cfg),
+        model_dir=str(tmp_path)))
+    outputs = e.predict(input_fn, yield_single_examples=True)
+    assert [float(next(outputs)) for _ in range(4)] == [3.0, 5.0, 7.0, 9.0]
+    outputs = e.predict(input_fn, yield_single_examples=False)
+    np.testing.assert_array_equal(next(outputs), [3.0, 5.0, 7.0, 9.0])
+
+
 # ---- errors ----------------------------------------------------------------------------------
 def test_steps_must_be_a_multiple_of_iterations_per_loop(tmp_path):
     e = _estimator(_make_model_fn([]), tmp_path, iterations=3)

@@ -105,7 +105,8 @@ print(f"eval loss {metrics['loss']:.7f} accuracy {metrics['accuracy']:.7f} "
       f"global_step {metrics['global_step']}")
 predictions = estimator.predict(input_fn=lambda: test_input_fn().map(lambda x, y: x),
                                 num_predictions=8)
-print("predicted " + " ".join(str(int(p["class"])) for p in predictions))
+# with replicas each prediction is one replica's batch (Graphcore's flattening)
+print("predicted " + " ".join(str(c) for p in predictions for c in np.ravel(p["class"])))
 logged.clear()
 estimator.train(input_fn=train_input_fn, steps=args.resume_steps)
 print("resumed " + " ".join(f"{v:.7f}" for v in logged))
