@@ -129,3 +129,28 @@ def test_layer_class_errors_as_tf():
         layer = v1.layers.Dense(3)
         with pytest.raises(ValueError, match="has not been used yet"):
             layer.scope_name  # noqa: B018 - the property raises
+
+
+@pytest.mark.filterwarnings("ignore:`tf.layers:UserWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_dense_on_rank_3_inputs_equals_real_tensorflow(real_tf, monkeypatch):
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    x_val = _RNG.standard_normal((2, 5, 3)).astype(np.float32)
+    k_val = _RNG.standard_normal((3, 4)).astype(np.float32)
+
+    def run(c, tf_mod):
+        with c.Graph().as_default() as g:
+            x = c.placeholder(tf_mod.float32, [None, 5, 3])
+            layer = c.layers.Dense(4, kernel_initializer=c.constant_initializer(k_val))
+            y = layer(x)
+            z = c.layers.dense(x, 2, name="second")
+            grads = c.gradients(c.reduce_sum(y * y), [layer.kernel, x])
+            with c.Session(graph=g) as sess:
+                sess.run(c.global_variables_initializer())
+                return (y.shape.as_list(), z.shape.as_list(), sess.run(y, {x: x_val}),
+                        *sess.run(grads, {x: x_val}))
+    ours, theirs = run(v1, tf), run(real_tf.compat.v1, real_tf)
+    assert ours[:2] == theirs[:2] == ([None, 5, 4], [None, 5, 2])
+    for a, b in zip(ours[2:], theirs[2:]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours[2], x_val @ k_val, rtol=1e-5, atol=1e-6)

@@ -555,8 +555,8 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     with variable_scope(name, default_name="dense", reuse=reuse):
         kernel = get_variable("kernel", [in_dim, units], initializer=kernel_initializer,
                               regularizer=kernel_regularizer, trainable=trainable)
-        out = core.matmul(inputs, kernel) if len(inputs.shape) == 2 else core.tensordot(
-            inputs, kernel, [[len(inputs.shape) - 1], [0]])
+        out = core.matmul(inputs, kernel) if len(inputs.shape) == 2 else _over_last_axis(
+            core, inputs, kernel)
         if use_bias:
             bias = get_variable("bias", [units], trainable=trainable,
                                 regularizer=bias_regularizer,
@@ -570,6 +570,12 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
         loss = loss / core.cast(core.shape(out)[0], loss.dtype)
         graph.get_default_graph().add_to_collection("regularization_losses", loss)
     return out
+
+
+def _over_last_axis(core, inputs, kernel):
+    """``inputs`` (rank above 2) times ``kernel`` over its last axis (TF's tensordot), as one
+    einsum, so a graph infers its shape from the inputs' (batch dimensions unknown)."""
+    return core.einsum("...i,ij->...j", inputs, kernel)
 
 
 def flatten(inputs, name=None, data_format="channels_last"):
