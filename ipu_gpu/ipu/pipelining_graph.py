@@ -158,7 +158,7 @@ def traced_pipeline(cfg):
                         for a, v, d in zip(outs, values[:n_out], out_dtypes)]
                 grads = [accumulate(a, _cast(_dense(g), d), scales)
                          for a, g, d in zip(grads, values[n_out:], acc_dtypes)]
-            if ga and (update_ops):
+            if ga and update_ops:
                 apply([*grads, *outs])
         return []
     inputs = [ga_input] if isinstance(ga_input, GraphTensor) else []
