@@ -51,7 +51,7 @@ class SerialDense(Layer):
 
     def build(self, input_shape):
         dtype = dtypes.as_dtype(self.dtype or backend.floatx())
-        if not (dtype.is_floating or dtype.is_complex):
+        if dtype.kind not in "fc":
             raise TypeError("Unable to build `SerialDense` layer with non-floating point "
                             f"dtype {dtype}")
         input_shape = as_shape(input_shape)
