@@ -9,8 +9,8 @@ import importlib
 
 from . import (all_to_all_op, config, cross_replica_ops, dataset_benchmark, embedding_ops,
                gradient_accumulation, ipu_compiler, ipu_estimator, ipu_infeed_queue,
-               ipu_outfeed_queue, ipu_run_config, ipu_session_run_hooks, ipu_strategy, loops,
-               math_ops, nn_ops, optimizers, pipelining_ops,
+               ipu_outfeed_queue, ipu_pipeline_estimator, ipu_run_config, ipu_session_run_hooks,
+               ipu_strategy, loops, math_ops, nn_ops, optimizers, pipelining_ops,
                reduce_scatter_op, replication_ops, scopes, slicing_ops, statistics_ops, utils,
                within_replica_ops)
 from . import functional_ops, image_ops, normalization_ops, rand_ops
@@ -21,8 +21,9 @@ from . import ops  # after the op modules: it registers them under ipu.ops
 
 __all__ = ["all_to_all_op", "config", "cross_replica_ops", "dataset_benchmark", "embedding_ops",
            "gradient_accumulation", "ipu_compiler", "ipu_estimator", "ipu_infeed_queue",
-           "ipu_outfeed_queue", "ipu_run_config", "ipu_session_run_hooks", "ipu_strategy",
-           "keras", "loops", "math_ops", "nn_ops", "ops", "optimizers",
+           "ipu_outfeed_queue", "ipu_pipeline_estimator", "ipu_run_config",
+           "ipu_session_run_hooks", "ipu_strategy", "keras", "loops", "math_ops", "nn_ops",
+           "ops", "optimizers",
            "pipelining_ops", "reduce_scatter_op", "replication_ops", "scopes", "slicing_ops",
            "statistics_ops", "utils", "within_replica_ops"]
 __all__ += ["functional_ops", "image_ops", "normalization_ops", "outlined_function", "rand_ops"]
