@@ -110,14 +110,14 @@ class LAMBIpuOptimizer(IpuOptimizerBase):
             if decay:
                 update = update + _m.cast(var, update.dtype) * c["weight_decay_rate"]
             update = _shape.reshape(update, [-1])
-            ratio = np.asarray(1, compute.as_numpy_dtype)
+            ratio = np.asarray(1, compute)
             if adapt:
                 w_norm = _m.sqrt(_r.reduce_sum(_m.square(_m.cast(_shape.reshape(var, [-1]),
                                                                  compute))))
                 u_norm = _m.sqrt(_r.reduce_sum(_m.square(update)))
                 if self.weight_norm_clip is not None:
                     w_norm = _m.minimum(w_norm, t(self.weight_norm_clip))
-                one = np.asarray(1, compute.as_numpy_dtype)
+                one = np.asarray(1, compute)
                 ratio = _indexing.where(
                     _m.greater(w_norm, t(0)),
                     _indexing.where(_m.greater(u_norm, t(0)), w_norm / u_norm, one), one)
