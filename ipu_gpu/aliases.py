@@ -59,6 +59,7 @@ TABLE: dict[str, Alias] = {
     "tensorflow": Alias("ipu_gpu"),
     "tensorflow.compat": Alias(NAMESPACE),
     "tensorflow.compat.v1": Alias("ipu_gpu.compat.v1"),
+    "tensorflow.compat.v1.keras": Alias("ipu_gpu.keras", recursive=True),
     "tensorflow.compat.v2": Alias("ipu_gpu"),
     "tensorflow.nn": Alias("ipu_gpu.nn"),
     "tensorflow.math": Alias("ipu_gpu.math"),

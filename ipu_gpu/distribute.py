@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import sys
 import threading
 
 from .core import nest
@@ -143,9 +144,32 @@ def _entered(strategy, replica_context):
         del stack[depth - 1:]
 
 
+def as_tensor(value):
+    """``value`` as a tensor: eager and graph tensors as they are, a list holding graph
+    tensors stacked, anything else converted (``convert_to_tensor``)."""
+    from .core.tensor import Tensor
+    from .graph.core import GraphTensor
+
+    if isinstance(value, (Tensor, GraphTensor)):
+        return value
+    if isinstance(value, (list, tuple)) and any(isinstance(v, GraphTensor)
+                                                for v in nest.flatten(list(value))):
+        from .ops.shape import stack
+
+        return stack([as_tensor(v) for v in value])
+    return convert_to_tensor(value)
+
+
 def _on_ipu() -> bool:
-    """Running in an emulated IPU program, not in an outside-compilation scope."""
-    return _context.current() is not None and _placement.current().outside_compilation is None
+    """Running in an emulated IPU program, or building a TF1 graph (whose collective nodes
+    reduce over the replicas where an IPU program runs them and are the identity on the
+    host), not in an outside-compilation scope."""
+    if _placement.current().outside_compilation is not None:
+        return False
+    if _context.current() is not None:
+        return True
+    graph = sys.modules.get("ipu_gpu.graph")
+    return graph is not None and graph.core.building()
 
 
 # ---- strategies --------------------------------------------------------------------------
@@ -318,7 +342,7 @@ class ReplicaContext:
             if v is None:
                 raise ValueError(f"Attempt to convert a value ({v!r}) with an unsupported type "
                                  f"({type(v)}) to a Tensor.")
-            return extended._reduce_to(op, convert_to_tensor(v))
+            return extended._reduce_to(op, as_tensor(v))
 
         return nest.map_structure(reduce_leaf, value)
 

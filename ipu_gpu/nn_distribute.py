@@ -6,6 +6,7 @@ eagerly, in IPU programs and in TF1 graphs."""
 from __future__ import annotations
 
 from . import distribute
+from .distribute import as_tensor
 
 __all__ = ["compute_average_loss", "scale_regularization_loss"]
 
@@ -31,13 +32,13 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
     """
     import ipu_gpu as tf
 
-    per_example_loss = tf.convert_to_tensor(per_example_loss)
+    per_example_loss = as_tensor(per_example_loss)
     input_dtype = per_example_loss.dtype
     if len(per_example_loss.shape) == 0:
         raise ValueError(f"Invalid value passed for `per_example_loss`. Expected a tensor "
                          f"with at least rank 1. Received: {per_example_loss}")
     if sample_weight is not None:
-        weights = tf.cast(tf.convert_to_tensor(sample_weight), input_dtype)
+        weights = tf.cast(as_tensor(sample_weight), input_dtype)
         per_example_loss = per_example_loss * tf.broadcast_to(
             weights, tf.shape(per_example_loss))
     per_example_loss = tf.cast(per_example_loss, input_dtype)
@@ -48,7 +49,7 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
                                "context.")
         num_replicas = distribute.get_strategy().num_replicas_in_sync
         global_batch_size = tf.shape(per_example_loss)[0] * num_replicas
-    global_batch_size = tf.convert_to_tensor(global_batch_size)
+    global_batch_size = as_tensor(global_batch_size)
     if len(global_batch_size.shape) != 0:
         raise ValueError("global_batch_size must be scalar.")
     if global_batch_size.dtype.kind not in "iu":

@@ -201,3 +201,8 @@ _op_names.install(globals(), skip={
     "placeholder_with_default", "py_func", "tables_initializer", "variables_initializer",
     "while_loop"})
 _op_names.install(nn)
+
+# tf.GradientTape in a TF1 graph gives tf.gradients's nodes (graph_tape.py)
+from . import graph_tape as _graph_tape  # noqa: E402
+
+GradientTape = _graph_tape.GradientTape

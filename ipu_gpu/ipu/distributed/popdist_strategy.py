@@ -29,7 +29,6 @@ from __future__ import annotations
 from ... import distribute
 from ... import popdist as _popdist
 from ...core import nest
-from ...core.convert import convert_to_tensor
 from ..ipu_strategy import IPUExtendedV1, IPUStrategyV1
 from . import host_collective_ops
 
@@ -147,4 +146,4 @@ class PopDistStrategy(IPUStrategyV1):
         op = distribute._reduce_op(reduce_op)
         value = distribute.Strategy.reduce(self, op, value, axis)
         return nest.map_structure(
-            lambda v: self.extended._reduce_to(op, convert_to_tensor(v)), value)
+            lambda v: self.extended._reduce_to(op, distribute.as_tensor(v)), value)

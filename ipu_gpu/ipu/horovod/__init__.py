@@ -188,10 +188,9 @@ def allreduce(tensor, op=None):
         if op == Average:
             values = values / _tf.cast(size(), values.dtype)
         return IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
-    tensor = _tf.convert_to_tensor(tensor)
     summed = _allreduce(tensor, op=Sum)
     if op == Average:
-        return summed / _tf.cast(size(), dtype=tensor.dtype)
+        return summed / _tf.cast(size(), dtype=summed.dtype)
     return summed
 
 
