@@ -176,7 +176,11 @@ __all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "i
                   "orthogonal_initializer", "tables_initializer",
                   "uniform_unit_scaling_initializer"})
 
+from ...graph import checkpoint_reader as _checkpoint_reader  # noqa: E402
 from ...graph import optimizers_more as _optimizers_more  # noqa: E402
+
+for _name in ("NewCheckpointReader", "list_variables", "load_checkpoint", "load_variable"):
+    setattr(train, _name, getattr(_checkpoint_reader, _name))
 
 for _name in _optimizers_more.__all__:
     setattr(train, _name, getattr(_optimizers_more, _name))

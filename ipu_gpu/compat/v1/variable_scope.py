@@ -197,6 +197,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     if custom_getter is None:
         custom_getter = scope.custom_getter
     full = f"{scope.name}/{name}" if scope.name else name
+    if initializer is not None and not callable(initializer):
+        dtype = _constant_dtype(initializer, dtype)
     kwargs = dict(
         shape=shape,
         dtype=dtypes.as_dtype(dtype if dtype is not None else (scope.dtype or np.float32),
@@ -214,6 +216,27 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     if _takes(custom_getter, "constraint"):
         kwargs["constraint"] = constraint
     return custom_getter(getter=_true_getter, name=full, **kwargs)
+
+
+def _constant_dtype(initializer, dtype):
+    """The dtype of a variable made from the constant ``initializer``: the value's own (TF's
+    conversion: a Python int is int32, a float float32), which an explicit ``dtype`` must
+    equal (TF's ValueError)."""
+    from ... import graph
+    from ...core.convert import convert_to_tensor
+
+    if isinstance(initializer, graph.GraphTensor):
+        own = initializer.dtype
+    else:
+        own = dtypes.as_dtype(convert_to_tensor(initializer).dtype)
+    if dtype is not None and dtypes.as_dtype(dtype) != own:
+        raise ValueError(f"Initializer type '{_repr_dtype(own)}' and explicit dtype "
+                         f"'{_repr_dtype(dtypes.as_dtype(dtype))}' don't match.")
+    return own
+
+
+def _repr_dtype(d) -> str:
+    return f"<dtype: '{getattr(d, 'name', d)}'>"
 
 
 def get_local_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
