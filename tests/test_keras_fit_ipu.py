@@ -345,7 +345,7 @@ def test_pipelined_models_train_as_accumulation_over_their_ipus(ipus):
     ipus(2)
     x, y = _data()
     weights = _model().get_weights()
-    host, _ = _host_fit(weights, x, y, 0.2, 16)
+    host, _ = _host_fit(weights, x, y, 0.4, 32)  # 4 accumulated batches of 8, summed
     with IPUStrategy().scope():
         model = _model(weights)
         _compile(model, 0.1, steps_per_execution=4)
@@ -355,7 +355,8 @@ def test_pipelined_models_train_as_accumulation_over_their_ipus(ipus):
                                              "`gradient_accumulation_steps_per_replica` has not "
                                              "been set"):
             model.fit(x, y, batch_size=8, verbose=0)
-        model.set_pipelining_options(gradient_accumulation_steps_per_replica=2)
+        # two stages train in a grouped schedule of 2 * 2 stages: 4 is the least valid depth
+        model.set_pipelining_options(gradient_accumulation_steps_per_replica=4)
         steps = []
         model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0,
                   callbacks=[cbks.LambdaCallback(on_batch_end=lambda b, logs: steps.append(b))])
@@ -391,10 +392,71 @@ def test_pipelined_models_train_as_accumulation_over_their_ipus(ipus):
     functional.set_pipeline_stage_assignment(assignment)
     with IPUStrategy().scope():
         functional.compile(optimizers.SGD(0.1), "mse")
-        functional.set_pipelining_options(gradient_accumulation_steps_per_replica=2)
+        functional.set_pipelining_options(gradient_accumulation_steps_per_replica=6)
         with pytest.raises(ValueError, match="Current device has 2 IPUs attached, however the "
                                              "current model requires a multiple of 4 IPUs."):
             functional.fit(x, np.zeros((64, 3), "float32"), batch_size=8, verbose=0)
+
+
+def _two_stage_model(weights):
+    model = _model(weights)
+    model.set_pipeline_stage_assignment([0, 1])
+    return model
+
+
+@pytest.mark.parametrize("schedule, ga, overlap", [
+    ("Grouped", 2, 4), ("Grouped", 6, 4), ("Grouped", 4, None), ("Grouped", 8, None),
+    ("Interleaved", 1, 2), ("Interleaved", 2, None), ("Sequential", 1, None)])
+def test_pipelined_fit_applies_the_ipu_pipeline_depth_rule(ipus, schedule, ga, overlap):
+    """The IPU compiles a pipeline only when its depth (fit: the accumulation) is a multiple
+    of the schedule's overlap: two stages on two IPUs train in 2 * 2 grouped stages, in 2
+    rotations interleaved ([0, 1, 1, 0] meets itself turned by 2), 1 sequentially."""
+    from ipu_gpu.errors import FailedPreconditionError
+    from ipu_gpu.ipu.pipelining_ops import PipelineSchedule
+
+    ipus(2)
+    x, y = _data(n=8 * 24)
+    weights = _model().get_weights()
+    with IPUStrategy().scope():
+        model = _two_stage_model(weights)
+        _compile(model, 0.1, steps_per_execution=24)
+        model.set_pipelining_options(gradient_accumulation_steps_per_replica=ga,
+                                     pipeline_schedule=getattr(PipelineSchedule, schedule))
+        if overlap is not None:
+            with pytest.raises(FailedPreconditionError,
+                               match=f"^The pipeline depth of the pipeline must be a multiple "
+                                     f"of {overlap}, but it is {ga}.$"):
+                model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            assert model.get_weights()[0].tolist() == weights[0].tolist()  # nothing ran
+            return
+        model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    host, _ = _host_fit(weights, x, y, 0.1 * ga, 8 * ga, epochs=1)
+    _assert_weights(model, host)
+
+
+@pytest.mark.parametrize("mode", ["evaluate", "predict"])
+def test_pipelined_inference_depth_is_the_execution_length(ipus, mode):
+    """Graphcore's Keras runs evaluate and predict as pipelines of ``steps_per_execution``
+    micro-batches, inferring: the forward stages alone, two here."""
+    from ipu_gpu.errors import FailedPreconditionError
+
+    ipus(2)
+    x, y = _data(n=48)
+    weights = _model().get_weights()
+    host = _model(weights)
+    _compile(host, 0.1)
+    with IPUStrategy().scope():
+        model = _two_stage_model(weights)
+        _compile(model, 0.1, steps_per_execution=3)
+        args = (x, y) if mode == "evaluate" else (x,)
+        with pytest.raises(FailedPreconditionError,
+                           match="^The pipeline depth of the pipeline must be a multiple of 2, "
+                                 "but it is 3.$"):
+            getattr(model, mode)(*args, batch_size=8, verbose=0)
+        _compile(model, 0.1, steps_per_execution=2)
+        got = getattr(model, mode)(*args, batch_size=8, verbose=0)
+    want = getattr(host, mode)(*args, batch_size=8, verbose=0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("method, loss, mse", [

@@ -158,15 +158,15 @@ def test_subclassed_models_pipeline_through_their_traced_call(fresh_ipu_system):
                 for a in assignment] == [("ModelLayerPipelineStageAssignment", "s1", 0, 0),
                                          ("ModelLayerPipelineStageAssignment", "s2", 0, 1)]
         initial = model.get_weights()
-        model.compile(optimizers.SGD(0.1), "mse", steps_per_execution=2)
+        model.compile(optimizers.SGD(0.1), "mse", steps_per_execution=4)
         with pytest.raises(ValueError, match="The model which you are attempting to train is "
                                              "pipelined"):
             model.fit(x, y, batch_size=2, verbose=0)
-        model.set_pipelining_options(gradient_accumulation_steps_per_replica=2)
+        model.set_pipelining_options(gradient_accumulation_steps_per_replica=4)
         model.fit(x, y, batch_size=2, epochs=2, shuffle=False, verbose=0)
         # never built: traced at fit from the data's shapes (Graphcore's _build_with_dtypes)
         unbuilt = _Staged()
-        unbuilt.compile(optimizers.SGD(0.1), "mse", steps_per_execution=2)
+        unbuilt.compile(optimizers.SGD(0.1), "mse", steps_per_execution=4)
         with pytest.raises(ValueError, match="The model which you are attempting to train is "
                                              "pipelined"):
             unbuilt.fit(x, y, batch_size=2, verbose=0)
@@ -177,8 +177,8 @@ def test_subclassed_models_pipeline_through_their_traced_call(fresh_ipu_system):
         twin = _Staged(staged=False)
         twin.build((None, 3))
         twin.set_weights(initial)
-        twin.compile(optimizers.SGD(0.1), "mse", steps_per_execution=2)
-        twin.set_gradient_accumulation_options(gradient_accumulation_steps_per_replica=2)
+        twin.compile(optimizers.SGD(0.1), "mse", steps_per_execution=4)
+        twin.set_gradient_accumulation_options(gradient_accumulation_steps_per_replica=4)
         twin.fit(x, y, batch_size=2, epochs=2, shuffle=False, verbose=0)
     for a, b in zip(model.get_weights(), twin.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

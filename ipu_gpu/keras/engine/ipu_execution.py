@@ -27,10 +27,12 @@ replicas, LIST every replica's value in replica order. The metric objects on the
 replica 0's state.
 
 Pipelined models train as their unpipelined twins with the pipeline's gradient accumulation
-(``pipelining.py``); their stages only set the IPUs a replica takes. A layer that assigns
-its own variables in ``call`` (BatchNormalization's moving statistics) updates its replica's
-copy, as on an IPU. Not emulated: asynchronous callbacks (accepted; callbacks run between
-programs anyway).
+(``pipelining.py``); their stages only set the IPUs a replica takes, and the accumulation
+(fit) or ``steps_per_execution`` (evaluate, predict) must fill the schedule as on an IPU
+(``pipelining.check_depth``: FailedPreconditionError when the pipeline compiles). A layer
+that assigns its own variables in ``call`` (BatchNormalization's moving statistics) updates
+its replica's copy, as on an IPU. Not emulated: asynchronous callbacks (accepted; callbacks
+run between programs anyway).
 """
 
 from __future__ import annotations
@@ -212,11 +214,18 @@ class Runner:
                         "predict": model._predict_counter}[mode]
 
     def prepare(self, handler):
-        """Check the execution length against the gradient accumulation (fit)."""
-        if self.mode != "fit":
-            return
+        """Check the execution length against the gradient accumulation (fit) and a
+        pipeline's depth against its schedule (``pipelining.check_depth``: fit's
+        accumulation, or evaluate's and predict's ``steps_per_execution``)."""
+        from . import pipelining
+
         spe = handler.steps_per_execution
         options = self.model._ipu_options
+        if self.mode != "fit":
+            if self.pipeline:
+                pipelining.check_depth(self.pipeline, options.pipelining_device_mapping,
+                                       options.pipelining_kwargs, spe, training=False)
+            return
         mode_message = ""
         if self.pipeline:
             mode_message = "pipelined "
@@ -243,6 +252,9 @@ class Runner:
                 "`gradient_accumulation_steps_per_replica`.")
         else:
             self.gradient_accumulation = steps
+        if self.pipeline:
+            pipelining.check_depth(self.pipeline, options.pipelining_device_mapping,
+                                   options.pipelining_kwargs, steps, training=True)
         r, ga = self.replication_factor, self.gradient_accumulation
         if r > 1 or ga > 1:
             batch = handler.batch_size

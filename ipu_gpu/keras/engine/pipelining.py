@@ -626,6 +626,24 @@ def validate_pipelining_kwargs(kwargs) -> dict:
     return dict(kwargs)
 
 
+def check_depth(assignment, device_mapping, kwargs, depth: int, training: bool) -> None:
+    """The IPU's pipeline-depth rule for one pipeline of ``depth`` micro-batches (``fit``:
+    ``gradient_accumulation_steps_per_replica``; ``evaluate``/``predict``: the
+    ``steps_per_execution``, as Graphcore's Keras passes them to ``pipeline``): a multiple
+    of, and at least, the schedule's overlap length (Grouped: the stages, twice when
+    training; Interleaved: the rotations of the stages over the IPUs; Sequential: 1).
+
+    Raises:
+      FailedPreconditionError: the IPU's messages (raised when the pipeline compiles)."""
+    from ...ipu import pipelining_ops
+
+    stages = max(_flat_stages(assignment)) + 1
+    mapping = list(device_mapping) if device_mapping else list(range(stages))
+    schedule = kwargs.get("pipeline_schedule") or pipelining_ops.PipelineSchedule.Grouped
+    pipelining_ops.check_depth(
+        depth, pipelining_ops._overlap_length(schedule, mapping, training))
+
+
 def ipus_per_replica(shards: int) -> int:
     """Shards rounded up to a power of two (a replica takes such a block of IPUs)."""
     return 2 ** int(math.ceil(math.log2(shards))) if shards > 1 else 1
