@@ -8,7 +8,8 @@ import contextlib
 import logging as _logging
 import types
 
-__all__ = ["assign", "assign_add", "assign_sub", "logging", "name_scope", "set_random_seed"]
+__all__ = ["assign", "assign_add", "assign_sub", "init_scope", "logging", "name_scope",
+           "set_random_seed"]
 
 
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
@@ -39,6 +40,24 @@ def name_scope(name, default_name=None, values=None):
 
     with graph.get_default_graph().name_scope(name or default_name) as scope:
         yield scope
+
+
+@contextlib.contextmanager
+def init_scope():
+    """TF's ``init_scope``: inside the block no ``control_dependencies`` apply (and no
+    gradient tape records); the name scope stays the one in effect."""
+    from ... import graph
+    from ...core import tape
+
+    g = graph.get_default_graph()
+    saved, g._control = g._control, []
+    try:
+        with contextlib.ExitStack() as paused:
+            for t in list(tape.recording_tapes()):
+                paused.enter_context(t.stop_recording())
+            yield
+    finally:
+        g._control = saved
 
 
 _logger = _logging.getLogger("tensorflow")
