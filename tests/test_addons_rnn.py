@@ -330,3 +330,24 @@ def test_unsupported_arguments_raise_graphcores_errors(cls):
 def test_state_shapes():
     assert AL.PopnnLSTM(5).state_shape(3) == ([3, 5], [3, 5])
     assert AL.PopnnGRU(5).state_shape(3) == [3, 5]
+
+
+def test_mixed_precision_runs_in_the_compute_dtype():
+    x = _x((2, 4, 3))
+    ref_layer = AL.PopnnLSTM(4, return_state=True)
+    ref_layer.build(x.shape)
+    weights = _random_weights(ref_layer)
+    want = ref_layer(x)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        layer = AL.PopnnLSTM(4, return_state=True, stateful=True)
+        layer.build(x.shape)
+        layer.set_weights(weights + [np.zeros((2, 4), np.float32)] * 2)
+        got = layer(x)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert layer.kernel.dtype == ig.float32 and layer.states[0].dtype == ig.float32
+    for a, b in zip(got, want):
+        assert a.dtype == ig.float16
+        np.testing.assert_allclose(a.numpy().astype(np.float32), b.numpy(), atol=5e-3)
+    np.testing.assert_allclose(layer.states[1].numpy(), want[2].numpy(), atol=5e-3)

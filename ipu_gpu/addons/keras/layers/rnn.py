@@ -11,7 +11,9 @@ Graphcore's behaviours kept: ``training`` that is not a Python bool (the default
 learning phase) counts as training, so input dropout applies when the layer is called without
 ``training=False``; the input dropout mask is ``ipu.rand_ops.dropout`` with one mask per
 sequence shared by every timestep; ``get_config`` holds only the layer's own arguments.
-Deliberate differences: ``partials_dtype`` (PopLibs' accumulation type) is checked but the
+Deliberate differences: under a mixed precision policy the layer runs in the compute dtype
+(Graphcore's converts the float16 inputs to the float32 variable dtype, which TensorFlow
+refuses); ``partials_dtype`` (PopLibs' accumulation type) is checked but the
 arithmetic runs in the layer's dtype; ``options``/``options_bwd`` (PopLibs tuning) are kept
 and have no effect; the state variables of a ``stateful`` layer come after the three weights
 in ``weights``/``get_weights`` as in Graphcore's layer, but are not trainable (Graphcore's
@@ -206,6 +208,11 @@ class _PopnnRNN(IPULayer):
     def _bias_init(self):
         return self._bias_initializer
 
+    def _run_dtype(self):
+        """The layer's dtype; under a mixed precision policy its compute dtype (the weights
+        are read in it)."""
+        return dtypes.as_dtype(self.compute_dtype or self._plain_dtype)
+
     def _training(self, training) -> bool:
         if training is None:
             training = backend.learning_phase()
@@ -214,7 +221,7 @@ class _PopnnRNN(IPULayer):
     def _prepare(self, inputs, mask, training):
         """Time-major inputs in the layer's dtype, with input dropout when training."""
         self._check_unsupported(mask, "mask", "call")
-        inputs = convert_to_tensor(inputs, dtype=self._plain_dtype)
+        inputs = _m.cast(convert_to_tensor(inputs), self._run_dtype())
         if len(inputs.shape) != 3:
             raise ValueError("inputs tensor must be 3D")
         if not self._time_major:
@@ -243,7 +250,7 @@ class _PopnnRNN(IPULayer):
         last = hs[-1]
         if self._stateful:
             for variable, state in zip(self.states, states):
-                variable.assign(state)
+                variable.assign(_m.cast(state, variable.dtype))
         if not self._time_major:
             output = _shape.transpose(output, [1, 0, 2])
         if not self._return_sequences:
@@ -339,8 +346,8 @@ class PopnnLSTM(_PopnnRNN):
             h, c = self.states[0].read_value(), self.states[1].read_value()
         else:
             h, c = self._zero_state(batch)
-        h = convert_to_tensor(h, dtype=self._plain_dtype)
-        c = convert_to_tensor(c, dtype=self._plain_dtype)
+        h = _m.cast(convert_to_tensor(h), self._run_dtype())
+        c = _m.cast(convert_to_tensor(c), self._run_dtype())
         hs = []
         for xp in self._input_projection(inputs, self.biases):
             z = _m.add(xp, _matmul.matmul(h, self.recurrent_kernel))
@@ -356,7 +363,7 @@ class PopnnLSTM(_PopnnRNN):
         return ([batch_size, self.num_units], [batch_size, self.num_units])
 
     def _zero_state(self, batch_size):
-        return LSTMStateTuple(*[_creation.zeros(shape, self._plain_dtype)
+        return LSTMStateTuple(*[_creation.zeros(shape, self._run_dtype())
                                 for shape in self.state_shape(batch_size)])
 
     def get_config(self) -> dict:
@@ -421,7 +428,7 @@ class PopnnGRU(_PopnnRNN):
             h = self.states[0].read_value()
         else:
             h = self._zero_state(inputs.shape[1])
-        h = convert_to_tensor(h, dtype=self._plain_dtype)
+        h = _m.cast(convert_to_tensor(h), self._run_dtype())
         u = self._num_units
         if self._reset_after:
             input_bias, recurrent_bias = _shape.split(self.biases, 2, axis=0)
@@ -454,7 +461,7 @@ class PopnnGRU(_PopnnRNN):
         return [batch_size, self.num_units]
 
     def _zero_state(self, batch_size):
-        return _creation.zeros(self.state_shape(batch_size), self._plain_dtype)
+        return _creation.zeros(self.state_shape(batch_size), self._run_dtype())
 
     def get_config(self) -> dict:
         return self._config(reset_after=self._reset_after)
