@@ -68,11 +68,11 @@ def _make_model_fn(logged, replicas=1, spec_class=None):
     return model_fn
 
 
-def _estimator(model_fn, model_dir, iterations=2, replicas=1, **kwargs):
+def _estimator(model_fn, model_dir, iterations=2, replicas=1, shards=1, **kwargs):
     cfg = ipu_config.IPUConfig()
-    cfg.auto_select_ipus = replicas
+    cfg.auto_select_ipus = replicas * shards
     run = ipu_run_config.IPURunConfig(iterations_per_loop=iterations, num_replicas=replicas,
-                                      ipu_options=cfg)
+                                      num_shards=shards, ipu_options=cfg)
     config = ipu_run_config.RunConfig(ipu_run_config=run, model_dir=str(model_dir),
                                       log_step_count_steps=None)
     return ipu_estimator.IPUEstimator(model_fn, config=config, params={"lr": LR}, **kwargs)
@@ -119,6 +119,20 @@ def test_replicated_training_equals_the_combined_batch(tmp_path, fresh_ipu_syste
     np.testing.assert_allclose(got.mean(axis=1), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
     assert e.get_variable_value("global_step") == 4
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_sharded_replicas_take_num_shards_ipus_each(tmp_path, fresh_ipu_system, replicas):
+    """num_shards IPUs per replica: 2 shards on 2 IPUs are one replica, on 4 IPUs two."""
+    logged = []
+    e = _estimator(_make_model_fn(logged, replicas), tmp_path, iterations=2,
+                   replicas=replicas, shards=2)
+    e.train(_train_input(4), steps=2)
+    want, w, _ = _numpy_training(2, 4 * replicas)
+    got = np.concatenate(logged)
+    assert got.shape == ((2,) if replicas == 1 else (2, replicas))
+    np.testing.assert_allclose(got.reshape(2, -1).mean(axis=1), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
 
 
 def test_evaluate_and_predict_use_the_trained_weights(tmp_path, fresh_ipu_system):

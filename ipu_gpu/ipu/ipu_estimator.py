@@ -403,7 +403,7 @@ def _augment_model_fn(model_fn, wrapper_class, ipu_device):
         else:
             raise ValueError(f"Unknown mode: {mode}")
         with ipu_scope(ipu_device):
-            compiled = ipu_compiler.compile(loop)
+            compiled = ipu_compiler.compile(_on_shards(loop, run.num_shards))
         if run.compile_summary:
             raise NotImplementedError(
                 "Generating compilation summaries for the IPUEstimator through "
@@ -422,6 +422,20 @@ def _augment_model_fn(model_fn, wrapper_class, ipu_device):
                              evaluation_hooks=hooks)
 
     return _model_fn
+
+
+def _on_shards(loop, num_shards):
+    """``loop`` declaring that a replica takes ``num_shards`` IPUs (the emulator runs the
+    sharded model whole on each replica: ``num_ipus // num_shards`` replicas)."""
+    if num_shards == 1:
+        return loop
+
+    def sharded_loop():
+        from . import program_shards
+
+        program_shards.require(num_shards)
+        return loop()
+    return sharded_loop
 
 
 def _calc_batch_size(global_batch_size, num_workers, num_replicas, name):
