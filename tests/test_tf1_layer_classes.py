@@ -154,3 +154,24 @@ def test_dense_on_rank_3_inputs_equals_real_tensorflow(real_tf, monkeypatch):
     for a, b in zip(ours[2:], theirs[2:]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(ours[2], x_val @ k_val, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:`tf.layers:UserWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_functional_and_class_output_names_equal_real_tensorflow(real_tf, monkeypatch):
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+
+    def names(c, tf_mod):
+        with c.Graph().as_default():
+            x = c.placeholder(tf_mod.float32, [None, 8, 8, 3])
+            L = c.layers
+            a = L.conv2d(x, 4, 3, activation=tf_mod.nn.relu)
+            b = L.conv2d(a, 4, 3, name="named")
+            p = L.average_pooling2d(L.max_pooling2d(b, 2, 2), 1, 1)
+            d = L.dense(L.flatten(p), 5, activation=tf_mod.nn.relu)
+            e = L.dropout(L.dense(d, 2, name="head"), training=False)
+            classes = [L.Conv2D(4, 3, activation=tf_mod.nn.relu)(x), L.MaxPooling2D(2, 2)(x),
+                       L.Flatten()(x), L.Dense(3, activation=tf_mod.nn.relu)(L.flatten(x)),
+                       L.Dropout(0.5)(x)]
+            return [t.op.name for t in (a, b, p, d, e, *classes)]
+    assert names(v1, tf) == names(real_tf.compat.v1, real_tf)

@@ -527,7 +527,8 @@ _TYPE_NAMES = {
     "ceil": "Ceil", "where": "Select", "shape": "Shape", "size": "Size", "rank": "Rank",
     "floormod": "FloorMod", "cumsum": "Cumsum", "l2_loss": "L2Loss",
     "reciprocal": "Reciprocal", "erf": "Erf", "reverse": "ReverseV2", "slice": "Slice",
-    "getitem": "strided_slice", "top_k": "TopKV2", "fill": "Fill"}
+    "getitem": "strided_slice", "top_k": "TopKV2", "fill": "Fill", "max_pool2d": "MaxPool",
+    "avg_pool2d": "AvgPool", "conv2d": "Conv2D"}
 
 
 def record_function(fn, args, kwargs):

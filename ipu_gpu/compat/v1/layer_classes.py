@@ -198,7 +198,7 @@ class _Pooling2D(_LegacyLayer):
 
     def _call(self, inputs, scope):
         return type(self)._pool(inputs, self.pool_size, self.strides, padding=self.padding,
-                                data_format=self.data_format)
+                                data_format=self.data_format, name=scope)
 
 
 class MaxPooling2D(_Pooling2D):
@@ -255,7 +255,7 @@ class Dropout(_LegacyLayer):
 
     def _call(self, inputs, scope, training=False):
         return vs.dropout(inputs, rate=self.rate, noise_shape=self.noise_shape,
-                          seed=self.seed, training=training)
+                          seed=self.seed, training=training, name=scope)
 
 
 class Flatten(_LegacyLayer):
@@ -266,8 +266,4 @@ class Flatten(_LegacyLayer):
         self.data_format = data_format
 
     def _call(self, inputs, scope):
-        import ipu_gpu as core
-
-        if self.data_format == "channels_first" and len(inputs.shape) > 2:
-            inputs = core.transpose(inputs, [0, *range(2, len(inputs.shape)), 1])
-        return vs.flatten(inputs)
+        return vs.flatten(inputs, name=scope, data_format=self.data_format)

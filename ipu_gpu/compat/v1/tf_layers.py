@@ -81,32 +81,38 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
                                 initializer=bias_initializer or zeros_initializer(),
                                 trainable=trainable)
             out = core.nn.bias_add(out, bias)
-    out = _from_nhwc(out, data_format)
-    return activation(out) if activation is not None else out
+        out = _from_nhwc(out, data_format)
+        return activation(out) if activation is not None else out
 
 
-def _pool(op, inputs, pool_size, strides, padding, data_format):
+def _pool(op, inputs, pool_size, strides, padding, data_format, name, default_name):
     ph, pw = _pair(pool_size, "pool_size")
     sh, sw = _pair(strides, "strides")
-    out = op(_to_nhwc(inputs, data_format), ksize=[1, ph, pw, 1], strides=[1, sh, sw, 1],
-             padding=_padding(padding))
-    return _from_nhwc(out, data_format)
+    mode = _padding(padding)
+    with variable_scope(name, default_name=default_name):
+        out = op(_to_nhwc(inputs, data_format), ksize=[1, ph, pw, 1], strides=[1, sh, sw, 1],
+                 padding=mode)
+        return _from_nhwc(out, data_format)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                   name=None):
-    """``tf.layers.max_pooling2d``: the maximum of each window."""
+    """``tf.layers.max_pooling2d``: the maximum of each window (ops in the scope ``name``,
+    default ``max_pooling2d``)."""
     import ipu_gpu as core
 
-    return _pool(core.nn.max_pool2d, inputs, pool_size, strides, padding, data_format)
+    return _pool(core.nn.max_pool2d, inputs, pool_size, strides, padding, data_format, name,
+                 "max_pooling2d")
 
 
 def average_pooling2d(inputs, pool_size, strides, padding="valid",
                       data_format="channels_last", name=None):
-    """``tf.layers.average_pooling2d``: the mean of each window."""
+    """``tf.layers.average_pooling2d``: the mean of each window (ops in the scope ``name``,
+    default ``average_pooling2d``)."""
     import ipu_gpu as core
 
-    return _pool(core.nn.avg_pool2d, inputs, pool_size, strides, padding, data_format)
+    return _pool(core.nn.avg_pool2d, inputs, pool_size, strides, padding, data_format, name,
+                 "average_pooling2d")
 
 
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,

@@ -585,13 +585,13 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
                                 regularizer=bias_regularizer,
                                 initializer=bias_initializer or zeros_initializer())
             out = core.nn.bias_add(out, bias)
-    out = activation(out) if activation is not None else out
-    if activity_regularizer is not None:  # the activity loss per example, as TF's Layer
-        from ... import graph
+        out = activation(out) if activation is not None else out
+        if activity_regularizer is not None:  # the activity loss per example, as TF's Layer
+            from ... import graph
 
-        loss = activity_regularizer(out)
-        loss = loss / core.cast(core.shape(out)[0], loss.dtype)
-        graph.get_default_graph().add_to_collection("regularization_losses", loss)
+            loss = activity_regularizer(out)
+            loss = loss / core.cast(core.shape(out)[0], loss.dtype)
+            graph.get_default_graph().add_to_collection("regularization_losses", loss)
     return out
 
 
@@ -602,11 +602,16 @@ def _over_last_axis(core, inputs, kernel):
 
 
 def flatten(inputs, name=None, data_format="channels_last"):
-    """``tf.layers.flatten``: [batch, ...] -> [batch, prod(...)]."""
+    """``tf.layers.flatten``: [batch, ...] -> [batch, prod(...)] (channels first: the
+    channels moved last first, as TF's Flatten), its ops in the scope ``name`` (default
+    ``flatten``)."""
     import ipu_gpu as core
 
-    dims = [int(d) for d in inputs.shape[1:]]
-    return core.reshape(inputs, [-1, int(np.prod(dims))])
+    with variable_scope(name, default_name="flatten"):
+        if data_format == "channels_first" and len(inputs.shape) > 2:
+            inputs = core.transpose(inputs, [0, *range(2, len(inputs.shape)), 1])
+        dims = [int(d) for d in inputs.shape[1:]]
+        return core.reshape(inputs, [-1, int(np.prod(dims))])
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
@@ -617,8 +622,9 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
 
     def dropped():
         return core.nn.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
-    if isinstance(training, graph.GraphTensor):
-        return graph.program.cond(training, dropped, lambda: core.identity(inputs))
-    if not training:
-        return inputs
-    return dropped()
+    with variable_scope(name, default_name="dropout"):
+        if isinstance(training, graph.GraphTensor):
+            return graph.program.cond(training, dropped, lambda: core.identity(inputs))
+        if not training:  # TF's smart_cond: an identity node in a graph
+            return core.identity(inputs) if isinstance(inputs, graph.GraphTensor) else inputs
+        return dropped()
