@@ -158,6 +158,14 @@ def test_evaluate_and_predict_use_the_trained_weights(tmp_path, fresh_ipu_system
     only = next(iter(e.predict(lambda: tf.data.Dataset.from_tensor_slices(X).batch(
         8, drop_remainder=True), predict_keys=["class"])))
     assert set(only) == {"class"}
+    # without num_predictions the loop runs on past the input: the IPU's fatal error
+    from ipu_gpu.errors import OutOfRangeError
+
+    endless = e.predict(lambda: tf.data.Dataset.from_tensor_slices(X[:40]).batch(
+        8, drop_remainder=True))
+    assert len([next(endless) for _ in range(32)]) == 32  # two loops of 2 batches
+    with pytest.raises(OutOfRangeError):
+        next(endless)
     with pytest.raises(ValueError, match="is not fully defined"):  # the IPU infeed's rule
         next(iter(e.predict(lambda: tf.data.Dataset.from_tensor_slices(X).batch(8))))
 

@@ -97,7 +97,8 @@ class _StopAfterNEvalsHook(SessionRunHook):
 
 
 class Estimator:
-    """Estimator class to train and evaluate TensorFlow models (TF 1.15's arguments).
+    """Estimator class to train and evaluate TensorFlow models (TF 1.15's arguments); the
+    end of the input ends ``train``/``evaluate``/``predict``.
 
     Raises:
       ValueError: ``model_fn`` without a ``features`` argument, ``params`` given to a
@@ -131,6 +132,8 @@ class Estimator:
         if isinstance(warm_start_from, (str, os.PathLike)):
             warm_start_from = WarmStartSettings(warm_start_from)
         self._warm_start_settings = warm_start_from
+
+    _stop_at_end_of_input = True
 
     config = property(lambda self: self._config)
     model_dir = property(lambda self: self._model_dir)
@@ -305,7 +308,8 @@ class Estimator:
             w = self._warm_start_settings
             warm_start = (w.ckpt_to_initialize_from, w.vars_to_warm_start)
         return MonitoredSession(hooks, checkpoint, warm_start,
-                                session_config=self._config.session_config)
+                                session_config=self._config.session_config,
+                                stop_at_end_of_input=self._stop_at_end_of_input)
 
     # ---- evaluate --------------------------------------------------------------------------
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):

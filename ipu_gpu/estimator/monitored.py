@@ -3,7 +3,8 @@ worker): it calls the hooks' ``begin``, creates the session, restores the checkp
 initializes the variables, or warm-starts them), initializes the local variables, calls
 ``after_create_session``, and runs each ``run`` between the hooks' ``before_run`` and
 ``after_run``; an ``OutOfRangeError`` (input exhausted) or a hook's ``request_stop`` ends the
-loop; ``close`` calls the hooks' ``end``."""
+loop (unless ``stop_at_end_of_input`` is False: then it propagates, as running an IPU
+loop past its input is an error); ``close`` calls the hooks' ``end``."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def _errors():
 class MonitoredSession:
     """Hooks around a ``Session`` of the default graph (see the module docstring)."""
 
-    def __init__(self, hooks, checkpoint_path=None, warm_start=None, session_config=None):
+    def __init__(self, hooks, checkpoint_path=None, warm_start=None, session_config=None,
+                 stop_at_end_of_input=True):
         from ..compat import v1
         from ..graph.saver import Saver
 
@@ -38,6 +40,7 @@ class MonitoredSession:
             _warm_start(self._session, *warm_start)
         self._session.run(v1.local_variables_initializer())
         self._stop = False
+        self._stop_at_end_of_input = stop_at_end_of_input
         for hook in self._hooks:
             hook.after_create_session(self._session, None)
 
@@ -60,6 +63,8 @@ class MonitoredSession:
         try:
             results = self._session.run([fetches, extra], feed_dict=feed or None)
         except _errors().OutOfRangeError:
+            if not self._stop_at_end_of_input:
+                raise
             self._stop = True
             return None
         for hook, values in zip(self._hooks, results[1]):

@@ -452,7 +452,11 @@ def _calc_batch_size(global_batch_size, num_workers, num_replicas, name):
 
 class _IPUEstimatorBase(estimator_lib.Estimator):
     """What the IPU estimators share: the config and params checks, the step arithmetic,
-    the batch sizes and the prediction flattening."""
+    the batch sizes and the prediction flattening. A loop that runs past the end of its
+    input raises ``OutOfRangeError`` (the IPU's fatal error), also in ``predict`` without
+    ``num_predictions``."""
+
+    _stop_at_end_of_input = False
 
     def __init__(self, model_fn, model_dir=None, config=None, params=None,
                  warm_start_from=None, train_batch_size=None, eval_batch_size=None,
