@@ -268,3 +268,19 @@ def test_model_fit_with_adam_ipu_optimizer_equals_numpy():
                 np.sqrt(v[i] / (1 - 0.999 ** t)) + 1e-7)
     for a, b in zip(model.get_weights(), params):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls,name", [(AO.AdamIpuOptimizer, "Adam"),
+                                      (AO.LAMBIpuOptimizer, "LAMB"),
+                                      (AO.SGDIpuOptimizer, "SGD")])
+def test_sparse_gradients_raise_graphcores_error(cls, name):
+    """A Keras Embedding's gradient is IndexedSlices, which Graphcore's optimizers reject."""
+    layer = keras.layers.Embedding(5, 2)
+    with ig.GradientTape() as tape:
+        loss = ig.reduce_sum(layer(np.array([[1, 2, 1]], np.int32)))
+    grads = tape.gradient(loss, layer.trainable_weights)
+    assert isinstance(grads[0], ig.IndexedSlices)
+    opt = cls(momentum=0.5) if cls is AO.SGDIpuOptimizer else cls()
+    with pytest.raises(NotImplementedError, match="_resource_apply_sparse is not implemented "
+                                                  f"for the IPU Addons {name} optimizer."):
+        opt.apply_gradients(zip(grads, layer.trainable_weights))

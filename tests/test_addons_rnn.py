@@ -351,3 +351,27 @@ def test_mixed_precision_runs_in_the_compute_dtype():
         assert a.dtype == ig.float16
         np.testing.assert_allclose(a.numpy().astype(np.float32), b.numpy(), atol=5e-3)
     np.testing.assert_allclose(layer.states[1].numpy(), want[2].numpy(), atol=5e-3)
+
+
+@pytest.mark.slow
+def test_hdf5_weights_of_a_tf_keras_lstm_model_load_into_a_popnn_model(tfk, tmp_path):
+    """Keras's HDF5 weights load layer by layer: a tf-keras model with LSTM/GRU layers saved
+    to HDF5 loads into the same model built with PopnnLSTM/PopnnGRU, and back. Slow (tf-keras
+    builds the model); the layout is checked by the fast set_weights tests above."""
+    pytest.importorskip("h5py")
+    x = _x((2, 5, 3))
+    theirs = tfk.Sequential([tfk.Input((5, 3)), tfk.layers.LSTM(4, return_sequences=True),
+                             tfk.layers.GRU(3), tfk.layers.Dense(1)])
+    _random_weights(theirs.layers[0], 8)
+    _random_weights(theirs.layers[1], 9)
+    theirs.save_weights(str(tmp_path / "keras.h5"))
+    ours = keras.Sequential([keras.Input((5, 3)), AL.PopnnLSTM(4, return_sequences=True),
+                             AL.PopnnGRU(3), keras.layers.Dense(1)])
+    ours.load_weights(str(tmp_path / "keras.h5"))
+    np.testing.assert_allclose(ours(x).numpy(), theirs(x).numpy(), rtol=1e-5, atol=1e-6)
+    saved = theirs.get_weights()
+    ours.save_weights(str(tmp_path / "ours.h5"))
+    theirs.set_weights([np.zeros_like(w) for w in saved])
+    theirs.load_weights(str(tmp_path / "ours.h5"))
+    for a, b in zip(theirs.get_weights(), saved):
+        np.testing.assert_array_equal(a, b)
