@@ -363,3 +363,20 @@ def test_logging_hook_errors():
     hook = IPULoggingTensorHook(at_end=True)
     with pytest.raises(RuntimeError, match="Did you forget to call the log function"):
         hook.begin()
+
+
+def test_reset_ipu_seed_before_configuration_seeds_the_next_system(fresh_ipu_system):
+    """Graphcore's estimator tutorial seeds the IPU before the estimator configures it."""
+    from ipu_gpu.emulation import system
+    from ipu_gpu.ipu import utils
+
+    utils.reset_ipu_seed(42)
+    utils.reset_ipu_seed(7, device="/device:IPU:1", experimental_identical_replicas=True)
+    cfg = ipu_config.IPUConfig()
+    cfg.auto_select_ipus = [1, 1]
+    cfg.configure_ipu_system()
+    d0, d1 = system.current_system().devices
+    assert (d0.seed, d0.identical_replicas, d1.seed, d1.identical_replicas) == (
+        42, False, 7, True)
+    cfg.configure_ipu_system()  # applied once: a later configuration starts unseeded
+    assert system.current_system().devices[0].seed != 42

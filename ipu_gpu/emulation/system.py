@@ -372,7 +372,22 @@ def configure(config, device: str = "cpu", reset_configuration: bool = True) -> 
             old.shutdown()
         # POPLAR_ENGINE_OPTIONS / POPLAR_TARGET_OPTIONS: kept on the system, some honoured
         _SYSTEM = engine_options.apply(_build(config, device))
+        for index, (seed, identical) in _DEFERRED_SEEDS.items():
+            if index < len(_SYSTEM.devices):
+                _SYSTEM.devices[index].set_seed(seed, identical)
+        _DEFERRED_SEEDS.clear()
         return _SYSTEM
+
+
+# reset_ipu_seed before any system is configured: applied by the next configure (the SDK's
+# device executor exists before configuration and keeps the seed)
+_DEFERRED_SEEDS: dict = {}
+
+
+def defer_seed(index: int, seed: int, identical_replicas: bool) -> None:
+    """Seed device ``index`` of the next configured system."""
+    with _LOCK:
+        _DEFERRED_SEEDS[int(index)] = (int(seed), bool(identical_replicas))
 
 
 def reset() -> None:
@@ -383,6 +398,7 @@ def reset() -> None:
                            "an emulated IPU (it waits for that work to finish)")
     with _LOCK:
         system, _SYSTEM = _SYSTEM, None
+        _DEFERRED_SEEDS.clear()
     if system is not None:
         system.shutdown()
 

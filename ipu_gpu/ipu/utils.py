@@ -162,11 +162,17 @@ def reset_ipu_seed(seed, device="/device:IPU:0", cpu_device="cpu",
       None
 
     The emulator stores the seed on the device (``Device.seed``); its random operations and
-    stochastic rounding start from it.
+    stochastic rounding start from it. Before any system is configured (Graphcore's
+    estimator tutorial calls it first) the seed goes to the device of the next
+    configuration.
     """
     del cpu_device
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"reset_ipu_seed: seed must be an int, got {seed!r}")
+    if not _system.is_configured():
+        index = _system.parse_device(device) if isinstance(device, str) else device
+        _system.defer_seed(index, int(seed), bool(experimental_identical_replicas))
+        return
     _system.current_system().device(device).set_seed(
         int(seed), bool(experimental_identical_replicas))
 
