@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ..core import backend
-from ..core.registry import register
+from ..core.registry import recorded_call, register
 from ..core.tensor import Tensor, wrap
 from ..emulation import context
 from ._util import shape_str
@@ -395,6 +395,9 @@ def replication_index(name=None) -> Tensor:
     Returns:
       A Tensor initialized with the replication index (int32 scalar; 0 on the host).
     """
+    node = recorded_call(replication_index, (), dict(name=name))
+    if node is not NotImplemented:  # built into a TF1 graph: each replica's own, per run
+        return node
     r, _, _ = _where()
     return wrap(backend.default_xp().asarray(np.int32(r)))
 
