@@ -181,6 +181,13 @@ from ...graph import optimizers_more as _optimizers_more  # noqa: E402
 
 for _name in ("NewCheckpointReader", "list_variables", "load_checkpoint", "load_variable"):
     setattr(train, _name, getattr(_checkpoint_reader, _name))
+from ...estimator import hooks as _hooks  # noqa: E402  (tf.train's session-run hooks)
+
+for _name in ("CheckpointSaverHook", "CheckpointSaverListener", "LoggingTensorHook",
+              "NanLossDuringTrainingError", "NanTensorHook", "SecondOrStepTimer",
+              "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
+              "StopAtStepHook"):
+    setattr(train, _name, getattr(_hooks, _name))
 
 for _name in _optimizers_more.__all__:
     setattr(train, _name, getattr(_optimizers_more, _name))
