@@ -64,8 +64,10 @@ def numpy_adam(w, grads, lr=0.01, b1=0.9, b2=0.999, eps=1e-7, amsgrad=False,
     return out
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(amsgrad=True), dict(debiasing=False),
-                                    dict(outline_apply_gradients=True)])
+@pytest.mark.parametrize("kwargs", [
+    dict(), dict(amsgrad=True), dict(debiasing=False), dict(outline_apply_gradients=True),
+    dict(amsgrad=True, outline_apply_gradients=True,
+         outline_apply_gradients_kwargs=dict(unique_sharding=True))])
 def test_adam_matches_numpy(kwargs):
     w, grads = _problem()
     opt = AO.AdamIpuOptimizer(0.01, **kwargs)
