@@ -380,3 +380,17 @@ def test_reset_ipu_seed_before_configuration_seeds_the_next_system(fresh_ipu_sys
         42, False, 7, True)
     cfg.configure_ipu_system()  # applied once: a later configuration starts unseeded
     assert system.current_system().devices[0].seed != 42
+
+
+def test_tf1_sparse_softmax_cross_entropy_squeezes_column_labels(real_tf):
+    """The estimator tutorial's labels are [batch, 1]: tf.losses squeezes them, as TF."""
+    logits = RNG.standard_normal((6, 4)).astype(np.float32)
+    labels = RNG.integers(0, 4, (6, 1)).astype(np.int32)
+    got = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    want = real_tf.compat.v1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-6)
+    with tf.Graph().as_default():
+        y = tf.placeholder(tf.int32, [None, 1])
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
+        with tf.Session() as sess:
+            np.testing.assert_allclose(sess.run(loss, {y: labels}), want.numpy(), rtol=1e-6)

@@ -72,7 +72,14 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=LOSSE
 def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
                                  loss_collection=LOSSES,
                                  reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
-    """Cross-entropy of ``logits`` against class ids ``labels``."""
+    """Cross-entropy of ``logits`` against class ids ``labels``; labels of the logits' rank
+    with a last axis of 1 (``[batch, 1]``) are squeezed first, as TF 1.15 squeezes them."""
+    try:
+        squeezable = len(labels.shape) == len(logits.shape) and labels.shape[-1] == 1
+    except (AttributeError, TypeError, ValueError):  # no shape, or an unknown rank
+        squeezable = False
+    if squeezable:
+        labels = _core.squeeze(labels, [-1])
     losses = _core.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
