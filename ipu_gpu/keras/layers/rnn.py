@@ -705,31 +705,49 @@ class Bidirectional(Layer):
         if merge_mode not in ("sum", "mul", "ave", "concat", None):
             raise ValueError(f"Invalid merge mode. Received: {merge_mode}. Merge mode should "
                              'be one of {"sum", "mul", "ave", "concat", None}')
+        kwargs.setdefault("trainable", layer.trainable)
         super().__init__(**kwargs)
         from . import serialize
 
-        self._layer_config = serialize(layer)
+        object.__setattr__(self, "_wrapped", layer)  # untracked: its copies hold the weights
         self._backward_layer_config = (None if backward_layer is None
                                        else serialize(backward_layer))
-        config = layer.get_config()
-        config["name"] = "forward_" + layer.name
-        self.forward_layer = type(layer).from_config(config)
+        self.forward_layer = type(layer).from_config(layer.get_config())
         if backward_layer is None:
             config = layer.get_config()
             config["go_backwards"] = not config["go_backwards"]
-            config["name"] = "backward_" + layer.name
             self.backward_layer = type(layer).from_config(config)
         else:
-            if backward_layer.go_backwards == layer.go_backwards:
-                raise ValueError("Forward layer and backward layer should have different "
-                                 "`go_backwards` value.")
             self.backward_layer = backward_layer
+        self.forward_layer._name = "forward_" + self.forward_layer.name
+        self.backward_layer._name = "backward_" + self.backward_layer.name
+        self._verify_layer_config()
         self.merge_mode = merge_mode
         self._initial_weights = weights
+        self.stateful = layer.stateful
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
         self.supports_masking = True
         self.input_spec = layer.input_spec
+
+    @property
+    def layer(self):
+        """The layer this wrapper was made from (its weights are unused: ``forward_layer``
+        is a fresh copy of it)."""
+        return self._wrapped
+
+    def _verify_layer_config(self):
+        fw, bw = self.forward_layer, self.backward_layer
+        if fw.go_backwards == bw.go_backwards:
+            raise ValueError("Forward layer and backward layer should have different "
+                             "`go_backwards` value.forward_layer.go_backwards = "
+                             f"{fw.go_backwards},backward_layer.go_backwards = "
+                             f"{bw.go_backwards}")
+        for a in ("stateful", "return_sequences", "return_state"):
+            if getattr(fw, a) != getattr(bw, a):
+                raise ValueError("Forward layer and backward layer are expected to have the "
+                                 f'same value for attribute "{a}", got "{getattr(fw, a)}" for '
+                                 f'forward layer and "{getattr(bw, a)}" for backward layer')
 
     def build(self, input_shape):
         for layer in (self.forward_layer, self.backward_layer):
@@ -799,8 +817,10 @@ class Bidirectional(Layer):
 
     def get_config(self) -> dict:
         config = super().get_config()
+        from . import serialize
+
+        config["layer"] = serialize(self.layer)
         config["merge_mode"] = self.merge_mode
-        config["layer"] = self._layer_config
         if self._backward_layer_config is not None:
             config["backward_layer"] = self._backward_layer_config
         return config
