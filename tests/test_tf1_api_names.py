@@ -300,3 +300,17 @@ def test_colocate_with_is_accepted():
         with v1.Session() as sess:
             sess.run(v1.global_variables_initializer())
             assert sess.run(y) == 6.0
+
+
+def test_dtype_class_as_tf1(real_tf):
+    for c in (v1, real_tf.compat.v1):
+        assert isinstance(c.float32, c.DType) and not isinstance(3, c.DType)
+        assert [c.DType(e).name for e in (1, 2, 3, 9, 10, 19)] == [
+            "float32", "float64", "int32", "int64", "bool", "float16"]
+        with pytest.raises(TypeError, match="99 does not correspond to a valid "
+                                            "tensorflow::DataType"):
+            c.DType(99)
+
+    def annotated(dtype: v1.DType = v1.float32):  # Graphcore's TF1 code annotates so
+        return dtype
+    assert annotated() == v1.float32

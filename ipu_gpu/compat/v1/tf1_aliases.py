@@ -14,7 +14,7 @@ import numpy as np
 import ipu_gpu as _core
 from ipu_gpu.core.spec import Dimension
 
-__all__ = ["Dimension", "Print", "Tensor", "add_n", "identity", "all_variables", "arg_max",
+__all__ = ["DType", "Dimension", "Print", "Tensor", "add_n", "identity", "all_variables", "arg_max",
            "arg_min", "argmax", "argmin", "check_numerics", "colocate_with", "count_nonzero",
            "dimension_value", "get_default_session", "global_norm",
            "is_variable_initialized", "model_variables", "moving_average_variables",
@@ -44,6 +44,29 @@ class _TensorMeta(type):
 class Tensor(metaclass=_TensorMeta):
     """``tf.Tensor`` for ``isinstance`` checks: a graph tensor (not a graph variable) or an
     eager Tensor."""
+
+
+# ---- tf.DType ---------------------------------------------------------------------------------
+# TF's DataType enum values of the dtypes ipu_gpu has
+_DATA_TYPES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
+               8: "complex64", 9: "int64", 10: "bool", 17: "uint16", 18: "complex128",
+               19: "float16", 22: "uint32", 23: "uint64"}
+
+
+class _DTypeMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, np.dtype)
+
+    def __call__(cls, type_enum):
+        name = _DATA_TYPES.get(type_enum) if isinstance(type_enum, int) else None
+        if name is None:
+            raise TypeError(f"{type_enum} does not correspond to a valid tensorflow::DataType")
+        return _core.as_dtype(name)
+
+
+class DType(metaclass=_DTypeMeta):
+    """``tf.DType`` for annotations and ``isinstance`` checks (ipu_gpu's dtypes are numpy
+    dtypes); ``DType(type_enum)`` is the dtype of TF's ``DataType`` enum value."""
 
 
 # ---- renamed ops -----------------------------------------------------------------------------
