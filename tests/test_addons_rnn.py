@@ -375,3 +375,27 @@ def test_hdf5_weights_of_a_tf_keras_lstm_model_load_into_a_popnn_model(tfk, tmp_
     theirs.load_weights(str(tmp_path / "ours.h5"))
     for a, b in zip(theirs.get_weights(), saved):
         np.testing.assert_array_equal(a, b)
+
+
+def test_shared_lstm_over_checkpointed_slices_equals_one_pass(tfk):
+    """The pattern of Graphcore's recomputation-checkpoint tutorial: one PopnnLSTM called on
+    consecutive slices of the sequence in a functional model, each call starting from the
+    previous (checkpointed) states, equals one LSTM over the whole sequence."""
+    x = _x((2, 8, 3))
+    inputs = keras.Input((8, 3), batch_size=2)
+    lstm = AL.PopnnLSTM(4, return_state=True, return_sequences=True)
+    h = c = None
+    outs = []
+    for begin in range(0, 8, 2):
+        part = keras.layers.Lambda(lambda t, b=0: t[:, b:b + 2, :],
+                                   arguments={"b": begin})(inputs)
+        seq, h, c = lstm(part) if h is None else lstm(part, initial_state=(h, c))
+        h, c = AL.RecomputationCheckpoint()([h, c])
+        outs.append(seq)
+    model = keras.Model(inputs, keras.layers.Concatenate(axis=1)(outs))
+    theirs = tfk.layers.LSTM(4, return_sequences=True)
+    theirs(x)
+    lstm.set_weights(_random_weights(theirs))
+    np.testing.assert_allclose(model(x).numpy(), theirs(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.predict(x, verbose=0), theirs(x).numpy(), rtol=1e-5,
+                               atol=1e-6)
