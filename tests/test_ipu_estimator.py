@@ -394,3 +394,23 @@ def test_tf1_sparse_softmax_cross_entropy_squeezes_column_labels(real_tf):
         loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
         with tf.Session() as sess:
             np.testing.assert_allclose(sess.run(loss, {y: labels}), want.numpy(), rtol=1e-6)
+
+
+def test_tf1_accuracy_squeezes_column_labels(real_tf):
+    """tf.metrics.accuracy of [batch, 1] labels against [batch] predictions (the estimator
+    tutorial's evaluation) compares them element by element, as TF."""
+    labels = np.array([[0], [1], [1], [2]], np.int32)
+    predictions = np.array([0, 1, 2, 2], np.int64)
+    r = real_tf.compat.v1
+    with real_tf.Graph().as_default():
+        _, update = r.metrics.accuracy(labels=r.constant(labels), predictions=predictions)
+        with r.Session() as sess:
+            sess.run(r.local_variables_initializer())
+            want = sess.run(update)
+    with tf.Graph().as_default():
+        y = tf.placeholder(tf.int32, [None, 1])
+        _, update = tf.metrics.accuracy(labels=y, predictions=predictions)
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            got = sess.run(update, {y: labels})
+    assert want == got == 0.75

@@ -55,11 +55,30 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
         return value, update
 
 
+def _squeezable(predictions, labels):
+    """TF's ``remove_squeezable_dimensions`` ([batch, 1] labels against [batch] predictions)
+    on tensors of known rank."""
+    def dims(x):
+        try:
+            return [None if d is None else int(d) for d in x.shape]
+        except (AttributeError, TypeError, ValueError):  # no shape, or an unknown rank
+            return None
+
+    p, lab = dims(predictions), dims(labels)
+    if p is not None and lab is not None:
+        if len(p) == len(lab) + 1 and p[-1] == 1:
+            predictions = _core.squeeze(predictions, [-1])
+        elif len(lab) == len(p) + 1 and lab[-1] == 1:
+            labels = _core.squeeze(labels, [-1])
+    return predictions, labels
+
+
 def accuracy(labels, predictions, weights=None, metrics_collections=None,
              updates_collections=None, name=None):
     """The running fraction of ``predictions`` equal to ``labels``: ``(accuracy,
     update_op)``."""
     _graph_mode("accuracy")
+    predictions, labels = _squeezable(predictions, labels)
     predictions = _core.cast(predictions, labels.dtype) \
         if hasattr(labels, "dtype") and getattr(predictions, "dtype", None) != labels.dtype \
         else predictions
