@@ -306,3 +306,45 @@ def test_tf2_popdist_examples_equal_ipu_strategy(replicas, tmp_path):
     infer_ipu = _run("popdist_tf2_inference.py", "--model", saved, "--strategy", "ipu",
                      env_extra=env)
     assert infer == infer_ipu and infer.startswith("accuracy ")
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_keras_fit_under_popdist_strategy_equals_ipu_strategy(replicas, monkeypatch):
+    """Keras compile/fit/evaluate in a PopDistStrategy's scope run as device programs of
+    steps_per_execution steps, with the numbers of the same model under IPUStrategy."""
+    from ipu_gpu import keras
+    from ipu_gpu.emulation import system
+    from ipu_gpu.ipu import ipu_strategy
+    from ipu_gpu.popdist import tensorflow as popdist_tf
+
+    monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", str(replicas))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 5)).astype(np.float32)
+    y = rng.integers(0, 3, 64).astype(np.int32)
+
+    def train(make_strategy):
+        system.reset()
+        from ipu_gpu.ipu import config as ipu_config
+
+        cfg = ipu_config.IPUConfig()
+        popdist_tf.set_ipu_config(cfg)
+        cfg.configure_ipu_system()
+        strategy = make_strategy()
+        with strategy.scope():
+            model = keras.Sequential([
+                keras.layers.Dense(8, activation="relu",
+                                   kernel_initializer=keras.initializers.Constant(0.1)),
+                keras.layers.Dense(3, kernel_initializer="ones")])
+            model.compile(optimizer=keras.optimizers.SGD(0.05),
+                          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                          steps_per_execution=4 // replicas)
+            data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True)
+            history = model.fit(data, epochs=2, verbose=0)
+            return history.history["loss"], model.evaluate(data, verbose=0), \
+                model.get_weights()
+
+    popdist_run = train(popdist_strategy.PopDistStrategy)
+    ipu_run = train(ipu_strategy.IPUStrategy)
+    assert popdist_run[0] == ipu_run[0] and popdist_run[1] == ipu_run[1]
+    for a, b in zip(popdist_run[2], ipu_run[2]):
+        np.testing.assert_array_equal(a, b)
