@@ -3,8 +3,9 @@
 called in the model_fn, an IPULoggingTensorHook logging every loss of each device loop,
 IPURunConfig/RunConfig with iterations_per_loop, training from a Dataset.from_generator
 input_fn, evaluation with tf.metrics.accuracy, prediction, and a second training call that
-resumes from the checkpoint in model_dir. Small fixed data and fixed initial weights, so a
-test can rebuild the same training with a plain Session loop."""
+resumes from the checkpoint in model_dir; ipu.utils.reset_ipu_seed before any configuration
+and [N, 1] labels, as the tutorial's. Small fixed data and fixed initial weights, so a test
+can rebuild the same training with a plain Session loop."""
 
 import argparse
 
@@ -28,9 +29,10 @@ parser.add_argument("--replicas", type=int, default=1)
 parser.add_argument("--model-dir", required=True)
 args = parser.parse_args()
 
+ipu.utils.reset_ipu_seed(SEED)
 rng = np.random.default_rng(SEED)
 x_data = rng.standard_normal((48, 8, 8, 3)).astype(np.float32)
-y_data = (x_data.mean(axis=(1, 2)).argmax(axis=1)).astype(np.int32)
+y_data = (x_data.mean(axis=(1, 2)).argmax(axis=1)).astype(np.int32).reshape(-1, 1)
 kernel1 = (rng.standard_normal((3, 3, 3, 4)) * 0.3).astype(np.float32)
 kernel2 = (rng.standard_normal((64, NUM_CLASSES)) * 0.3).astype(np.float32)
 logged = []
@@ -85,7 +87,7 @@ def train_input_fn():
     def generator():
         return zip(x_data, y_data)
     dataset = tf.data.Dataset.from_generator(generator, (x_data.dtype, y_data.dtype),
-                                             (x_data.shape[1:], ()))
+                                             (x_data.shape[1:], y_data.shape[1:]))
     return dataset.repeat().batch(args.batch_size, drop_remainder=True)
 
 
