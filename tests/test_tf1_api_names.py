@@ -314,3 +314,32 @@ def test_dtype_class_as_tf1(real_tf):
     def annotated(dtype: v1.DType = v1.float32):  # Graphcore's TF1 code annotates so
         return dtype
     assert annotated() == v1.float32
+
+
+def test_dropout_takes_tf1_keep_prob(real_tf):
+    ones = np.ones(4000, np.float32)
+    with v1.Graph().as_default() as g:
+        x = v1.placeholder(np.float32, [4000])
+        keep = v1.placeholder(np.float32, [])
+        v1.set_random_seed(3)
+        fed, positional, by_rate = (v1.nn.dropout(x, keep), v1.nn.dropout(x, 0.8),
+                                    v1.nn.dropout(x, rate=0.25))
+        with v1.Session(graph=g) as sess:
+            a, b, c = sess.run([fed, positional, by_rate], {x: ones, keep: 0.5})
+            kept_all = sess.run(fed, {x: ones, keep: 1.0})
+    for out, p in ((a, 0.5), (b, 0.8), (c, 0.75)):  # keep probability p, kept scaled 1/p
+        assert set(np.unique(out)) == {0.0, np.float32(1.0 / p)}
+        assert abs(float(np.mean(out != 0.0)) - p) < 0.05
+    np.testing.assert_array_equal(kept_all, ones)
+    for c in (v1, real_tf.compat.v1):  # the errors TF raises (TF 1.15's texts here)
+        with c.Graph().as_default():
+            x = c.placeholder(np.float32, [4])
+            with pytest.raises(ValueError, match="Cannot specify both 'keep_prob' and 'rate'"):
+                c.nn.dropout(x, keep_prob=0.5, rate=0.5)
+            with pytest.raises(ValueError, match="rate"):
+                c.nn.dropout(x)
+            with pytest.raises(ValueError, match="rate"):
+                c.nn.dropout(x, keep_prob=0.0)
+    with v1.Graph().as_default():
+        with pytest.raises(ValueError, match="You must provide a rate to dropout"):
+            v1.nn.dropout(v1.placeholder(np.float32, [4]))

@@ -172,6 +172,7 @@ train.ExponentialMovingAverage = _EMA
 nn.softmax_cross_entropy_with_logits_v2 = _core.nn.softmax_cross_entropy_with_logits
 if not hasattr(nn, "batch_normalization"):
     nn.batch_normalization = _aliases.batch_normalization
+nn.dropout = _aliases.dropout  # TF 1's keep_prob (second positional argument)
 __all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "initializers",
                   "orthogonal_initializer", "tables_initializer",
                   "uniform_unit_scaling_initializer"})

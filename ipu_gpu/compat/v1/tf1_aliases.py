@@ -199,6 +199,27 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     return x * _core.cast(inv, x.dtype) + _core.cast(shift, x.dtype)
 
 
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    """TF 1's ``tf.nn.dropout``: keep each element with probability ``keep_prob`` (a number
+    or a scalar tensor, a placeholder fed each run) or drop it with probability ``rate``,
+    scaling the kept ones by 1 / (1 - rate).
+
+    Raises:
+      ValueError: both ``keep_prob`` and ``rate``, or neither (TF 1.15's messages); a
+        ``keep_prob`` that is not a number or tensor; a rate outside [0, 1)."""
+    if keep_prob is not None:
+        if rate is not None:
+            raise ValueError("Cannot specify both 'keep_prob' and 'rate'.")
+        try:
+            rate = 1.0 - keep_prob
+        except TypeError:
+            raise ValueError(f"keep_prob must be a floating point number or Tensor (got "
+                             f"{keep_prob!r})") from None
+    if rate is None:
+        raise ValueError("You must provide a rate to dropout.")
+    return _core.nn.dropout(x, rate=rate, noise_shape=noise_shape, seed=seed)
+
+
 @contextlib.contextmanager
 def colocate_with(op, ignore_existing=False):
     """TF1's device colocation block: placement is the emulator's, so it changes nothing."""
