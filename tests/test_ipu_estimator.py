@@ -414,3 +414,24 @@ def test_tf1_accuracy_squeezes_column_labels(real_tf):
             sess.run(tf.local_variables_initializer())
             got = sess.run(update, {y: labels})
     assert want == got == 0.75
+
+
+def test_keras_loss_functions_on_graph_tensors(real_tf):
+    """Graphcore's TF2 pipeline-estimator tutorial calls tf.keras.losses functions on the
+    stages' graph tensors: the graph's values equal real TensorFlow's."""
+    from ipu_gpu import keras
+
+    logits = RNG.standard_normal((6, 4)).astype(np.float32)
+    labels = RNG.integers(0, 4, 6).astype(np.int32)
+    want_sparse = real_tf.keras.losses.sparse_categorical_crossentropy(
+        labels, logits, from_logits=True).numpy()
+    want_mse = np.mean((logits - logits[:, :1]) ** 2, axis=-1)  # Keras: mean over the last axis
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 4])
+        y = tf.placeholder(tf.int32, [None])
+        sparse = keras.losses.sparse_categorical_crossentropy(y, x, from_logits=True)
+        mse = keras.losses.mean_squared_error(x[:, :1], x)
+        with tf.Session() as sess:
+            got_sparse, got_mse = sess.run([sparse, mse], {x: logits, y: labels})
+    np.testing.assert_allclose(got_sparse, want_sparse, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_mse, want_mse, rtol=1e-5, atol=1e-6)
