@@ -49,7 +49,10 @@ def _input(time_major=False, batch=2):
 
 
 def _pair(tfk, cells, **kwargs):
-    """(ours, theirs) built on the same input, with the same perturbed weights."""
+    """(ours, theirs) built on the same input, with the same perturbed weights (and the
+    same layer names: both sessions cleared)."""
+    backend.clear_session()
+    tfk.backend.clear_session()
     ours, theirs = L.RNN(CELLS[cells](L), **kwargs), tfk.layers.RNN(CELLS[cells](tfk.layers),
                                                                      **kwargs)
     x = _input(kwargs.get("time_major", False))
@@ -306,3 +309,56 @@ def test_stateful_stack_matches_tf_keras(tfk):
     theirs.reset_states(states)
     for a, b in zip(_flat(ours(x)), _flat(theirs(x))):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _states(states):
+    """The container types and the state values (None before build) of ``.states``."""
+    if isinstance(states, (list, tuple)) or type(states).__name__ == "ListWrapper":
+        return ("tuple" if isinstance(states, tuple) else "list", [_states(s) for s in states])
+    return None if states is None else np.asarray(states.numpy()).tolist()
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.RNN([m.LSTMCell(3), m.GRUCell(2)], stateful=True),
+    lambda m: m.RNN([m.SimpleRNNCell(3), m.SimpleRNNCell(2)], stateful=True),
+    lambda m: m.RNN(m.StackedRNNCells([m.GRUCell(2), m.LSTMCell(3)]), stateful=True),
+    lambda m: m.RNN(m.LSTMCell(3), stateful=True),
+    lambda m: m.LSTM(3, stateful=True),
+    lambda m: m.GRU(3, stateful=True),
+    lambda m: m.LSTM(3),
+], ids=["lstm-gru", "simple-simple", "stacked-object", "lstm-cell", "lstm", "gru",
+        "not-stateful"])
+def test_states_nest_as_tf_keras_nests_them(tfk, make):
+    """``.states`` follows the cell's ``state_size``: a stack's tuple of its cells' states (a
+    list for a cell with several), a list for one cell; Nones before a stateful RNN is built
+    or when it is not stateful."""
+    ours, theirs = make(L), make(tfk.layers)
+    assert _states(ours.states) == _states(theirs.states)
+    x = _input()
+    theirs(x)
+    ours(x)
+    ours.set_weights(theirs.get_weights())
+    ours.reset_states() if ours.stateful else None
+    theirs.reset_states() if theirs.stateful else None
+    ours(x)
+    theirs(x)
+    got, want = _states(ours.states), _states(theirs.states)
+    assert _flat_types(got) == _flat_types(want)
+    for a, b in zip(_flat(_values(got)), _flat(_values(want))):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    if ours.stateful:
+        ours.reset_states()
+        assert all(not np.any(v) for v in _flat(_values(_states(ours.states))))
+
+
+def _flat_types(described):
+    """The structure of a ``_states`` description with the values' shapes."""
+    if isinstance(described, tuple):
+        return (described[0], [_flat_types(d) for d in described[1]])
+    return None if described is None else np.shape(described)
+
+
+def _values(described):
+    if isinstance(described, tuple):
+        return [_values(d) for d in described[1]]
+    return [] if described is None else [np.asarray(described)]

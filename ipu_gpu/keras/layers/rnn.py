@@ -321,6 +321,19 @@ def _pack_states(size, flat):
     return packed
 
 
+def _nest_states(size, flat):
+    """``flat`` in the nesting of ``size`` with its containers' types (Keras's
+    ``tf.nest.pack_sequence_as(cell.state_size, flat)``: a stack's tuple of its cells')."""
+    if not _is_multiple_state(size):
+        return flat[0]
+    packed, i = [], 0
+    for part in size:
+        n = len(_flatten_sizes(part))
+        packed.append(_nest_states(part, flat[i:i + n]))
+        i += n
+    return tuple(packed) if isinstance(size, tuple) else packed
+
+
 def _top_states(cell, flat) -> list:
     """The states an RNN returns with ``return_state``: the flat states, grouped per cell
     for a ``StackedRNNCells`` (as Keras's nested state structure)."""
@@ -486,18 +499,25 @@ class RNN(Layer):
                 raise ValueError("If a RNN is stateful, it needs to know its batch size. "
                                  "Specify the batch size of your input tensors.")
             dtype = self.compute_dtype
-            self.states = [Variable(_creation.zeros((batch, s), dtype), trainable=False)
-                           for s in _state_sizes(self.cell)]
+            object.__setattr__(self, "_states", [
+                Variable(_creation.zeros((batch, s), dtype), trainable=False)
+                for s in _state_sizes(self.cell)])
         self.built = True
 
     @property
     def states(self):
-        """A stateful RNN's state variables (not weights, as in Keras); else None."""
-        return self.__dict__.get("_states")
+        """A stateful RNN's state variables (not weights, as in Keras), in the nesting of
+        the cell's ``state_size`` (per cell of a stack; a list for a cell with one state);
+        None in their place before a stateful RNN is built, or when it is not stateful."""
+        size = self.cell.state_size
+        flat = self.__dict__.get("_states") or [None] * len(_state_sizes(self.cell))
+        packed = _nest_states(size, flat)
+        return packed if _is_multiple_state(size) else [packed]
 
     @states.setter
     def states(self, value):
-        object.__setattr__(self, "_states", value)  # untracked: states are not weights
+        # untracked: states are not weights; kept flat
+        object.__setattr__(self, "_states", None if value is None else _flatten_states(value))
 
     def reset_states(self, states=None):
         """Zero the states of a stateful RNN (or set them to ``states``, flat or nested per
@@ -505,8 +525,8 @@ class RNN(Layer):
         if not self.stateful:
             raise AttributeError("Layer must be stateful.")
         values = _flatten_states(states) if states is not None else [
-            np.zeros(s.shape) for s in self.states]
-        for variable, value in zip(self.states, values):
+            np.zeros(s.shape) for s in self._states]
+        for variable, value in zip(self._states, values):
             backend.set_value(variable, value)
 
     def _initial_states(self, x, initial_state):
@@ -518,7 +538,7 @@ class RNN(Layer):
                                  f"Input received: {initial_state}")
             return states
         if self.stateful:
-            return [s.read_value() for s in self.states]
+            return [s.read_value() for s in self._states]
         return [_creation.zeros((x.shape[0], s), x.dtype) for s in _state_sizes(self.cell)]
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
@@ -569,7 +589,7 @@ class RNN(Layer):
             if self.return_sequences:
                 outputs.append(out)
         if self.stateful:
-            for variable, state in zip(self.states, states):
+            for variable, state in zip(self._states, states):
                 variable.assign(state)
         if self.return_sequences:
             output = _shape.stack(outputs, axis=0 if self.time_major else 1)
