@@ -348,3 +348,25 @@ def test_keras_fit_under_popdist_strategy_equals_ipu_strategy(replicas, monkeypa
     assert popdist_run[0] == ipu_run[0] and popdist_run[1] == ipu_run[1]
     for a, b in zip(popdist_run[2], ipu_run[2]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.usefixtures("fresh_ipu_system")
+def test_ipu_horovod_strategy_reduces_over_workers_only():
+    from ipu_gpu.ipu.horovod import ipu_horovod_strategy
+
+    with pytest.raises(ValueError, match="not been initialized"):
+        ipu_horovod_strategy.IPUHorovodStrategy()
+    hvd.init()
+    configure_ipus(2)
+    strategy = ipu_horovod_strategy.IPUHorovodStrategy(variables_on_host=True)
+    assert strategy.num_replicas_in_sync == 1
+
+    def program():
+        r = tf.cast(replication_ops.replication_index(), tf.float32)
+        with strategy.scope():
+            return [strategy.reduce("SUM", r + 1.0),
+                    strategy.run(lambda: distribute.get_replica_context().all_reduce(
+                        "MEAN", r + 2.0))]
+
+    out = compile_on_ipu(program)
+    assert float(out[0]) == 1.0 and float(out[1]) == 2.0  # replica 0's own values
