@@ -370,3 +370,16 @@ def test_ipu_horovod_strategy_reduces_over_workers_only():
 
     out = compile_on_ipu(program)
     assert float(out[0]) == 1.0 and float(out[1]) == 2.0  # replica 0's own values
+
+
+@pytest.mark.usefixtures("fresh_ipu_system")
+def test_popdist_strategy_reduces_a_list_as_one_tensor():
+    configure_ipus(2)
+    strategy = popdist_strategy.PopDistStrategy()
+
+    def program():
+        r = tf.cast(replication_ops.replication_index(), tf.float32)
+        return strategy.reduce("SUM", [r + 1.0, 2.0 * r])
+
+    out = compile_on_ipu(program)
+    np.testing.assert_array_equal(out[0], [3.0, 2.0])  # [1 + 2, 0 + 2]

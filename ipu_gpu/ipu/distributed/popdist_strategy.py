@@ -144,6 +144,8 @@ class PopDistStrategy(IPUStrategyV1):
           ValueError: a ReduceOp other than SUM and MEAN, on the IPU (Graphcore's message).
         """
         op = distribute._reduce_op(reduce_op)
+        if isinstance(value, (list, tuple)):  # one tensor, as TF's reduce_to converts it
+            value = distribute.as_tensor(value)
         value = distribute.Strategy.reduce(self, op, value, axis)
         return nest.map_structure(
             lambda v: self.extended._reduce_to(op, distribute.as_tensor(v)), value)
