@@ -1,8 +1,9 @@
 """Host embeddings in TF1 graphs (Graphcore's TF1 usage, ``docs/host_embedding_example.py``):
 ``create_host_embedding`` while a graph is built makes the table a graph variable
-(``tf.compat.v1.get_variable``: initialized by ``global_variables_initializer``, saved by a
-``Saver``); ``lookup`` inside ``ipu_compiler.compile`` is a node that, each time a Session
-runs it, reads rows from the table registered by ``with embedding.register(sess):``; a
+(``tf.compat.v1.get_variable`` on the CPU: initialized by
+``global_variables_initializer``, saved by a ``Saver``); ``lookup`` inside
+``ipu_compiler.compile`` is a node that, each time a Session runs it, reads rows from the
+table registered by ``with embedding.register(sess):``; a
 trainable lookup reads a scalar graph variable ``<name>/__dummy`` (trainable, zero), so
 ``Optimizer.minimize`` differentiates it and the lookup's backward sends
 ``-learning_rate * grad`` to the host table, as ``emulation/host_embedding.py`` describes for
@@ -197,8 +198,8 @@ def create_host_embedding(name, shape, dtype, partition_strategy="TOKEN", optimi
                           initializer=None):
     """Create a HostEmbedding: eagerly as ``emulation.host_embedding.create_host_embedding``
     describes; while a TF1 graph is built, its table is ``tf.compat.v1.get_variable(name,
-    shape, dtype, initializer)`` (Glorot-uniform by default, as get_variable's), not
-    trainable by the optimizer (the host updates it).
+    shape, dtype, initializer)`` on the CPU, as Graphcore's (Glorot-uniform by default; in
+    the trainable variables, where optimizers find no gradient for it: the host updates it).
 
     Raises:
       TypeError, ValueError: as the eager function (shape, dtype, initializer,
@@ -213,7 +214,7 @@ def create_host_embedding(name, shape, dtype, partition_strategy="TOKEN", optimi
 
     d = dtypes.as_dtype(dtype, "create_host_embedding: dtype")
     shape = _eager._table_shape(shape)
-    variable = v1.get_variable(name, shape=list(shape), dtype=d, initializer=initializer,
-                               trainable=False)
+    with v1.device("cpu"):
+        variable = v1.get_variable(name, shape=list(shape), dtype=d, initializer=initializer)
     return HostEmbedding(name, variable, partition_strategy=partition_strategy,
                          optimizer_spec=optimizer_spec)
