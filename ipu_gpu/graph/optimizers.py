@@ -16,7 +16,7 @@ import threading
 from ..core import backend
 from ..core.convert import convert_to_tensor
 from ..core.indexed_slices import IndexedSlices
-from ..core.tensor import Tensor, Variable, wrap
+from ..core.tensor import Tensor, Variable
 from ..ops._util import quiet
 from .core import GraphTensor, Operation, add_node
 from .nodes import _graph_for, gradients, group, trainable_variables
@@ -159,13 +159,13 @@ class GradientDescentOptimizer(_Optimizer):
 
     def _eager_update(self, v, g):
         lr = _lr(self._lr, v)
-        if type(lr) is float and type(g) is Tensor:  # TF's ApplyGradientDescent kernel
-            a = g._value
+        if type(lr) is float and type(g) is Tensor:  # TF's ApplyGradientDescent kernel:
+            a = g._value                               # lr * grad is no tensor of its own
             if a.dtype.kind == "f" and a.dtype == v.dtype:
                 xp = backend.xp_of(a)
                 with quiet(xp):
                     delta = xp.multiply(a, xp.asarray(lr, dtype=a.dtype))
-                v.assign_sub(wrap(xp.asarray(delta)))
+                v.assign_sub(xp.asarray(delta))
                 return
         v.assign_sub(g * lr)
 
