@@ -246,3 +246,28 @@ def test_ops_silence_float_warnings_and_restore_the_callers_error_state():
             np.float32(3e38) * np.float32(2)
     with np.errstate(divide="warn", over="warn", invalid="warn"), pytest.warns(RuntimeWarning):
         np.float32(3e38) * np.float32(2)  # the caller's state is back after the op
+
+
+def test_tape_keeps_only_what_gradients_need():
+    """A dense layer's matmul and bias_add outputs are freed once relu has read them: the tape
+    keeps residuals (relu its output, matmul its inputs, bias_add shapes), not every array.
+    (Second derivatives through them: test_tape's comparisons with TF.)"""
+    import weakref
+
+    g = np.random.default_rng(8)
+    x = tf.constant(g.standard_normal((4, 3)).astype(np.float32))
+    w = tf.Variable(g.standard_normal((3, 5)).astype(np.float32))
+    b = tf.Variable(g.standard_normal(5).astype(np.float32))
+    with tf.GradientTape(persistent=True) as tape:
+        z = tf.matmul(x, w)
+        zb = tf.nn.bias_add(z, b)
+        freed = [weakref.ref(z._value), weakref.ref(zb._value)]
+        y = tf.nn.relu(zb)
+        del z, zb
+        loss = tf.reduce_sum(y * y)
+    assert [r() for r in freed] == [None, None]
+    gw, gb = tape.gradient(loss, [w, b])
+    zz = x.numpy().astype(np.float64) @ w.numpy() + b.numpy()
+    dz = 2 * np.maximum(zz, 0) * (zz > 0)
+    np.testing.assert_allclose(gw.numpy(), x.numpy().T @ dz, rtol=1e-5)
+    np.testing.assert_allclose(gb.numpy(), dz.sum(axis=0), rtol=1e-5)

@@ -78,7 +78,10 @@ class Record:
         self.residuals = residuals
         self.static = static
         self.xp = xp
-        self.arrays = arrays  # (inputs, outputs) for ops differentiable twice, else None
+        # for ops differentiable twice: per residual, the node of the input or output it is
+        # (None: neither), so second derivatives see residuals as those Tensors; else None.
+        # Only the residuals stay alive, not every input and output array of the op.
+        self.arrays = arrays
 
 
 def record(op, in_ids, in_arrays, out_ids, out_arrays, residuals, static, xp) -> None:
@@ -94,9 +97,30 @@ def record(op, in_ids, in_arrays, out_ids, out_arrays, residuals, static, xp) ->
         if rec is None:
             rec = Record(op, in_ids, out_ids, [a.dtype for a in in_arrays],
                          [(a.shape, a.dtype) for a in out_arrays], residuals, static, xp,
-                         (in_arrays, out_arrays) if op.twice_differentiable else None)
+                         _residual_nodes(residuals, in_ids, in_arrays, out_ids, out_arrays)
+                         if op.twice_differentiable else None)
         tp._records.append(rec)
         watched.update(out_ids)
+
+
+def _residual_nodes(residuals, in_ids, in_arrays, out_ids, out_arrays) -> tuple:
+    """For each residual, the node of the output or input array it is (an output before an
+    input, the last of equal ones), or None."""
+    nodes = []
+    for r in residuals:
+        node = None
+        if type(r) is np.ndarray or backend.is_cupy_array(r):
+            for i in range(len(out_arrays) - 1, -1, -1):
+                if out_arrays[i] is r:
+                    node = out_ids[i]
+                    break
+            else:
+                for i in range(len(in_arrays) - 1, -1, -1):
+                    if in_arrays[i] is r:
+                        node = in_ids[i]
+                        break
+        nodes.append(node)
+    return tuple(nodes)
 
 
 def _is_float(dtype) -> bool:
@@ -390,18 +414,13 @@ def _run_backward(rec: Record, cots: list, nested: bool, needed=None):
     if rec.arrays is None:
         raise LookupError(f"{op.name}: its gradient is not differentiable (second derivatives "
                           f"of {op.name} are not supported)")
-    in_arrays, out_arrays = rec.arrays
-    by_identity = {}
-    for node, a in zip(rec.in_ids, in_arrays):
-        by_identity[id(a)] = wrap(a, node)
-    for node, a in zip(rec.out_ids, out_arrays):
-        by_identity[id(a)] = wrap(a, node)
-    residuals = tuple(_as_tensor_residual(r, by_identity) for r in rec.residuals)
+    residuals = tuple(_as_tensor_residual(r, node) for r, node in zip(rec.residuals,
+                                                                      rec.arrays))
     return op.backward(k, _tensor_ops, residuals, *cots, **static)
 
 
-def _as_tensor_residual(r, by_identity):
+def _as_tensor_residual(r, node):
     if isinstance(r, np.ndarray) or backend.is_cupy_array(r):
-        t = by_identity.get(id(r))
-        return t if t is not None else wrap(r)  # data fixed w.r.t. the inputs (masks, ids)
+        # an input or output as its node; else data fixed w.r.t. the inputs (masks, ids)
+        return wrap(r) if node is None else wrap(r, node)
     return r

@@ -69,16 +69,33 @@ def _relu(xp, x):
     return k.relu(x) if k is not None else xp.maximum(x, 0)
 
 
-def _relu_grad(xp, g, x, y):
-    # TF's ReluGrad multiplies by the mask (NaN in g stays NaN); a multiply has no
-    # data-dependent branch, unlike where(), which mispredicts on random signs.
-    k = _elementwise_cpu(xp, g, x)
-    if k is not None and g.shape == x.shape:
-        return k.relu_grad(g, x)
-    return g * astype(xp, x > 0, g.dtype)
+def _relu_grad(xp, g, y):
+    # TF's ReluGrad multiplies by the mask of the output (y > 0 where x > 0; NaN in g stays
+    # NaN); a multiply has no data-dependent branch, unlike where(), which mispredicts on
+    # random signs.
+    k = _elementwise_cpu(xp, g, y)
+    if k is not None and g.shape == y.shape:
+        return k.relu_grad(g, y)
+    return g * astype(xp, y > 0, g.dtype)
 
 
-_RELU = _activation("relu", _relu, _relu_grad, warns=False)
+def _check_relu(x):
+    require_float("relu", "features", x)
+
+
+def _relu_forward(k, xp, x):
+    # Only the output is kept for the gradient (TF's ReluGrad takes it), so the input, most
+    # often a bias_add output of the same size, is freed as soon as the caller drops it.
+    y = _relu(xp, x)
+    return y, (y,)
+
+
+def _relu_backward(k, xp, res, g):
+    return (_relu_grad(xp, g, res[0]),)
+
+
+_RELU = register("relu", args=("features",), check=_check_relu, forward=_relu_forward,
+                 backward=_relu_backward, twice_differentiable=True)
 _LEAKY_RELU = _activation(
     "leaky_relu", lambda xp, x, alpha: xp.where(x > 0, x, x * alpha),
     lambda xp, g, x, y, alpha: xp.where(x > 0, g, g * alpha), _check_alpha)
