@@ -173,6 +173,11 @@ nn.softmax_cross_entropy_with_logits_v2 = _core.nn.softmax_cross_entropy_with_lo
 if not hasattr(nn, "batch_normalization"):
     nn.batch_normalization = _aliases.batch_normalization
 nn.dropout = _aliases.dropout  # TF 1's keep_prob (second positional argument)
+from . import tf1_signatures as _signatures  # noqa: E402  (TF 1's argument names)
+
+globals().update({n: getattr(_signatures, n) for n in _signatures.__all__})
+for _name in _signatures.NN_NAMES:
+    setattr(nn, _name, getattr(_signatures, _name))
 __all__ = sorted({*__all__, *_aliases.__all__, "Assert", "Operation", "case", "initializers",
                   "orthogonal_initializer", "tables_initializer",
                   "uniform_unit_scaling_initializer"})
