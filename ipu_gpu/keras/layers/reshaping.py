@@ -390,6 +390,21 @@ class UpSampling2D(_ShapeLayer):
         dims[w] = None if dims[w] is None else dims[w] * self.size[1]
         return TensorShape(dims)
 
+    def compute_output_signature(self, input_signature):
+        """As Keras's traced ``call`` (a resize to a size computed at run time when the
+        height or the width is unknown): both are then unknown, whatever
+        ``compute_output_shape`` says of the known one."""
+        from ...core.spec import TensorSpec
+
+        spec = super().compute_output_signature(input_signature)
+        h, w = (2, 3) if self.data_format == "channels_first" else (1, 2)
+        dims = as_shape(input_signature.shape).as_list()
+        if dims[h] is None or dims[w] is None:
+            out = spec.shape.as_list()
+            out[h] = out[w] = None
+            spec = TensorSpec(TensorShape(out), spec.dtype)
+        return spec
+
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(size=self.size, data_format=self.data_format,
