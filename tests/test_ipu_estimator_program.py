@@ -24,6 +24,9 @@ def _run(model_dir, *argv):
                         "--model-dir", str(model_dir), *map(str, argv)], cwd=PROGRAMS, env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+    # tf.logging at INFO prints as TF 1.15's handler does: the hook's losses, the checkpoints
+    assert "INFO:tensorflow:loss = " in r.stderr
+    assert "INFO:tensorflow:Saving checkpoints for 6 into " in r.stderr
     return dict(line.split(" ", 1) for line in r.stdout.strip().splitlines())
 
 

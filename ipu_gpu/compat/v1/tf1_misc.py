@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging as _logging
+import sys
 import types
 
 __all__ = ["assign", "assign_add", "assign_sub", "init_scope", "logging", "name_scope",
@@ -61,6 +62,30 @@ def init_scope():
 
 
 _logger = _logging.getLogger("tensorflow")
+
+
+class _StderrHandler(_logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record comes (not the stream of import
+    time)."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(_logging.Formatter(_logging.BASIC_FORMAT))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+# TF 1.15's tf_logging: unless the root logger is configured, the "tensorflow" logger gets a
+# stderr handler ("INFO:tensorflow:..."), so tf.logging.info prints once verbosity allows it
+if not _logging.getLogger().handlers and not any(
+        isinstance(h, _StderrHandler) for h in _logger.handlers):
+    _logger.addHandler(_StderrHandler())
 logging = types.ModuleType("tensorflow.compat.v1.logging", "``tf.logging`` (TF 1.15).")
 logging.DEBUG, logging.INFO, logging.WARN = _logging.DEBUG, _logging.INFO, _logging.WARNING
 logging.ERROR, logging.FATAL = _logging.ERROR, _logging.FATAL
