@@ -798,8 +798,21 @@ class EarlyStopping(Callback):
 
 
 class RemoteMonitor(Callback):
-    """Streams events to a server. The emulator runs without a network: constructing one
-    works, sending raises NotImplementedError."""
+    """Streams events to a server: at the end of every epoch an HTTP POST (with the
+    ``requests`` library) to ``root + path`` of the epoch and its logs as a JSON dictionary,
+    the form field ``field`` of the request, or its JSON body with ``send_as_json=True``.
+
+    Args:
+      root: root url of the target server.
+      path: path relative to ``root`` to which the events are sent.
+      field: JSON field under which the data is stored in the form (``send_as_json=False``).
+      headers: optional custom HTTP headers.
+      send_as_json: send the request as ``"application/json"``.
+
+    Raises:
+      ImportError: at the end of an epoch, ``requests`` cannot be imported (Keras's message).
+    A request that fails logs Keras's warning and training goes on.
+    """
 
     def __init__(self, root="http://localhost:9000", path="/publish/epoch/end/", field="data",
                  headers=None, send_as_json=False):
@@ -808,7 +821,23 @@ class RemoteMonitor(Callback):
         self.headers, self.send_as_json = headers, send_as_json
 
     def on_epoch_end(self, epoch, logs=None):
-        raise NotImplementedError("RemoteMonitor: ipu_gpu runs without a network")
+        import json
+
+        try:
+            import requests
+        except ImportError:
+            raise ImportError("RemoteMonitor requires the `requests` library.") from None
+        send = {"epoch": epoch}
+        for k, v in (logs or {}).items():
+            send[k] = v.item() if isinstance(v, (np.ndarray, np.generic)) else v
+        try:
+            if self.send_as_json:
+                requests.post(self.root + self.path, json=send, headers=self.headers)
+            else:
+                requests.post(self.root + self.path, {self.field: json.dumps(send)},
+                              headers=self.headers)
+        except requests.exceptions.RequestException:
+            _log.warning("Warning: could not reach RemoteMonitor root server at " + str(self.root))
 
 
 class LearningRateScheduler(Callback):
