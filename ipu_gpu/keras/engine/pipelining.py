@@ -10,7 +10,8 @@ accumulation up to float reassociation (``pipelining_test_util``). The emulator 
 stages in order on one replica (``ipu_execution``: the accumulation and the update are the
 same), so a pipelined model trains as its unpipelined twin with that gradient
 accumulation; the stages only set how many IPUs a replica takes (the highest stage, or the
-device mapping, plus one, rounded up to a power of two).
+device mapping, plus one, rounded up to a power of two) and the depth the IPU accepts
+(``check_depth``).
 
 Models holding models take ``*NestedModelPipelineStageAssignment`` entries (the nested
 model's own assignment list) and are checked as Graphcore checks them (each call only uses
