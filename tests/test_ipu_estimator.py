@@ -435,3 +435,38 @@ def test_keras_loss_functions_on_graph_tensors(real_tf):
             got_sparse, got_mse = sess.run([sparse, mse], {x: logits, y: labels})
     np.testing.assert_allclose(got_sparse, want_sparse, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_mse, want_mse, rtol=1e-5, atol=1e-6)
+
+
+def test_user_hooks_and_saving_listeners(tmp_path, fresh_ipu_system):
+    """tf.train.SessionRunHook subclasses see every Session.run (one per loop of
+    iterations_per_loop steps) and may fetch tensors; CheckpointSaverListeners see each
+    checkpoint (at the start and the end with the default 600 seconds)."""
+    events = []
+
+    class Hook(tf.train.SessionRunHook):
+        def begin(self):
+            self._step = tf.train.get_global_step()
+            events.append("begin")
+
+        def after_create_session(self, session, coord):
+            events.append("created")
+
+        def before_run(self, run_context):
+            return tf.train.SessionRunArgs(self._step)
+
+        def after_run(self, run_context, run_values):
+            events.append(int(run_values.results))
+
+        def end(self, session):
+            events.append("end")
+
+    class Listener(tf.train.CheckpointSaverListener):
+        def after_save(self, session, global_step_value):
+            events.append(f"saved {global_step_value}")
+
+    e = _estimator(_make_model_fn([]), tmp_path, iterations=2)
+    e.train(_train_input(4), steps=6, hooks=[Hook()], saving_listeners=[Listener()])
+    # the global step read in a run is the one before that run's 2 steps
+    assert events == ["begin", "created", "saved 0", 0, 2, 4, "end", "saved 6"]
+    with pytest.raises(TypeError, match="Hooks must be a SessionRunHook"):
+        e.train(_train_input(4), steps=2, hooks=[object()])
