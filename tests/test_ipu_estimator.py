@@ -470,3 +470,37 @@ def test_user_hooks_and_saving_listeners(tmp_path, fresh_ipu_system):
     assert events == ["begin", "created", "saved 0", 0, 2, 4, "end", "saved 6"]
     with pytest.raises(TypeError, match="Hooks must be a SessionRunHook"):
         e.train(_train_input(4), steps=2, hooks=[object()])
+
+
+def test_warm_start_checkpoint_path_and_global_batch_size(tmp_path, fresh_ipu_system):
+    """warm_start_from: a new model_dir starts from another's weights (its global step
+    from 0); evaluate(checkpoint_path=) reads that checkpoint; train_batch_size gives
+    params['batch_size'] = global / replicas to the input_fn."""
+    first = _estimator(_make_model_fn([]), tmp_path / "first", iterations=2)
+    first.train(_train_input(4), steps=4)
+    _, w4, b4 = _numpy_training(4, 4)
+    logged = []
+    cfg = ipu_config.IPUConfig()
+    cfg.auto_select_ipus = 2
+    config = ipu_run_config.RunConfig(
+        ipu_run_config=ipu_run_config.IPURunConfig(iterations_per_loop=2, num_replicas=2,
+                                                   ipu_options=cfg),
+        model_dir=str(tmp_path / "second"), log_step_count_steps=None)
+    seen = []
+
+    def input_fn(params):
+        seen.append(params["batch_size"])
+        return _train_input(params["batch_size"])()
+    second = ipu_estimator.IPUEstimator(_make_model_fn(logged, replicas=2), config=config,
+                                        params={"lr": LR}, train_batch_size=8,
+                                        warm_start_from=first.latest_checkpoint())
+    second.train(input_fn, steps=2)
+    assert seen == [4]
+    x = X.astype(np.float64)
+    p = _softmax(x[:8] @ w4 + b4)
+    np.testing.assert_allclose(logged[0][0].mean(), -np.mean(np.log(p[np.arange(8), Y[:8]])),
+                               rtol=1e-5)  # the first step starts from the first's weights
+    assert second.get_variable_value("global_step") == 2
+    metrics = second.evaluate(_train_input(8), steps=2,
+                              checkpoint_path=first.latest_checkpoint())
+    assert metrics["global_step"] == 4
