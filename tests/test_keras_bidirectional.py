@@ -110,3 +110,21 @@ def test_config_round_trips_give_the_same_layer(make):
 
 def _outputs(out):
     return [np.asarray(o) for o in (out if isinstance(out, list) else [out])]
+
+
+def test_weights_argument_is_ignored_as_in_keras(tfk):
+    """Keras 2 stores ``weights`` as the copies' ``initial_weights``, which nothing reads:
+    the wrapped layer's initializers decide."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    weights = [rng.normal(size=s).astype(np.float32)
+               for s in [(4, 8), (2, 8), (8,)] * 2]
+
+    def run(module, **kwargs):
+        inner = module.layers.LSTM(2, kernel_initializer="ones",
+                                   recurrent_initializer="zeros")
+        return np.asarray(module.layers.Bidirectional(inner, **kwargs)(x))
+
+    want = run(tfk, weights=weights)
+    np.testing.assert_allclose(want, run(tfk), rtol=1e-6)
+    np.testing.assert_allclose(run(keras, weights=weights), want, rtol=1e-5, atol=1e-6)

@@ -705,7 +705,8 @@ class Bidirectional(Layer):
     Args:
       layer: the RNN layer (its copy runs backwards, or ``backward_layer``).
       merge_mode: ``"concat"`` (default), ``"sum"``, ``"mul"``, ``"ave"`` or None (a list).
-      weights: initial weights (forward's, then backward's).
+      weights: accepted and ignored, as Keras 2 does (it stores the halves as the copies'
+        ``initial_weights``, which nothing reads: the layers keep their initializers').
       backward_layer: the layer to run backwards (its ``go_backwards`` must be the opposite).
 
     Raises:
@@ -743,7 +744,10 @@ class Bidirectional(Layer):
         self.backward_layer._name = "backward_" + self.backward_layer.name
         self._verify_layer_config()
         self.merge_mode = merge_mode
-        self._initial_weights = weights
+        if weights:
+            half = len(weights) // 2
+            self.forward_layer.initial_weights = weights[:half]
+            self.backward_layer.initial_weights = weights[half:]
         self.stateful = layer.stateful
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
