@@ -202,7 +202,7 @@ def test_host_call_and_eval_metrics_run_on_the_host(tmp_path, fresh_ipu_system):
     np.testing.assert_allclose(metrics["accuracy"], np.mean(logits.argmax(1) == Y), rtol=1e-6)
 
 
-def test_plain_estimator_trains_evaluates_and_predicts(tmp_path):
+def test_plain_estimator_trains_evaluates_and_predicts(tmp_path, caplog):
     def model_fn(features, labels, mode, params):
         logits = _logits(features)
         if mode == est.ModeKeys.PREDICT:
@@ -215,8 +215,13 @@ def test_plain_estimator_trains_evaluates_and_predicts(tmp_path):
         return est.EstimatorSpec(mode, loss=loss, train_op=train)
 
     e = est.Estimator(model_fn, model_dir=str(tmp_path), params={"lr": LR},
-                      config=est.RunConfig(save_checkpoints_steps=2))
+                      config=est.RunConfig(save_checkpoints_steps=2, log_step_count_steps=2))
+    caplog.set_level("INFO", logger="tensorflow")
     e.train(_train_input(4), steps=5)
+    logged = [r.getMessage() for r in caplog.records]
+    assert sum(m.startswith("loss = ") for m in logged) == 3  # runs 1, 3 and 5
+    assert any(m.startswith("global_step/sec: ") for m in logged)
+    assert "Saving checkpoints for 4 into " + str(tmp_path / "model.ckpt") + "." in logged
     _, w, b = _numpy_training(5, 4)
     np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
     assert sorted(p.name for p in tmp_path.glob("model.ckpt-*")) == [

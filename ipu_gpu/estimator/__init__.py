@@ -7,11 +7,12 @@ program passes (``SessionRunHook`` and its arguments, ``LoggingTensorHook``,
 from .estimator import Estimator, WarmStartSettings
 from .hooks import (CheckpointSaverHook, CheckpointSaverListener, LoggingTensorHook,
                     NanLossDuringTrainingError, NanTensorHook, SessionRunArgs,
-                    SessionRunContext, SessionRunHook, SessionRunValues, StopAtStepHook)
+                    SessionRunContext, SessionRunHook, SessionRunValues, StepCounterHook,
+                    StopAtStepHook)
 from .model_fn import EstimatorSpec, ModeKeys
 from .run_config import RunConfig
 
 __all__ = ["CheckpointSaverHook", "CheckpointSaverListener", "Estimator", "EstimatorSpec",
            "LoggingTensorHook", "ModeKeys", "NanLossDuringTrainingError", "NanTensorHook",
            "RunConfig", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
-           "SessionRunValues", "StopAtStepHook", "WarmStartSettings"]
+           "SessionRunValues", "StepCounterHook", "StopAtStepHook", "WarmStartSettings"]

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import model_fn as model_fn_lib
 from .hooks import (CheckpointSaverHook, CheckpointSaverListener, LoggingTensorHook,
-                    NanTensorHook, SessionRunHook, StopAtStepHook)
+                    NanTensorHook, SessionRunHook, StepCounterHook, StopAtStepHook)
 from .model_fn import EstimatorSpec, ModeKeys
 from .monitored import MonitoredSession
 from .run_config import RunConfig
@@ -285,6 +285,7 @@ class Estimator:
             if config.log_step_count_steps:
                 all_hooks.append(LoggingTensorHook({"loss": spec.loss, "step": global_step},
                                                    every_n_iter=config.log_step_count_steps))
+                all_hooks.append(StepCounterHook(every_n_steps=config.log_step_count_steps))
             if config.save_checkpoints_steps or config.save_checkpoints_secs:
                 saver = Saver(max_to_keep=config.keep_checkpoint_max)
                 all_hooks.append(CheckpointSaverHook(

@@ -14,7 +14,7 @@ import numpy as np
 __all__ = ["CheckpointSaverHook", "CheckpointSaverListener", "LoggingTensorHook",
            "NanLossDuringTrainingError", "NanTensorHook", "NeverTriggerTimer",
            "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
-           "SessionRunValues", "StopAtStepHook"]
+           "SessionRunValues", "StepCounterHook", "StopAtStepHook"]
 
 
 class SessionRunHook:
@@ -209,6 +209,32 @@ class LoggingTensorHook(SessionRunHook):
     def end(self, session):
         if self._log_at_end:
             self._log(session.run(self._current))
+
+
+class StepCounterHook(SessionRunHook):
+    """Logs ``global_step/sec`` (INFO) every ``every_n_steps`` global steps or
+    ``every_n_secs`` seconds."""
+
+    def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None,
+                 summary_writer=None):
+        if (every_n_steps is None) == (every_n_secs is None):
+            raise ValueError("exactly one of every_n_steps and every_n_secs should be "
+                             "provided.")
+        self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
+
+    def begin(self):
+        from ..graph.optimizers import get_global_step
+
+        self._global_step = get_global_step()
+        if self._global_step is None:
+            raise RuntimeError("Global step should be created to use StepCounterHook.")
+
+    def after_run(self, run_context, run_values):
+        step = int(run_context.session.run(self._global_step))
+        if self._timer.should_trigger_for_step(step):
+            elapsed_time, elapsed_steps = self._timer.update_last_triggered_step(step)
+            if elapsed_time:
+                _logging().info("global_step/sec: %g", elapsed_steps / elapsed_time)
 
 
 class NanLossDuringTrainingError(RuntimeError):

@@ -173,7 +173,8 @@ from ... import estimator as _estimator  # noqa: E402  (TF1 keeps the session ho
 
 for _name in ("CheckpointSaverHook", "CheckpointSaverListener", "LoggingTensorHook",
               "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs",
-              "SessionRunContext", "SessionRunHook", "SessionRunValues", "StopAtStepHook"):
+              "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
+              "StopAtStepHook"):
     setattr(train, _name, getattr(_estimator, _name))
 nn.softmax_cross_entropy_with_logits_v2 = _core.nn.softmax_cross_entropy_with_logits
 if not hasattr(nn, "batch_normalization"):
