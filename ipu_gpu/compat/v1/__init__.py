@@ -169,13 +169,6 @@ for _name in ("CheckpointState", "checkpoint_exists", "get_checkpoint_state"):
 from .moving_averages import ExponentialMovingAverage as _EMA  # noqa: E402
 
 train.ExponentialMovingAverage = _EMA
-from ... import estimator as _estimator  # noqa: E402  (TF1 keeps the session hooks in tf.train)
-
-for _name in ("CheckpointSaverHook", "CheckpointSaverListener", "LoggingTensorHook",
-              "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs",
-              "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
-              "StopAtStepHook"):
-    setattr(train, _name, getattr(_estimator, _name))
 nn.softmax_cross_entropy_with_logits_v2 = _core.nn.softmax_cross_entropy_with_logits
 if not hasattr(nn, "batch_normalization"):
     nn.batch_normalization = _aliases.batch_normalization
@@ -199,7 +192,7 @@ from ...estimator import hooks as _hooks  # noqa: E402  (tf.train's session-run 
 for _name in ("CheckpointSaverHook", "CheckpointSaverListener", "LoggingTensorHook",
               "NanLossDuringTrainingError", "NanTensorHook", "SecondOrStepTimer",
               "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
-              "StopAtStepHook"):
+              "StepCounterHook", "StopAtStepHook"):
     setattr(train, _name, getattr(_hooks, _name))
 
 for _name in _optimizers_more.__all__:
