@@ -509,3 +509,23 @@ def test_warm_start_checkpoint_path_and_global_batch_size(tmp_path, fresh_ipu_sy
     metrics = second.evaluate(_train_input(8), steps=2,
                               checkpoint_path=first.latest_checkpoint())
     assert metrics["global_step"] == 4
+
+
+def test_logging_hook_last_mode_and_at_end(tmp_path, fresh_ipu_system):
+    """LoggingMode.LAST logs the last enqueued value (every_n_iter=2: the 1st and 3rd run);
+    at_end logs once more when training ends; ALL was tested above."""
+    seen = []
+
+    def model_fn(features, labels, mode, params):
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=_logits(features))
+        hook = IPULoggingTensorHook(every_n_iter=2, at_end=True,
+                                    formatter=lambda v: seen.append(np.asarray(v["loss"])) or "")
+        train = tf.group([tf.train.GradientDescentOptimizer(LR).minimize(loss),
+                          hook.log({"loss": loss})])
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train,
+                                          training_hooks=[hook])
+    e = _estimator(model_fn, tmp_path, iterations=2)
+    e.train(_train_input(4), steps=8)
+    want, _, _ = _numpy_training(8, 4)
+    assert [a.shape for a in seen] == [()] * 3
+    np.testing.assert_allclose([float(a) for a in seen], want[[1, 5, 7]], rtol=1e-5)
