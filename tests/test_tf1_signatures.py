@@ -92,3 +92,30 @@ def test_tf1_signature_errors_as_tf(real_tf):
             for call, message in _error_cases(c, c.placeholder(np.float32, [2, 3])):
                 with pytest.raises(ValueError, match=message):
                     call()
+
+
+def _positional_names(c, tf_mod):
+    with c.Graph().as_default() as g:
+        x = c.placeholder(tf_mod.float32, [2, 3], name="x")
+        p = c.placeholder(tf_mod.bool, [], name="p")
+        outs = [c.gather(x, [1, 0], None, "gathered"), c.pad(x, [[1, 0], [0, 1]], "CONSTANT",
+                                                             "padded", 2.0),
+                c.shape(x, "sh"), c.size(x, "sz"), c.zeros_like(tensor=x),
+                c.ones_like(tensor=x), c.boolean_mask(x, [True, False], "masked"),
+                c.cond(p, fn1=lambda: x * 2.0, fn2=lambda: x - 1.0)]
+        names = [o.op.name for o in outs[:4]]  # boolean_mask: TF names an inner node
+        with c.Session(graph=g) as sess:
+            values = [sess.run(outs, {x: _X, p: flag}) for flag in (True, False)]
+        return names, values
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_tf1_argument_order_equals_real_tensorflow(real_tf):
+    ours = _positional_names(v1, tf)
+    theirs = _positional_names(real_tf.compat.v1, real_tf)
+    assert ours[0] == theirs[0]
+    for a_run, b_run in zip(ours[1], theirs[1]):
+        for a, b in zip(a_run, b_run):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+    with pytest.raises(ValueError, match="Cannot specify both 'fn1' and 'true_fn'"):
+        v1.cond(True, true_fn=lambda: 1.0, fn1=lambda: 2.0, false_fn=lambda: 0.0)

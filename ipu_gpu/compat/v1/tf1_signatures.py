@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ipu_gpu as _core
 
-__all__ = ["expand_dims", "norm", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max",
-           "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "squeeze", "where"]
+__all__ = ["boolean_mask", "cond", "expand_dims", "gather", "norm", "ones_like", "pad",
+           "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
+           "reduce_min", "reduce_prod", "reduce_sum", "shape", "size", "squeeze", "where",
+           "zeros_like"]
 NN_NAMES = ["avg_pool", "conv2d", "conv2d_transpose", "log_softmax", "max_pool", "moments",
             "softmax", "softmax_cross_entropy_with_logits"]
 
@@ -113,6 +115,51 @@ def _same_dims(a, b):
         if d is not None and e is not None and d != e:
             raise ValueError(f"Dimension {i} in both shapes must be equal, but are {d} and "
                              f"{e}. Shapes are {a} and {b}. for Select")
+
+
+# ---- TF 1's argument order (``name`` before the arguments TF 2 added) --------------------------
+def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, fn2=None):
+    """TF 1's ``cond`` (``fn1``/``fn2`` are the old names of ``true_fn``/``false_fn``)."""
+    from ...graph import program
+
+    true_fn = _lookup("true_fn", true_fn, "fn1", fn1)
+    false_fn = _lookup("false_fn", false_fn, "fn2", fn2)
+    return program.cond(pred, true_fn, false_fn, strict=strict)
+
+
+def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
+    """TF 1's ``gather`` (``name`` fourth)."""
+    return _core.gather(params, indices, axis=axis, batch_dims=batch_dims)
+
+
+def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
+    """TF 1's ``pad`` (``name`` fourth)."""
+    return _core.pad(tensor, paddings, mode=mode, constant_values=constant_values)
+
+
+def shape(input, name=None, out_type=None):  # noqa: A002 - TF's name
+    """TF 1's ``shape`` (``name`` second)."""
+    return _core.shape(input, out_type=out_type)
+
+
+def size(input, name=None, out_type=None):  # noqa: A002 - TF's name
+    """TF 1's ``size`` (``name`` second)."""
+    return _core.size(input, out_type=out_type)
+
+
+def zeros_like(tensor, dtype=None, name=None, optimize=True):
+    """TF 1's ``zeros_like`` (its first argument is ``tensor``)."""
+    return _core.zeros_like(tensor, dtype=dtype)
+
+
+def ones_like(tensor, dtype=None, name=None, optimize=True):
+    """TF 1's ``ones_like`` (its first argument is ``tensor``)."""
+    return _core.ones_like(tensor, dtype=dtype)
+
+
+def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
+    """TF 1's ``boolean_mask`` (``name`` third)."""
+    return _core.boolean_mask(tensor, mask, axis=axis)
 
 
 # ---- tf.compat.v1.nn -------------------------------------------------------------------------
