@@ -128,3 +128,53 @@ def test_weights_argument_is_ignored_as_in_keras(tfk):
     want = run(tfk, weights=weights)
     np.testing.assert_allclose(want, run(tfk), rtol=1e-6)
     np.testing.assert_allclose(run(keras, weights=weights), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("return_sequences", [True, False])
+def test_masked_steps_match_tf_keras(tfk, return_sequences):
+    """Keras makes both copies give zeros at masked steps when they return sequences."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 4, 3)).astype(np.float32)
+    x[0, 2:] = 0.0
+
+    def model(module):
+        inputs = module.Input((4, 3))
+        bidi = module.layers.Bidirectional(module.layers.GRU(2,
+                                                             return_sequences=return_sequences))
+        return module.Model(inputs, bidi(module.layers.Masking()(inputs))), bidi
+
+    ours, bidi = model(keras)
+    theirs, _ = model(tfk)
+    ours.set_weights(theirs.get_weights())
+    assert bidi.forward_layer.zero_output_for_mask is return_sequences
+    want = theirs(x).numpy()
+    np.testing.assert_allclose(np.asarray(ours(x)), want, rtol=1e-5, atol=1e-6)
+    if return_sequences:
+        assert not want[0, 2:].any()
+
+
+def test_stateful_reset_states_match_tf_keras(tfk):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 4, 3)).astype(np.float32)
+    states = [rng.normal(size=(2, 2)).astype(np.float32) for _ in range(4)]
+
+    def make(module):
+        bidi = module.layers.Bidirectional(module.layers.LSTM(2, stateful=True),
+                                           batch_input_shape=(2, 4, 3))
+        bidi(x)
+        return bidi
+
+    ours, theirs = make(keras), make(tfk)
+    ours.set_weights(theirs.get_weights())
+    assert ours.stateful and theirs.stateful
+    for reset in (None, states):
+        ours.reset_states(reset)
+        theirs.reset_states(reset)
+        for _ in range(2):  # the second call starts from the first's last states
+            np.testing.assert_allclose(np.asarray(ours(x)), theirs(x).numpy(), rtol=1e-5,
+                                       atol=1e-6)
+    with pytest.raises(ValueError, match="Unrecognized value for `states`. Expected `states` "
+                                         "to be list or tuple. Received: 3"):
+        ours.reset_states(3)
+    with pytest.raises(AttributeError, match="Layer must be stateful."):
+        L.Bidirectional(L.LSTM(2)).reset_states()

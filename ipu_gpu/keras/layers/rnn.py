@@ -743,6 +743,9 @@ class Bidirectional(Layer):
         self.forward_layer._name = "forward_" + self.forward_layer.name
         self.backward_layer._name = "backward_" + self.backward_layer.name
         self._verify_layer_config()
+        for twin in (self.forward_layer, self.backward_layer):
+            if getattr(twin, "zero_output_for_mask", None) is not None:
+                twin.zero_output_for_mask = twin.return_sequences  # masked steps give zeros
         self.merge_mode = merge_mode
         if weights:
             half = len(weights) // 2
@@ -759,6 +762,25 @@ class Bidirectional(Layer):
         """The layer this wrapper was made from (its weights are unused: ``forward_layer``
         is a fresh copy of it)."""
         return self._wrapped
+
+    def reset_states(self, states=None):
+        """Zero both directions' states (or set them: the forward layer's half of
+        ``states``, then the backward layer's).
+
+        Raises:
+          AttributeError: the layer is not stateful. ValueError: ``states`` not a list."""
+        if not self.stateful:
+            raise AttributeError("Layer must be stateful.")
+        if states is None:
+            self.forward_layer.reset_states()
+            self.backward_layer.reset_states()
+            return
+        if not isinstance(states, (list, tuple)):
+            raise ValueError("Unrecognized value for `states`. Expected `states` to be list or "
+                             f"tuple. Received: {states}")
+        half = len(states) // 2
+        self.forward_layer.reset_states(states[:half])
+        self.backward_layer.reset_states(states[half:])
 
     def _verify_layer_config(self):
         fw, bw = self.forward_layer, self.backward_layer
