@@ -529,3 +529,35 @@ def test_logging_hook_last_mode_and_at_end(tmp_path, fresh_ipu_system):
     want, _, _ = _numpy_training(8, 4)
     assert [a.shape for a in seen] == [()] * 3
     np.testing.assert_allclose([float(a) for a in seen], want[[1, 5, 7]], rtol=1e-5)
+
+
+def test_loss_and_evaluation_summaries_read_by_real_tf(tmp_path, fresh_ipu_system, real_tf):
+    """save_summary_steps writes the loop's mean loss at the global step after the loop;
+    evaluate writes its scalar metrics to eval_dir(); real TF's summary_iterator reads them."""
+    import glob
+
+    cfg = ipu_config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    config = ipu_run_config.RunConfig(
+        ipu_run_config=ipu_run_config.IPURunConfig(iterations_per_loop=2, ipu_options=cfg),
+        model_dir=str(tmp_path), log_step_count_steps=None, save_summary_steps=4)
+    e = ipu_estimator.IPUEstimator(_make_model_fn([]), config=config, params={"lr": LR})
+    e.train(_train_input(4), steps=8)
+    metrics = e.evaluate(_train_input(8), steps=2, name="probe")
+    assert e.eval_dir("probe") == str(tmp_path / "eval_probe")
+
+    def scalars(directory):
+        out = {}
+        for path in sorted(glob.glob(f"{directory}/events.out.tfevents.*")):
+            for event in real_tf.compat.v1.train.summary_iterator(path):
+                for v in event.summary.value:
+                    out[(v.tag, event.step)] = v.simple_value
+        return out
+    want, _, _ = _numpy_training(8, 4)
+    got = scalars(tmp_path)
+    assert sorted(got) == [("loss", 2), ("loss", 6)]  # every 4 steps from the first loop
+    np.testing.assert_allclose(got[("loss", 2)], want[:2].mean(), rtol=1e-5)
+    np.testing.assert_allclose(got[("loss", 6)], want[4:6].mean(), rtol=1e-5)
+    evaluated = scalars(tmp_path / "eval_probe")
+    assert sorted(evaluated) == [("accuracy", 8), ("loss", 8)]
+    np.testing.assert_allclose(evaluated[("loss", 8)], metrics["loss"], rtol=1e-6)

@@ -21,7 +21,8 @@ import numpy as np
 
 from . import model_fn as model_fn_lib
 from .hooks import (CheckpointSaverHook, CheckpointSaverListener, LoggingTensorHook,
-                    NanTensorHook, SessionRunHook, StepCounterHook, StopAtStepHook)
+                    NanTensorHook, SessionRunHook, StepCounterHook, StopAtStepHook,
+                    _LossSummaryHook)
 from .model_fn import EstimatorSpec, ModeKeys
 from .monitored import MonitoredSession
 from .run_config import RunConfig
@@ -286,6 +287,9 @@ class Estimator:
                 all_hooks.append(LoggingTensorHook({"loss": spec.loss, "step": global_step},
                                                    every_n_iter=config.log_step_count_steps))
                 all_hooks.append(StepCounterHook(every_n_steps=config.log_step_count_steps))
+            if config.save_summary_steps:
+                all_hooks.append(_LossSummaryHook(spec.loss, config.save_summary_steps,
+                                                  self._model_dir))
             if config.save_checkpoints_steps or config.save_checkpoints_secs:
                 saver = Saver(max_to_keep=config.keep_checkpoint_max)
                 all_hooks.append(CheckpointSaverHook(
@@ -350,6 +354,7 @@ class Estimator:
                 session.close()
         results = {key: np.asarray(v)[()] for key, v in results.items()}
         results["global_step"] = np.int64(step)
+        _write_eval_summary(self.eval_dir(name), results, step)
         _logging().info("Saving dict for global step %d: %s", step, ", ".join(
             f"{k} = {results[k]}" for k in sorted(results)))
         return results
@@ -390,6 +395,22 @@ class Estimator:
                             yield {key: value[i] for key, value in values.items()}
             finally:
                 session.close()
+
+
+def _write_eval_summary(directory, results, step):
+    """The scalar metrics as summaries at ``step`` in ``directory``'s event file (TF's
+    ``_write_dict_to_summary``); other values are left out."""
+    from ..compat.v1.summary import FileWriterCache, Summary
+
+    values = [Summary.Value(tag=key, simple_value=float(value))
+              for key, value in sorted(results.items())
+              if key != "global_step" and np.ndim(value) == 0]
+    from ..compat import v1
+
+    with v1.Graph().as_default():  # TF1's FileWriter is made in graph mode
+        writer = FileWriterCache.get(directory)
+    writer.add_summary(Summary(value=values), step)
+    writer.flush()
 
 
 @contextlib.contextmanager

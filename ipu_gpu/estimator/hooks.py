@@ -237,6 +237,42 @@ class StepCounterHook(SessionRunHook):
                 _logging().info("global_step/sec: %g", elapsed_steps / elapsed_time)
 
 
+class _LossSummaryHook(SessionRunHook):
+    """Writes the ``loss`` scalar summary to ``output_dir``'s event file every
+    ``save_steps`` global steps (fetched with the run that computed it)."""
+
+    def __init__(self, loss, save_steps, output_dir):
+        self._loss, self._output_dir = loss, output_dir
+        self._timer = SecondOrStepTimer(every_steps=save_steps)
+
+    def begin(self):
+        from ..compat.v1.summary import FileWriterCache
+        from ..graph.optimizers import get_global_step
+
+        self._global_step = get_global_step()
+        self._writer = FileWriterCache.get(self._output_dir)
+        self._last, self._next = None, None
+
+    def before_run(self, run_context):
+        # the step this run will end at: the last run's advance again (1 before any)
+        self._fetch = self._next is None or self._timer.should_trigger_for_step(self._next)
+        return SessionRunArgs(self._loss) if self._fetch else None
+
+    def after_run(self, run_context, run_values):
+        step = int(run_context.session.run(self._global_step))
+        advance = 1 if self._last is None else max(step - self._last, 1)
+        self._last, self._next = step, step + advance
+        if self._fetch:
+            from ..compat.v1.summary import Summary
+
+            self._timer.update_last_triggered_step(step)
+            self._writer.add_summary(Summary(value=[Summary.Value(
+                tag="loss", simple_value=float(run_values.results))]), step)
+
+    def end(self, session):
+        self._writer.flush()
+
+
 class NanLossDuringTrainingError(RuntimeError):
     def __str__(self):
         return "NaN loss during training."
