@@ -11,6 +11,7 @@ R*b samples), and so does accumulating R steps with SUM."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -432,6 +433,33 @@ def test_pipelined_fit_applies_the_ipu_pipeline_depth_rule(ipus, schedule, ga, o
         model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
     host, _ = _host_fit(weights, x, y, 0.1 * ga, 8 * ga, epochs=1)
     _assert_weights(model, host)
+
+
+@pytest.mark.parametrize("stages, mapping, schedule, error, message", [
+    ([0, 0], None, "Grouped", ValueError,
+     "Pipeline requires at least two computational stages."),
+    ([0, 1], [0], "Grouped", ValueError, "Each stage must be mapped to an IPU: 1 mappings != "
+                                         "2 stages"),
+    ([0, 1], [0, 0], "Interleaved", NotImplementedError,
+     "The pipelining schedule 'Interleaved' does not currently support multiple pipeline "
+     "stages on the same device for training graphs. Please use a different pipeline "
+     "schedule."),
+])
+def test_pipelined_fit_makes_graphcores_pipeline_checks(ipus, stages, mapping, schedule, error,
+                                                        message):
+    from ipu_gpu.ipu.pipelining_ops import PipelineSchedule
+
+    ipus(2)
+    x, y = _data(n=64)  # 4 steps of each of 2 one-IPU replicas, or 8 of one 2-IPU replica
+    with IPUStrategy().scope():
+        model = _model()
+        model.set_pipeline_stage_assignment(stages)
+        _compile(model, 0.1, steps_per_execution=4)
+        model.set_pipelining_options(gradient_accumulation_steps_per_replica=4,
+                                     device_mapping=mapping,
+                                     pipeline_schedule=getattr(PipelineSchedule, schedule))
+        with pytest.raises(error, match=f"^{re.escape(message)}$"):
+            model.fit(x, y, batch_size=8, verbose=0)
 
 
 @pytest.mark.parametrize("mode", ["evaluate", "predict"])

@@ -29,7 +29,7 @@ replica 0's state.
 Pipelined models train as their unpipelined twins with the pipeline's gradient accumulation
 (``pipelining.py``); their stages only set the IPUs a replica takes, and the accumulation
 (fit) or ``steps_per_execution`` (evaluate, predict) must fill the schedule as on an IPU
-(``pipelining.check_depth``: FailedPreconditionError when the pipeline compiles). A layer
+(``pipelining.check_pipeline``: FailedPreconditionError when the pipeline compiles). A layer
 that assigns its own variables in ``call`` (BatchNormalization's moving statistics) updates
 its replica's copy, as on an IPU. Not emulated: asynchronous callbacks (accepted; callbacks
 run between programs anyway).
@@ -215,7 +215,7 @@ class Runner:
 
     def prepare(self, handler):
         """Check the execution length against the gradient accumulation (fit) and a
-        pipeline's depth against its schedule (``pipelining.check_depth``: fit's
+        pipeline's depth against its schedule (``pipelining.check_pipeline``: fit's
         accumulation, or evaluate's and predict's ``steps_per_execution``)."""
         from . import pipelining
 
@@ -223,7 +223,7 @@ class Runner:
         options = self.model._ipu_options
         if self.mode != "fit":
             if self.pipeline:
-                pipelining.check_depth(self.pipeline, options.pipelining_device_mapping,
+                pipelining.check_pipeline(self.pipeline, options.pipelining_device_mapping,
                                        options.pipelining_kwargs, spe, training=False)
             return
         mode_message = ""
@@ -253,7 +253,7 @@ class Runner:
         else:
             self.gradient_accumulation = steps
         if self.pipeline:
-            pipelining.check_depth(self.pipeline, options.pipelining_device_mapping,
+            pipelining.check_pipeline(self.pipeline, options.pipelining_device_mapping,
                                    options.pipelining_kwargs, steps, training=True)
         r, ga = self.replication_factor, self.gradient_accumulation
         if r > 1 or ga > 1:

@@ -11,7 +11,7 @@ stages in order on one replica (``ipu_execution``: the accumulation and the upda
 same), so a pipelined model trains as its unpipelined twin with that gradient
 accumulation; the stages only set how many IPUs a replica takes (the highest stage, or the
 device mapping, plus one, rounded up to a power of two) and the depth the IPU accepts
-(``check_depth``).
+(``check_pipeline``).
 
 Models holding models take ``*NestedModelPipelineStageAssignment`` entries (the nested
 model's own assignment list) and are checked as Graphcore checks them (each call only uses
@@ -627,20 +627,34 @@ def validate_pipelining_kwargs(kwargs) -> dict:
     return dict(kwargs)
 
 
-def check_depth(assignment, device_mapping, kwargs, depth: int, training: bool) -> None:
-    """The IPU's pipeline-depth rule for one pipeline of ``depth`` micro-batches (``fit``:
-    ``gradient_accumulation_steps_per_replica``; ``evaluate``/``predict``: the
-    ``steps_per_execution``, as Graphcore's Keras passes them to ``pipeline``): a multiple
-    of, and at least, the schedule's overlap length (Grouped: the stages, twice when
-    training; Interleaved: the rotations of the stages over the IPUs; Sequential: 1).
+def check_pipeline(assignment, device_mapping, kwargs, depth: int, training: bool) -> None:
+    """The checks ``pipeline`` and the IPU make of the pipeline Graphcore's Keras builds
+    from the stages: at least two stages, one IPU per stage in ``device_mapping``, no
+    Interleaved training with two stages on one IPU, and a depth of ``depth`` micro-batches
+    (``fit``: ``gradient_accumulation_steps_per_replica``; ``evaluate``/``predict``: the
+    ``steps_per_execution``) that is a multiple of, and at least, the schedule's overlap
+    length (Grouped: the stages, twice when training; Interleaved: the rotations of the
+    stages over the IPUs; Sequential: 1).
 
     Raises:
-      FailedPreconditionError: the IPU's messages (raised when the pipeline compiles)."""
+      ValueError, NotImplementedError: ``pipeline``'s messages.
+      FailedPreconditionError: the IPU's (raised when the pipeline compiles)."""
     from ...ipu import pipelining_ops
 
     stages = max(_flat_stages(assignment)) + 1
+    if stages < 2:
+        raise ValueError("Pipeline requires at least two computational stages.")
     mapping = list(device_mapping) if device_mapping else list(range(stages))
+    if len(mapping) != stages:
+        raise ValueError(f"Each stage must be mapped to an IPU: {len(mapping)} mappings != "
+                         f"{stages} stages")
     schedule = kwargs.get("pipeline_schedule") or pipelining_ops.PipelineSchedule.Grouped
+    if (schedule == pipelining_ops.PipelineSchedule.Interleaved and training
+            and len(set(mapping)) != len(mapping)):
+        raise NotImplementedError(
+            "The pipelining schedule 'Interleaved' does not currently support multiple "
+            "pipeline stages on the same device for training graphs. Please use a different "
+            "pipeline schedule.")
     pipelining_ops.check_depth(
         depth, pipelining_ops._overlap_length(schedule, mapping, training))
 
