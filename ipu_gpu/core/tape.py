@@ -78,9 +78,10 @@ class Record:
         self.residuals = residuals
         self.static = static
         self.xp = xp
-        # for ops differentiable twice: per residual, the node of the input or output it is
-        # (None: neither), so second derivatives see residuals as those Tensors; else None.
-        # Only the residuals stay alive, not every input and output array of the op.
+        # for ops differentiable twice, the id()s of the input and output arrays, so second
+        # derivatives see a residual that is one of them as that node's Tensor (all were alive
+        # together when recorded, and residuals live on: an id matches only its own array);
+        # only the residuals stay alive, not every input and output. Else None.
         self.arrays = arrays
 
 
@@ -97,30 +98,10 @@ def record(op, in_ids, in_arrays, out_ids, out_arrays, residuals, static, xp) ->
         if rec is None:
             rec = Record(op, in_ids, out_ids, [a.dtype for a in in_arrays],
                          [(a.shape, a.dtype) for a in out_arrays], residuals, static, xp,
-                         _residual_nodes(residuals, in_ids, in_arrays, out_ids, out_arrays)
+                         (tuple(map(id, in_arrays)), tuple(map(id, out_arrays)))
                          if op.twice_differentiable else None)
         tp._records.append(rec)
         watched.update(out_ids)
-
-
-def _residual_nodes(residuals, in_ids, in_arrays, out_ids, out_arrays) -> tuple:
-    """For each residual, the node of the output or input array it is (an output before an
-    input, the last of equal ones), or None."""
-    nodes = []
-    for r in residuals:
-        node = None
-        if type(r) is np.ndarray or backend.is_cupy_array(r):
-            for i in range(len(out_arrays) - 1, -1, -1):
-                if out_arrays[i] is r:
-                    node = out_ids[i]
-                    break
-            else:
-                for i in range(len(in_arrays) - 1, -1, -1):
-                    if in_arrays[i] is r:
-                        node = in_ids[i]
-                        break
-        nodes.append(node)
-    return tuple(nodes)
 
 
 def _is_float(dtype) -> bool:
@@ -414,13 +395,16 @@ def _run_backward(rec: Record, cots: list, nested: bool, needed=None):
     if rec.arrays is None:
         raise LookupError(f"{op.name}: its gradient is not differentiable (second derivatives "
                           f"of {op.name} are not supported)")
-    residuals = tuple(_as_tensor_residual(r, node) for r, node in zip(rec.residuals,
-                                                                      rec.arrays))
+    in_array_ids, out_array_ids = rec.arrays
+    node_of = dict(zip(in_array_ids, rec.in_ids))
+    node_of.update(zip(out_array_ids, rec.out_ids))  # an output before an input
+    residuals = tuple(_as_tensor_residual(r, node_of) for r in rec.residuals)
     return op.backward(k, _tensor_ops, residuals, *cots, **static)
 
 
-def _as_tensor_residual(r, node):
+def _as_tensor_residual(r, node_of):
     if isinstance(r, np.ndarray) or backend.is_cupy_array(r):
+        node = node_of.get(id(r))
         # an input or output as its node; else data fixed w.r.t. the inputs (masks, ids)
         return wrap(r) if node is None else wrap(r, node)
     return r
