@@ -17,6 +17,7 @@ from .debugging import Assert, assert_equal, assert_greater, assert_less, assert
 from .device import DeviceSpec, device
 from .function import function, numpy_function, py_function
 from .ops.clip import clip_by_global_norm, clip_by_norm
+from .ops.custom_gradient import custom_gradient
 from .ops.array import (broadcast_to, eye, linspace, meshgrid, pad, rank, reverse, roll, shape,
                         size, slice, strided_slice, tile, unstack)
 from .ops.math import floor, round
@@ -41,6 +42,8 @@ from .ops.math import (abs, add, cast, clip_by_value, divide, equal, exp, floord
                        truediv)
 from .ops.matmul import matmul
 from .ops.reduction import argmax, argmin, reduce_max, reduce_mean, reduce_min, reduce_sum
+from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, sin, sinh,
+                       tan)
 from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, transpose
 
 bool = bool_  # noqa: A001 - tf.bool
@@ -85,4 +88,7 @@ __all__ = [
     "argsort", "boolean_mask", "cumsum", "einsum", "floor", "gather_nd", "linalg", "norm",
     "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "round", "scatter_nd", "sort",
     "tensor_scatter_nd_add", "tensor_scatter_nd_update",
+    # issue 17: trigonometric and hyperbolic functions
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "sin", "sinh",
+    "tan",
 ]
