@@ -18,6 +18,7 @@ from .device import DeviceSpec, device
 from .function import function, numpy_function, py_function
 from .ops.clip import clip_by_global_norm, clip_by_norm
 from .ops.custom_gradient import custom_gradient
+from . import nest
 from .ops.array import (broadcast_to, eye, linspace, meshgrid, pad, rank, reverse, roll, shape,
                         size, slice, strided_slice, tile, unstack)
 from .ops.math import floor, round
