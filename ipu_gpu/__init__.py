@@ -43,6 +43,8 @@ from .ops.math import (abs, add, cast, clip_by_value, divide, equal, exp, floord
                        truediv)
 from .ops.matmul import matmul
 from .ops.reduction import argmax, argmin, reduce_max, reduce_mean, reduce_min, reduce_sum
+from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, sin, sinh,
+                       tan)
 from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, transpose
 
 bool = bool_  # noqa: A001 - tf.bool
@@ -89,4 +91,7 @@ __all__ = [
     "tensor_scatter_nd_add", "tensor_scatter_nd_update",
     # issue 17: custom_gradient, functional ops, TensorArray, nest, image
     "custom_gradient", "nest",
+    # issue 17: trigonometric and hyperbolic functions
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "sin", "sinh",
+    "tan",
 ]

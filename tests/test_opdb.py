@@ -49,6 +49,9 @@ REQUIRED = {
     "sequence_slice", "sequence_slice_unpack", "sequence_slice_pack",
     # ipu.embedding_ops / ipu.math_ops (issues 4 and 5)
     "embedding_lookup", "segment_sum", "serialized_matmul",
+    # trigonometric and hyperbolic functions (issue 17)
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
+    "atanh",
 }
 
 

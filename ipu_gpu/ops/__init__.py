@@ -9,6 +9,7 @@ from . import array  # noqa: F401  # array ops (tile, pad, strided_slice, ...; i
 from . import clip  # noqa: F401  # clip_by_norm, clip_by_global_norm, global_norm
 from . import math_extra  # cumsum, unsorted_segment_sum, einsum (issue 14)
 from . import sort  # noqa: F401  # sort, top_k, gather_nd, scatter_nd, ... (issue 14)
+from . import trig  # noqa: F401  # sin, cos, atan2, sinh, ... (issue 17)
 
 _tape.set_tensor_namespace(tensor_namespace)
 _OPERATORS.update(

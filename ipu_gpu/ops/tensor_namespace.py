@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 
-from . import creation, indexing, math, matmul, reduction, shape
+from . import creation, indexing, math, matmul, reduction, shape, trig
 
 
 def sum(a, axis=None, keepdims=False):  # noqa: A001
@@ -79,4 +79,8 @@ sqrt = math.sqrt
 tanh = math.tanh
 sign = math.sign
 abs = math.abs  # noqa: A001
+sin = trig.sin
+cos = trig.cos
+sinh = trig.sinh
+cosh = trig.cosh
 matmul = matmul.matmul
