@@ -94,12 +94,6 @@ def _kind(s):
 def assert_same_structure(nest1, nest2, check_types=True, expand_composites=False) -> None:
     """Raise ValueError if the structures nest differently (or have different lengths or
     keys), TypeError if ``check_types`` and their sequence types differ."""
-    n1, n2 = len(flatten(nest1)), len(flatten(nest2))
-    if n1 != n2:
-        raise ValueError(f"The two structures don't have the same number of elements.\n\n"
-                         f"First structure ({n1} elements): {nest1}\n\n"
-                         f"Second structure ({n2} elements): {nest2}")
-
     def walk(a, b):
         if is_nested(a) != is_nested(b):
             raise ValueError(f"The two structures don't have the same nested structure.\n\n"
@@ -124,12 +118,16 @@ def assert_same_structure(nest1, nest2, check_types=True, expand_composites=Fals
         if len(a) != len(b):
             raise ValueError(f"The two structures don't have the same nested structure.\n\n"
                              f"First structure: {nest1}\n\nSecond structure: {nest2}\n\n"
-                             f"More specifically: The two namedtuples don't have the same "
-                             f"sequence type. First structure has length {len(a)}, while "
-                             f"second structure has length {len(b)}")
+                             f"More specifically: Substructure \"{a}\" has length {len(a)}, "
+                             f"while substructure \"{b}\" has length {len(b)}")
         for x, y in zip(_children(a), _children(b)):
             walk(x, y)
     walk(nest1, nest2)
+    n1, n2 = len(flatten(nest1)), len(flatten(nest2))
+    if n1 != n2:
+        raise ValueError(f"The two structures don't have the same number of elements.\n\n"
+                         f"First structure ({n1} elements): {nest1}\n\n"
+                         f"Second structure ({n2} elements): {nest2}")
 
 
 def map_structure(func, *structure, **kwargs):
