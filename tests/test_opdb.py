@@ -52,6 +52,8 @@ REQUIRED = {
     # trigonometric and hyperbolic functions (issue 17)
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
     "atanh",
+    # special functions (issue 17)
+    "lgamma", "digamma",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 
-from . import creation, indexing, math, matmul, reduction, shape, trig
+from . import creation, indexing, math, matmul, reduction, shape, special, trig
 
 
 def sum(a, axis=None, keepdims=False):  # noqa: A001
@@ -83,4 +83,5 @@ sin = trig.sin
 cos = trig.cos
 sinh = trig.sinh
 cosh = trig.cosh
+digamma = special.digamma
 matmul = matmul.matmul

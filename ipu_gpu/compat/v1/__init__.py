@@ -209,6 +209,11 @@ __all__ = sorted({*__all__, "app", "flags", "make_template", "report_uninitializ
 nn.fused_batch_norm = _fused_batch_norm
 nn.__all__ = sorted({*nn.__all__, "fused_batch_norm"})
 
+# tf.math functions TF 1 also exports at the top level (TF 2 keeps them in tf.math only)
+_TF1_TOP_MATH = ("digamma", "lgamma")
+globals().update({n: getattr(_core.math, n) for n in _TF1_TOP_MATH})
+__all__ = sorted({*__all__, *_TF1_TOP_MATH})
+
 # ---- name= of the op functions names their graph node, as TF 1.15 (op_names.py) -------------
 from . import op_names as _op_names  # noqa: E402
 
