@@ -6,7 +6,13 @@ import pytest
 
 import ipu_gpu as tf
 
-tf_ref = pytest.importorskip("tensorflow")
+tf_ref = None  # real TensorFlow, set by the fixture below (oneDNN off, see conftest)
+
+
+@pytest.fixture(autouse=True)
+def _real_tf(real_tf):
+    global tf_ref
+    tf_ref = real_tf
 
 
 def _clip_grad(lib):

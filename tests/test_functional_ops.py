@@ -8,7 +8,13 @@ import pytest
 
 import ipu_gpu as tf
 
-tf_ref = pytest.importorskip("tensorflow")
+tf_ref = None  # real TensorFlow, set by the fixture below (oneDNN off, see conftest)
+
+
+@pytest.fixture(autouse=True)
+def _real_tf(real_tf):
+    global tf_ref
+    tf_ref = real_tf
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((4, 3)).astype(np.float32)
 

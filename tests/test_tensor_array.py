@@ -7,7 +7,13 @@ import pytest
 import ipu_gpu as tf
 import ipu_gpu.compat.v1  # noqa: F401  # tf.compat.v1.while_loop (eager: a Python loop)
 
-tf_ref = pytest.importorskip("tensorflow")
+tf_ref = None  # real TensorFlow, set by the fixture below (oneDNN off, see conftest)
+
+
+@pytest.fixture(autouse=True)
+def _real_tf(real_tf):
+    global tf_ref
+    tf_ref = real_tf
 
 CASES = {
     "overwrite": lambda lib: lib.TensorArray(lib.float32, size=2).write(0, [1.0, 2]).write(
