@@ -38,8 +38,6 @@ METHODS = ["bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "ga
 @pytest.mark.parametrize("size", [(3, 4), (11, 9), (5, 14)])
 @pytest.mark.parametrize("antialias", [False, True])
 def test_resize_like_tf(method, size, antialias):
-    if method == "area" and antialias:
-        pytest.skip("TF's area resize ignores antialias: covered by antialias=False")
     assert_like_tf(lambda lib: lib.image.resize(IMG, size, method=method, antialias=antialias))
     assert_like_tf(lambda lib: lib.image.resize(BATCH, size, method=method, antialias=antialias))
 
@@ -197,3 +195,38 @@ def test_random_ops_inside_dataset_map():
     for x, y in zip(out1, out2):
         np.testing.assert_array_equal(x, y)
     assert len({o.tobytes() for o in out1}) > 1
+
+
+def test_tf1_graph_image_ops_run_per_session_run():
+    from ipu_gpu.compat import v1
+
+    with v1.Graph().as_default():
+        x = v1.placeholder(tf.float32, [6, 4, 3])
+        r = tf.image.resize(x, (3, 8), method="bicubic")
+        c = tf.image.resize_with_crop_or_pad(x, 5, 5)
+        s = tf.image.per_image_standardization(x)
+        crop = tf.image.random_crop(tf.image.random_flip_left_right(x, seed=2), [2, 2, 3], seed=3)
+        (g,) = v1.gradients(tf.reduce_sum(r * r), [x])
+        with v1.Session() as sess:
+            feed = {x: BATCH[0]}
+            rv, cv, sv, gv = sess.run([r, c, s, g], feed)
+            crops = [sess.run(crop, feed) for _ in range(8)]
+    np.testing.assert_allclose(rv, tf.image.resize(BATCH[0], (3, 8), method="bicubic").numpy(),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(cv, tf.image.resize_with_crop_or_pad(BATCH[0], 5, 5).numpy())
+    np.testing.assert_allclose(sv, tf.image.per_image_standardization(BATCH[0]).numpy(),
+                               rtol=1e-6)
+    xt = tf.constant(BATCH[0])
+    with tf.GradientTape() as t:
+        t.watch(xt)
+        loss = tf.reduce_sum(tf.image.resize(xt, (3, 8), method="bicubic") ** 2)
+    np.testing.assert_allclose(gv, t.gradient(loss, xt).numpy(), rtol=1e-5)
+    windows = {BATCH[0][i:i + 2, j:j + 2].tobytes() for i in range(5) for j in range(3)}
+    windows |= {BATCH[0][:, ::-1][i:i + 2, j:j + 2].tobytes() for i in range(5) for j in range(3)}
+    assert all(c.tobytes() in windows for c in crops)
+    assert len({c.tobytes() for c in crops}) > 1  # drawn per Session.run
+
+
+def test_map_fn_of_image_ops_over_a_batch():
+    out = tf.map_fn(lambda im: tf.image.central_crop(im, 0.5), tf.constant(BATCH))
+    np.testing.assert_array_equal(out.numpy(), tf.image.central_crop(BATCH, 0.5).numpy())

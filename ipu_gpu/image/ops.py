@@ -7,24 +7,28 @@ Composites of ipu_gpu ops, so a GradientTape differentiates them and they run in
 (``ipu_gpu.ops.random``) under TF's seed rules (global seed, op seed), so a program is
 reproducible as in TF, though the drawn values are ipu_gpu's generator's, not TF's.
 Errors are TF's: ValueError for a bad rank or a static size check, InvalidArgumentError for
-a crop larger than its input.
+a crop larger than its input. In a TF1 graph each call is one node run on each
+``Session.run``'s values.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
+from ..core import registry
 from ..core.convert import convert_to_tensor
 from ..core.dtypes import as_dtype
 from ..core.tensor import Tensor
 from ..errors import InvalidArgumentError
 from ..ops import random as _random
 from ..ops.array import pad, reverse, tile
+from ..ops.array import slice as _slice
 from ..ops.indexing import gather, where
-from ..ops.math import (add, cast, clip_by_value, floordiv, less, maximum, multiply, sqrt,
-                        subtract)
+from ..ops.math import (add, cast, clip_by_value, floordiv, floormod, less, maximum, multiply,
+                        sqrt, subtract)
 from ..ops.math_extra import einsum
 from ..ops.reduction import reduce_mean, reduce_sum
 from ..ops.shape import expand_dims, reshape, squeeze
@@ -246,8 +250,8 @@ def random_crop(value, size, seed=None, name=None):
     if any(s > d for s, d in zip(size, shape)):
         raise InvalidArgumentError(f"Need value.shape >= size, got {shape} vs {size}")
     bits = _random.uniform([len(shape)], 0, np.iinfo(np.int32).max, dtype=np.int32, seed=seed)
-    offsets = np.asarray(bits.numpy()) % (np.array(shape) - np.array(size) + 1)
-    return value[tuple(slice(int(o), int(o) + s) for o, s in zip(offsets, size))]
+    offsets = floormod(bits, np.array(shape, np.int32) - np.array(size, np.int32) + 1)
+    return _slice(value, offsets, np.array(size, np.int32))
 
 
 # ---- dtypes and pixel values ------------------------------------------------------------
@@ -364,3 +368,20 @@ def grayscale_to_rgb(images, name=None):
     if len(images.shape) < 2 or int(images.shape[-1]) != 1:
         raise ValueError(f"Dimension must be 1 but is {images.shape[-1]}")
     return tile(images, [1] * (len(images.shape) - 1) + [3])
+
+
+def _as_graph_node(fn):
+    """``fn`` that, called with TF1 graph tensors, becomes one graph node running ``fn`` on
+    each ``Session.run``'s values (random ops draw per run; ``tf.gradients`` differentiates
+    the run's tape)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        node = registry.symbolic_call(call, args, kwargs)
+        return fn(*args, **kwargs) if node is NotImplemented else node
+    return call
+
+
+for _name in __all__:
+    if _name != "ResizeMethod":
+        globals()[_name] = _as_graph_node(globals()[_name])
+del _name
