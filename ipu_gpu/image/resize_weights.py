@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-__all__ = ["METHODS", "resize_matrix"]
+__all__ = ["METHODS", "legacy_resize_matrix", "resize_matrix"]
 
 _F = np.float32
 _TABLE_SIZE = 1024
@@ -190,5 +190,78 @@ def resize_matrix(method: str, in_size: int, out_size: int,
     read-only)."""
     table = _ANTIALIASED if antialias and method in _ANTIALIASED else _MATRICES
     m = table[method](int(in_size), int(out_size))
+    m.flags.writeable = False
+    return m
+
+
+def _legacy_scale(in_size, out_size, align_corners):
+    if align_corners and out_size > 1:
+        return _F(_F(in_size - 1) / _F(out_size - 1))
+    return _F(_F(in_size) / _F(out_size))
+
+
+def _legacy_nearest(in_size, out_size, align_corners):
+    scale = _legacy_scale(in_size, out_size, align_corners)
+    src = np.arange(out_size, dtype=_F) * scale
+    src = np.floor(src + _F(0.5)) if align_corners else np.floor(src)  # C's roundf
+    m = np.zeros((out_size, in_size), _F)
+    m[np.arange(out_size), np.minimum(src.astype(np.int64), in_size - 1)] = 1
+    return m
+
+
+def _legacy_bilinear(in_size, out_size, align_corners):
+    src = np.arange(out_size, dtype=_F) * _legacy_scale(in_size, out_size, align_corners)
+    low = np.floor(src)
+    lerp = src - low
+    top = np.clip(low, 0, in_size - 1).astype(np.int64)
+    bottom = np.minimum(np.ceil(src), in_size - 1).astype(np.int64)
+    m = np.zeros((out_size, in_size), _F)
+    np.add.at(m, (np.arange(out_size), top), _F(1) - lerp)
+    np.add.at(m, (np.arange(out_size), bottom), lerp)
+    return m
+
+
+def _legacy_bicubic(in_size, out_size, align_corners):
+    table = _keys_table(-0.75)
+    src = np.arange(out_size, dtype=_F) * _legacy_scale(in_size, out_size, align_corners)
+    m = np.zeros((out_size, in_size), _F)
+    for o, loc_f in enumerate(src):
+        loc = int(math.floor(loc_f))
+        offset = int(np.rint(_F(loc_f - _F(loc)) * _F(_TABLE_SIZE)))
+        taps = [(loc - 1, table[offset, 1]), (loc, table[offset, 0]),
+                (loc + 1, table[_TABLE_SIZE - offset, 0]),
+                (loc + 2, table[_TABLE_SIZE - offset, 1])]
+        for i, w in taps:  # taps outside the image read the edge pixel
+            m[o, min(max(i, 0), in_size - 1)] += w
+    return m
+
+
+def _legacy_area(in_size, out_size, align_corners):
+    scale = _legacy_scale(in_size, out_size, align_corners)
+    inv = _F(1) / scale
+    m = np.zeros((out_size, in_size), _F)
+    for o in range(out_size):
+        lo, hi = _F(o) * scale, _F(o + 1) * scale
+        for i in range(int(math.floor(lo)), int(math.ceil(hi))):
+            if i < lo:
+                w = scale if i + 1 > hi else _F(i + 1) - lo
+            else:
+                w = hi - _F(i) if i + 1 > hi else _F(1)
+            m[o, min(max(i, 0), in_size - 1)] += _F(w) * inv
+    return m
+
+
+_LEGACY = {"area": _legacy_area, "bicubic": _legacy_bicubic, "bilinear": _legacy_bilinear,
+           "nearest": _legacy_nearest}
+
+
+@functools.lru_cache(maxsize=64)
+def legacy_resize_matrix(method: str, in_size: int, out_size: int,
+                         align_corners: bool) -> np.ndarray:
+    """TF 1's resize weights (``ResizeBilinear``/``ResizeNearestNeighbor``/``ResizeBicubic``
+    without half-pixel centres, ``ResizeArea``): source ``o * scale``, ``scale`` = in/out or,
+    with ``align_corners``, (in - 1)/(out - 1); bicubic with Keys' a = -0.75 and edge taps
+    clamped (read-only, cached)."""
+    m = _LEGACY[method](int(in_size), int(out_size), bool(align_corners))
     m.flags.writeable = False
     return m

@@ -26,6 +26,11 @@ nn.xw_plus_b = _xw_plus_b
 nn.__all__ = sorted([*_core.nn.__all__, "xw_plus_b"])
 _sys.modules[nn.__name__] = nn
 
+# tf.compat.v1.image: TF2's tf.image plus TF1's resize_images/resize_bilinear/... (issue 17)
+from ...image import v1 as image  # noqa: E402
+
+_sys.modules[f"{__name__}.image"] = image
+
 # ---- graph mode (ipu_gpu.graph): Graph, Session, placeholders, graph variables ------------
 from ... import graph as _graph  # noqa: E402
 
