@@ -46,6 +46,8 @@ from .ops.math import (abs, add, cast, clip_by_value, divide, equal, exp, floord
                        truediv)
 from .ops.matmul import matmul
 from .ops.reduction import argmax, argmin, reduce_max, reduce_mean, reduce_min, reduce_sum
+from .ops.sequence_ops import repeat, sequence_mask
+from .ops.tensordot import tensordot
 from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, sin, sinh,
                        tan)
 from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, transpose
@@ -97,4 +99,6 @@ __all__ = [
     # issue 17: trigonometric and hyperbolic functions
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "sin", "sinh",
     "tan",
+    # issue 17: more array and math ops
+    "repeat", "sequence_mask", "tensordot",
 ]

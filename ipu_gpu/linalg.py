@@ -5,5 +5,6 @@ from .ops.math_extra import einsum
 from .ops.matmul import matmul
 from .ops.nn import l2_normalize
 from .ops.reduction import norm
+from .ops.tensordot import tensordot
 
-__all__ = ["einsum", "global_norm", "l2_normalize", "matmul", "norm"]
+__all__ = ["einsum", "global_norm", "l2_normalize", "matmul", "norm", "tensordot"]

@@ -11,12 +11,13 @@ from .ops.reduction import (argmax, argmin, count_nonzero, reduce_all, reduce_an
                             reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod,
                             reduce_std, reduce_sum, reduce_variance)
 from .ops.sort import top_k
+from .ops.cumprod import cumprod
 from .ops.special import digamma, lgamma
 from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, sin, sinh,
                        tan)
 
 __all__ = ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "sin",
-           "sinh", "tan", "digamma", "lgamma",  # issue 17
+           "sinh", "tan", "cumprod", "digamma", "lgamma",  # issue 17
            "abs", "add", "argmax", "argmin", "ceil", "count_nonzero", "cumsum", "divide",
            "equal", "erf", "erfc", "exp", "expm1", "floor", "floordiv", "floormod", "greater",
            "greater_equal", "is_finite", "is_inf", "is_nan", "l2_normalize", "less",

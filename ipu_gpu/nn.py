@@ -3,6 +3,7 @@
 from .nn_distribute import compute_average_loss, scale_regularization_loss
 from .ops.conv import conv1d, conv2d, conv2d_transpose, depthwise_conv2d
 from .ops.math import sigmoid, softplus, tanh
+from .ops.nn import selu  # issue 17
 from .ops.nn import (avg_pool, avg_pool1d, bias_add, elu, embedding_lookup, gelu, l2_loss,
                      l2_normalize, leaky_relu, log_softmax, max_pool, max_pool1d, relu, silu,
                      sigmoid_cross_entropy_with_logits, softmax,
@@ -20,3 +21,4 @@ __all__ += ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2
            "max_pool2d", "moments", "relu", "sigmoid", "sigmoid_cross_entropy_with_logits",
            "silu", "softmax", "softmax_cross_entropy_with_logits", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "swish", "tanh", "top_k"]
+__all__ += ["selu"]  # issue 17

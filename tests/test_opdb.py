@@ -54,6 +54,8 @@ REQUIRED = {
     "atanh",
     # special functions (issue 17)
     "lgamma", "digamma",
+    # more tf / tf.math / tf.nn ops (issue 17)
+    "selu", "cumprod", "sequence_mask", "repeat", "tensordot",
 }
 
 

@@ -101,6 +101,12 @@ _LEAKY_RELU = _activation(
     lambda xp, g, x, y, alpha: xp.where(x > 0, g, g * alpha), _check_alpha)
 _ELU = _activation("elu", lambda xp, x: xp.where(x > 0, x, xp.expm1(xp.minimum(x, 0))),
                    lambda xp, g, x, y: xp.where(x > 0, g, g * (y + 1)))
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+# TF's Selu kernels: negative features take the exponential branch, and zero the linear one
+_SELU = _activation(
+    "selu", lambda xp, x: xp.where(x < 0, (_SELU_SCALE * _SELU_ALPHA) * xp.expm1(
+        xp.minimum(x, 0)), _SELU_SCALE * x),
+    lambda xp, g, x, y: xp.where(y < 0, g * (y + _SELU_SCALE * _SELU_ALPHA), g * _SELU_SCALE))
 
 
 def relu(features, name=None):
@@ -117,6 +123,12 @@ def leaky_relu(features, alpha=0.2, name=None):
 def elu(features, name=None):
     """features where positive, exp(features) - 1 elsewhere."""
     return _ELU(features)
+
+
+def selu(features, name=None):
+    """Scaled ELU: ``scale * features`` where features >= 0, ``scale * alpha *
+    (exp(features) - 1)`` below, with Klambauer et al.'s alpha = 1.6733 and scale = 1.0507."""
+    return _SELU(features)
 
 
 # ---- softmax, log_softmax ------------------------------------------------------------------
