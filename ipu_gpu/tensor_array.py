@@ -9,6 +9,10 @@ through them), an element never written reads as zeros of the element shape. Wit
 another dtype (InvalidArgumentError), past a fixed size or at a negative index
 (OutOfRangeError), a read past the end (OutOfRangeError), a second read of an element
 cleared by ``clear_after_read`` (InvalidArgumentError; eager TensorFlow's default clears).
+
+In a TF1 graph, elements may be graph tensors (indices and sizes stay Python values): the
+array is then a construction-time list, and its results are graph nodes. A TensorArray cannot
+be a loop variable of a graph ``while_loop``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ from .ops.shape import split as _split
 from .ops.shape import stack as _stack
 
 __all__ = ["TensorArray"]
+
+
+def _symbolic(x) -> bool:
+    """A TF1 graph tensor (its value comes with each ``Session.run``): kept as it is, so the
+    array's reads and ``stack``/``gather``/``concat`` become graph nodes."""
+    return type(x).__name__ == "GraphTensor"
 
 
 def _int(x, what: str) -> int:
@@ -75,14 +85,15 @@ class TensorArray:
 
     # ---- writing ----------------------------------------------------------
     def _value(self, value) -> Tensor:
-        t = value if isinstance(value, Tensor) else convert_to_tensor(value, dtype=self._dtype)
+        t = value if isinstance(value, Tensor) or _symbolic(value) else convert_to_tensor(
+            value, dtype=self._dtype)
         if t.dtype != self._dtype:
             raise InvalidArgumentError(f"TensorArray dtype is {self._dtype.name} but Op is trying "
                                        f"to write dtype {t.dtype.name}")
         return t
 
     def _merge_shape(self, t: Tensor) -> None:
-        shape = TensorShape(tuple(t.shape))
+        shape = as_shape(t.shape)
         if not self._element_shape.is_compatible_with(shape):
             raise ValueError(f"Incompatible shape for value ({tuple(t.shape)}), expected "
                              f"({tuple(self._element_shape.as_list())})")

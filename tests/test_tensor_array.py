@@ -115,3 +115,23 @@ def test_properties():
     assert int(ta.size()) == 2 and ta.size().dtype == np.int32
     with pytest.raises(ValueError, match="Size must be provided"):
         tf.TensorArray(tf.float32)
+
+
+def test_tf1_graph_elements_give_graph_nodes():
+    from ipu_gpu.compat import v1
+
+    with v1.Graph().as_default():
+        x = v1.placeholder(tf.float32, [3, 2])
+        ta = tf.TensorArray(tf.float32, size=4, clear_after_read=False).unstack(x)
+        ta = ta.write(1, x[0] * 5.0)
+        s, r, g, c = ta.stack(), ta.read(2), ta.gather([0, 1]), ta.concat()
+        (gr,) = v1.gradients(tf.reduce_sum(s), [x])
+        with v1.Session() as sess:
+            xv = np.arange(6, dtype=np.float32).reshape(3, 2)
+            sv, rv, gv, cv, grv = sess.run([s, r, g, c, gr], {x: xv})
+    want = np.stack([xv[0], xv[0] * 5, xv[2], np.zeros(2, np.float32)])
+    np.testing.assert_array_equal(sv, want)
+    np.testing.assert_array_equal(rv, xv[2])
+    np.testing.assert_array_equal(gv, want[:2])
+    np.testing.assert_array_equal(cv, want.reshape(-1))
+    np.testing.assert_array_equal(grv, [[6.0, 6.0], [0.0, 0.0], [1.0, 1.0]])
