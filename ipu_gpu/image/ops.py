@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 
-from ..core import registry
+from ..core import backend, registry
 from ..core.convert import convert_to_tensor
 from ..core.dtypes import as_dtype
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, wrap
 from ..errors import InvalidArgumentError
 from ..ops import random as _random
 from ..ops.array import pad, reverse, tile
@@ -84,6 +84,25 @@ def _static_int(x, what: str) -> int:
 
 
 # ---- resizing ---------------------------------------------------------------------------
+def _const(x: Tensor, value, dtype=None) -> Tensor:
+    """``value`` as a Tensor on ``x``'s device (numpy or cupy)."""
+    return wrap(backend.to_device(backend.xp_of(x._value), np.array(value, dtype)))
+
+
+def _on_device_of(x: Tensor, t: Tensor) -> Tensor:
+    """``t`` (a random draw, made on the default device) on ``x``'s device: tf.data hands its
+    functions host Tensors even where the default device is a GPU."""
+    xp = backend.xp_of(x._value)
+    if backend.xp_of(t._value) is xp:
+        return t
+    return wrap(backend.to_device(xp, np.asarray(t.numpy())))
+
+
+def _weights(x: Tensor, matrix: np.ndarray) -> Tensor:
+    """A resize weight matrix as a Tensor on ``x``'s device."""
+    return _const(x, matrix)
+
+
 def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=False,
            antialias=False, name=None):
     """``images`` resized to ``size`` = [new_height, new_width] (``tf.image.resize``, TF2's
@@ -114,8 +133,8 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
         out = gather(gather(images, rows, axis=1), cols, axis=2)
         return _unbatched(out, batch)
     x = images if images.dtype == np.float32 else cast(images, np.float32)
-    rows = convert_to_tensor(np.array(resize_matrix(method, h, new_h, bool(antialias))))
-    cols = convert_to_tensor(np.array(resize_matrix(method, w, new_w, bool(antialias))))
+    rows = _weights(x, resize_matrix(method, h, new_h, bool(antialias)))
+    cols = _weights(x, resize_matrix(method, w, new_w, bool(antialias)))
     out = einsum("pw,bowc->bopc", cols, einsum("oh,bhwc->bowc", rows, x))
     return _unbatched(out, batch)
 
@@ -138,7 +157,7 @@ def flip_up_down(image):
 def _random_flip(image, axis: int, seed):
     image, batch = _batched(image)
     n = int(image.shape[0])
-    u = _random.uniform([n] if batch else [], 0, 1.0, seed=seed)
+    u = _on_device_of(image, _random.uniform([n] if batch else [], 0, 1.0, seed=seed))
     flip = reshape(less(u, 0.5), [n, 1, 1, 1])
     return _unbatched(where(flip, reverse(image, [axis]), image), batch)
 
@@ -249,9 +268,10 @@ def random_crop(value, size, seed=None, name=None):
         raise ValueError(f"Shapes must be equal rank, but are {len(shape)} and {len(size)}")
     if any(s > d for s, d in zip(size, shape)):
         raise InvalidArgumentError(f"Need value.shape >= size, got {shape} vs {size}")
-    bits = _random.uniform([len(shape)], 0, np.iinfo(np.int32).max, dtype=np.int32, seed=seed)
-    offsets = floormod(bits, np.array(shape, np.int32) - np.array(size, np.int32) + 1)
-    return _slice(value, offsets, np.array(size, np.int32))
+    bits = _on_device_of(value, _random.uniform([len(shape)], 0, np.iinfo(np.int32).max,
+                                                dtype=np.int32, seed=seed))
+    offsets = floormod(bits, _const(bits, [d - s + 1 for d, s in zip(shape, size)], np.int32))
+    return _slice(value, offsets, size)
 
 
 # ---- dtypes and pixel values ------------------------------------------------------------
@@ -270,22 +290,22 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
         scale_in, scale_out = int(np.iinfo(src).max), int(np.iinfo(dtype).max)
         if scale_in > scale_out:
             scale = (scale_in + 1) // (scale_out + 1)
-            scaled = floordiv(image, np.array(scale, src))
+            scaled = floordiv(image, _const(image, scale, src))
             if saturate:
                 info = np.iinfo(dtype)
-                scaled = clip_by_value(scaled, np.array(max(info.min, np.iinfo(src).min), src),
-                                       np.array(info.max, src))
+                scaled = clip_by_value(scaled, _const(image, max(info.min, np.iinfo(src).min), src),
+                                       _const(image, info.max, src))
             return cast(scaled, dtype)
         scale = (scale_out + 1) // (scale_in + 1)
-        return multiply(cast(image, dtype), np.array(scale, dtype))
+        return multiply(cast(image, dtype), _const(image, scale, dtype))
     if src.kind == "f" and dtype.kind == "f":
         return cast(image, dtype)
     if src.kind in "iu":
-        return multiply(cast(image, dtype), np.array(1.0 / np.iinfo(src).max, dtype))
-    scaled = multiply(image, np.array(np.iinfo(dtype).max + 0.5, src))
+        return multiply(cast(image, dtype), _const(image, 1.0 / np.iinfo(src).max, dtype))
+    scaled = multiply(image, _const(image, np.iinfo(dtype).max + 0.5, src))
     if saturate:
         info = np.iinfo(dtype)
-        scaled = clip_by_value(scaled, np.array(info.min, src), np.array(info.max, src))
+        scaled = clip_by_value(scaled, _const(image, info.min, src), _const(image, info.max, src))
     return cast(scaled, dtype)
 
 
@@ -303,7 +323,7 @@ def adjust_brightness(image, delta):
     """``image + delta`` (integer images: in float, converted back with saturation)
     (``tf.image.adjust_brightness``)."""
     image, x = _as_float(image)
-    return _back(add(x, cast(delta, x.dtype)), image.dtype)
+    return _back(add(x, _on_device_of(x, cast(delta, x.dtype))), image.dtype)
 
 
 def adjust_contrast(images, contrast_factor):
@@ -314,7 +334,7 @@ def adjust_contrast(images, contrast_factor):
         raise ValueError(f"'images' must have at least 3 dimensions, got shape "
                          f"{tuple(images.shape)}")
     mean = reduce_mean(x, axis=[-3, -2], keepdims=True)
-    out = add(multiply(subtract(x, mean), cast(contrast_factor, x.dtype)), mean)
+    out = add(multiply(subtract(x, mean), _on_device_of(x, cast(contrast_factor, x.dtype))), mean)
     return _back(out, images.dtype)
 
 
@@ -350,14 +370,14 @@ def per_image_standardization(image):
     mean = reduce_mean(x, axis=axes, keepdims=True)
     centred = subtract(x, mean)
     stddev = sqrt(reduce_mean(multiply(centred, centred), axis=axes, keepdims=True))
-    stddev = maximum(stddev, np.array(1.0 / math.sqrt(n), x.dtype))
+    stddev = maximum(stddev, _const(x, 1.0 / math.sqrt(n), x.dtype))
     return centred / stddev
 
 
 def rgb_to_grayscale(images, name=None):
     """The luma of RGB images, one channel (``tf.image.rgb_to_grayscale``)."""
     images, x = _as_float(images)
-    weights = convert_to_tensor(np.array([0.2989, 0.5870, 0.1140], x.dtype))
+    weights = _const(x, [0.2989, 0.5870, 0.1140], x.dtype)
     gray = expand_dims(reduce_sum(multiply(x, weights), axis=-1), -1)
     return _back(gray, images.dtype)
 

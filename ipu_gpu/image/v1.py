@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.convert import convert_to_tensor
 from ..core.tensor import Tensor
 from ..errors import InvalidArgumentError
 from ..ops.indexing import gather
@@ -60,8 +59,8 @@ def _resize(images, size, method: str, align_corners: bool, half_pixel_centers: 
                      np.argmax(matrix(w, new_w), 1), axis=2)
         return _ops._unbatched(out, batch)
     x = images if images.dtype == np.float32 else cast(images, np.float32)
-    rows = convert_to_tensor(np.array(matrix(h, new_h)))
-    cols = convert_to_tensor(np.array(matrix(w, new_w)))
+    rows = _ops._weights(x, matrix(h, new_h))
+    cols = _ops._weights(x, matrix(w, new_w))
     return _ops._unbatched(einsum("pw,bowc->bopc", cols, einsum("oh,bhwc->bowc", rows, x)),
                            batch)
 
