@@ -183,3 +183,21 @@ def test_tf1_graph_gradients_use_user_gradient():
             yv, gv = sess.run([y, g], {x: np.array([1.0, 3.0], np.float32)})
     np.testing.assert_array_equal(yv, [1.0, 9.0])
     np.testing.assert_array_equal(gv, [5.0, 5.0])
+
+
+def test_method_decorated_binds_self():
+    class Scale:
+        factor = 3.0
+
+        @tf.custom_gradient
+        def __call__(self, x):
+            def grad(dy):
+                return dy * 10.0
+            return x * self.factor, grad
+
+    x = tf.constant(2.0)
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y = Scale()(x)
+    assert float(y) == 6.0 and float(t.gradient(y, x)) == 10.0
+    assert Scale.__call__.__name__ == "__call__"

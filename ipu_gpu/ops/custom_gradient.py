@@ -97,23 +97,34 @@ def _call(f, args, kwargs):
     return nest.pack_sequence_as(result, list(outs))
 
 
+class _Decorated:
+    """The decorated function; on a class, a method (``self`` is bound, not differentiated)."""
+
+    def __init__(self, f):
+        self._f = f
+        functools.update_wrapper(self, f)
+
+    def __call__(self, *args, **kwargs):
+        leaves = nest.flatten([list(args), list(kwargs.values())])
+        if any(not isinstance(x, (Tensor, Variable)) and type(x).__name__ == "GraphTensor"
+               for x in leaves):
+            return _graph_call(self._f, args, kwargs)
+        return _call(self._f, args, kwargs)
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        return _Decorated(self._f.__get__(instance, owner))
+
+
 def custom_gradient(f=None):
     """Decorator defining a function with a custom gradient (``tf.custom_gradient``)."""
     if f is None:
         return custom_gradient
-
-    @functools.wraps(f)
-    def decorated(*args, **kwargs):
-        leaves = nest.flatten([list(args), list(kwargs.values())])
-        if any(not isinstance(x, (Tensor, Variable)) and type(x).__name__ == "GraphTensor"
-               for x in leaves):
-            return _graph_call(decorated, f, args, kwargs)
-        return _call(f, args, kwargs)
-
-    return decorated
+    return _Decorated(f)
 
 
-def _graph_call(decorated, f, args, kwargs):
+def _graph_call(f, args, kwargs):
     """One TF1 graph node that runs the decorated call on each run's values (on the run's
     tape, so the graph's gradients use ``grad_fn``)."""
     structure = []
