@@ -56,6 +56,7 @@ REQUIRED = {
     "lgamma", "digamma",
     # more tf / tf.math / tf.nn ops (issue 17)
     "selu", "cumprod", "sequence_mask", "repeat", "tensordot",
+    "linalg.diag", "linalg.diag_part", "band_part", "tensor_diag", "tensor_diag_part",
 }
 
 

@@ -218,6 +218,12 @@ nn.__all__ = sorted({*nn.__all__, "fused_batch_norm"})
 _TF1_TOP_MATH = ("cumprod", "digamma", "lgamma")
 globals().update({n: getattr(_core.math, n) for n in _TF1_TOP_MATH})
 __all__ = sorted({*__all__, *_TF1_TOP_MATH})
+# TF 1's names for the diagonal ops: tf.diag/diag_part are the tensor forms (not batched)
+_TF1_DIAG = {"diag": _core.linalg.tensor_diag, "diag_part": _core.linalg.tensor_diag_part,
+             "matrix_band_part": _core.linalg.band_part, "matrix_diag": _core.linalg.diag,
+             "matrix_diag_part": _core.linalg.diag_part}
+globals().update(_TF1_DIAG)
+__all__ = sorted({*__all__, *_TF1_DIAG})
 
 # ---- name= of the op functions names their graph node, as TF 1.15 (op_names.py) -------------
 from . import op_names as _op_names  # noqa: E402
