@@ -22,6 +22,7 @@ from . import nest
 from .functional_ops import foldl, foldr, map_fn, scan
 from .tensor_array import TensorArray
 from . import image
+from .control_flow import cond, while_loop
 from .ops.array import (broadcast_to, eye, linspace, meshgrid, pad, rank, reverse, roll, shape,
                         size, slice, strided_slice, tile, unstack)
 from .ops.math import floor, round
@@ -95,7 +96,7 @@ __all__ = [
     "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "round", "scatter_nd", "sort",
     "tensor_scatter_nd_add", "tensor_scatter_nd_update",
     # issue 17: custom_gradient, functional ops, TensorArray, nest, image
-    "TensorArray", "custom_gradient", "foldl", "foldr", "image", "map_fn", "nest", "scan",
+    "TensorArray", "custom_gradient", "foldl", "foldr", "image", "map_fn", "nest", "scan", "cond", "while_loop",
     # issue 17: trigonometric and hyperbolic functions
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "sin", "sinh",
     "tan",

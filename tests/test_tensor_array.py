@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import ipu_gpu as tf
-import ipu_gpu.compat.v1  # noqa: F401  # tf.compat.v1.while_loop (eager: a Python loop)
 
 tf_ref = None  # real TensorFlow, set by the fixture below (oneDNN off, see conftest)
 
@@ -86,7 +85,7 @@ def test_while_loop_and_tf_function_with_gradient():
         def body(i, acc, ta):
             acc = acc * 0.5 + x[i]
             return i + 1, acc, ta.write(i, acc * acc)
-        _, _, ta = tf.compat.v1.while_loop(lambda i, acc, ta: i < 5, body,
+        _, _, ta = tf.while_loop(lambda i, acc, ta: i < 5, body,
                                  [tf.constant(0), tf.zeros([2], tf.float64), ta])
         return ta.stack()
 
