@@ -201,3 +201,35 @@ def test_method_decorated_binds_self():
         y = Scale()(x)
     assert float(y) == 6.0 and float(t.gradient(y, x)) == 10.0
     assert Scale.__call__.__name__ == "__call__"
+
+
+def test_tf1_graph_variables_as_arguments_and_captured_ones_refused():
+    from ipu_gpu.compat import v1
+
+    @tf.custom_gradient
+    def f(x, w):
+        def grad(dy):
+            return dy * 100.0, dy * 7.0
+        return x * w, grad
+
+    with v1.Graph().as_default():
+        x = v1.placeholder(tf.float32, [2])
+        w = v1.get_variable("w", initializer=np.array([1.0, 2.0], np.float32))
+        loss = tf.reduce_sum(f(x, w))
+        gx, gw = v1.gradients(loss, [x, w])
+        train = v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            feed = {x: np.ones(2, np.float32)}
+            gxv, gwv = sess.run([gx, gw], feed)
+            sess.run(train, feed)
+            wv = sess.run(w)
+        np.testing.assert_array_equal(gxv, [100.0, 100.0])
+        np.testing.assert_array_equal(gwv, [7.0, 7.0])
+        np.testing.assert_allclose(wv, [1.0 - 0.7, 2.0 - 0.7], rtol=1e-6)
+
+        @tf.custom_gradient
+        def captures(x):
+            return x * w, lambda dy: dy
+        with pytest.raises(TypeError, match="must compute its outputs from its arguments"):
+            captures(x)

@@ -13,6 +13,10 @@ As TensorFlow: ``grad_fn(*dys)`` returns one gradient per flattened positional a
 keyword ``variables`` (TypeError at the call otherwise) and return ``(input_grads,
 variable_grads)`` with one gradient per variable (ValueError otherwise). Keyword arguments
 reach ``f`` but get no gradient.
+
+In a TF1 graph the call is one node that runs ``f`` and ``grad_fn`` on each run's values: ``f``
+must read graph tensors and variables through its arguments (they then get ``grad_fn``'s
+gradients); one it captures from an enclosing scope raises TypeError saying so.
 """
 
 from __future__ import annotations
@@ -135,7 +139,14 @@ def _graph_call(f, args, kwargs):
         return list(nest.flatten(out))
 
     flat_call.__name__ = getattr(f, "__name__", "custom_gradient")
-    node = registry.symbolic_call(flat_call, args, kwargs)
+    try:
+        node = registry.symbolic_call(flat_call, args, kwargs)
+    except TypeError as e:
+        if "symbolic graph tensor" not in str(e):
+            raise
+        raise TypeError(f"custom_gradient: in a TF1 graph, {flat_call.__name__} must compute "
+                        f"its outputs from its arguments; pass the graph tensors and variables "
+                        f"it reads as arguments ({e})") from e
     if node is NotImplemented:
         raise TypeError("custom_gradient: graph tensors of no graph being built")
     flat = node if isinstance(node, list) else [node]
