@@ -47,7 +47,9 @@ from .ops.math import (abs, add, cast, clip_by_value, divide, equal, exp, floord
                        truediv)
 from .ops.matmul import matmul
 from .ops.reduction import argmax, argmin, reduce_max, reduce_mean, reduce_min, reduce_sum
+from .ops.bucketing import histogram_fixed_width, searchsorted
 from .ops.sequence_ops import repeat, sequence_mask
+from .ops.unique import unique
 from .ops.tensordot import tensordot
 from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, sin, sinh,
                        tan)
@@ -101,5 +103,5 @@ __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "sin", "sinh",
     "tan",
     # issue 17: more array and math ops
-    "repeat", "sequence_mask", "tensordot",
+    "histogram_fixed_width", "repeat", "searchsorted", "sequence_mask", "tensordot", "unique",
 ]

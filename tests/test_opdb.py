@@ -57,6 +57,7 @@ REQUIRED = {
     # more tf / tf.math / tf.nn ops (issue 17)
     "selu", "cumprod", "sequence_mask", "repeat", "tensordot",
     "linalg.diag", "linalg.diag_part", "band_part", "tensor_diag", "tensor_diag_part",
+    "unique", "unique.idx", "searchsorted", "histogram_fixed_width",
 }
 
 

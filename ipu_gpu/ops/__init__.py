@@ -11,7 +11,7 @@ from . import math_extra  # cumsum, unsorted_segment_sum, einsum (issue 14)
 from . import sort  # noqa: F401  # sort, top_k, gather_nd, scatter_nd, ... (issue 14)
 from . import trig  # noqa: F401  # sin, cos, atan2, sinh, ... (issue 17)
 from . import special  # noqa: F401  # lgamma, digamma (issue 17)
-from . import cumprod, diag, sequence_ops, tensordot  # noqa: F401  # (issue 17)
+from . import bucketing, cumprod, diag, sequence_ops, tensordot, unique  # noqa: F401  # (issue 17)
 
 _tape.set_tensor_namespace(tensor_namespace)
 _OPERATORS.update(
