@@ -29,9 +29,25 @@ from .ops.shape import stack
 __all__ = ["foldl", "foldr", "map_fn", "scan"]
 
 
+def _is_tensor(x) -> bool:
+    return isinstance(x, Tensor) or type(x).__name__ == "GraphTensor"
+
+
+def _static_graph_elems(elems) -> bool:
+    """Whether ``elems`` holds graph tensors whose first dimensions are all known: the loop
+    is then unrolled into the graph (``fn`` may capture graph tensors and variables)."""
+    leaves = tf_nest.flatten(elems)
+    graph = [x for x in leaves if type(x).__name__ == "GraphTensor"]
+    return bool(graph) and all(x.shape.rank and x.shape.as_list()[0] is not None
+                               for x in graph)
+
+
 def _graph_call(fn, args, kwargs):
     """The call as one node of the TF1 graph being built (structure rebuilt from the last
-    run of ``fn``), or NotImplemented when no argument is a graph tensor."""
+    run of ``fn``), or NotImplemented when no argument is a graph tensor or the elements'
+    first dimensions are known (then the loop unrolls into graph nodes)."""
+    if _static_graph_elems(args[1]):
+        return NotImplemented
     structure = []
 
     def flat(*a, **k):
@@ -53,8 +69,7 @@ def _check_fn(fn):
 
 def _slices(elems):
     """The flattened elements as Tensors and their common length."""
-    flat = [e if isinstance(e, Tensor) else convert_to_tensor(e)
-            for e in tf_nest.flatten(elems)]
+    flat = [e if _is_tensor(e) else convert_to_tensor(e) for e in tf_nest.flatten(elems)]
     if not flat:
         raise ValueError("elems must be a Tensor or (possibly nested) sequence of Tensors, got "
                          "an empty structure")
@@ -69,7 +84,7 @@ def _slices(elems):
 
 
 def _as_tensor(x, dtype):
-    t = x if isinstance(x, Tensor) else convert_to_tensor(x, dtype=dtype)
+    t = x if _is_tensor(x) else convert_to_tensor(x, dtype=dtype)
     if dtype is not None and t.dtype != dtype:
         raise InvalidArgumentError(f"TensorArray dtype is {dtype.name} but Op is trying to write "
                                    f"dtype {t.dtype.name}")
@@ -125,8 +140,7 @@ def _scan(fn, elems, initializer, reverse: bool, keep_all: bool, what: str):
     _check_fn(fn)
     flat, n = _slices(elems)
     columns = [unstack(e) if n else [] for e in flat]
-    order = range(n - 1, -1, -1) if reverse else range(n)
-    order = list(order)
+    order = list(range(n - 1, -1, -1) if reverse else range(n))
     if initializer is None:
         if not order:
             raise OutOfRangeError("Tried to read from index 0 but array size is: 0")
@@ -136,7 +150,7 @@ def _scan(fn, elems, initializer, reverse: bool, keep_all: bool, what: str):
         steps = [(first, acc)]
     else:
         acc = tf_nest.map_structure(
-            lambda x: x if isinstance(x, Tensor) else convert_to_tensor(x), initializer)
+            lambda x: x if _is_tensor(x) else convert_to_tensor(x), initializer)
         acc_structure = initializer
         steps = []
     for i in order:

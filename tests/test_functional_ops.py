@@ -143,3 +143,33 @@ def test_tf1_graph_map_fn_and_scan_are_nodes_run_per_session_run():
                 np.testing.assert_allclose(sv, np.cumsum(X[:rows] * 2, 0), rtol=1e-6)
                 np.testing.assert_allclose(gv, 2.0 * np.arange(rows, 0, -1)[:, None]
                                            * np.ones((rows, 3)))
+
+
+def test_tf1_graph_static_elems_unroll_and_may_capture_variables():
+    from ipu_gpu.compat import v1
+
+    xv = np.arange(6, dtype=np.float32).reshape(3, 2)
+    wv = np.array([[1.0], [2.0]], np.float32)
+
+    def build(x, w):
+        m = tf.map_fn(lambda r: tf.matmul(tf.expand_dims(r, 0), w)[0], x)
+        s = tf.scan(lambda a, r: a + r * w[:, 0], x)
+        f = tf.foldr(lambda a, r: a * 2.0 + r, x, initializer=tf.zeros([2]))
+        return m, s, f, tf.reduce_sum(m) + tf.reduce_sum(s) + tf.reduce_sum(f)
+
+    with v1.Graph().as_default():
+        x = v1.placeholder(tf.float32, [3, 2])
+        w = v1.get_variable("w", initializer=wv)
+        m, s, f, loss = build(x, w)
+        gx, gw = v1.gradients(loss, [x, w])
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            got = sess.run([m, s, f, gx, gw], {x: xv})
+    xe, we = tf.constant(xv), tf.Variable(wv)
+    with tf.GradientTape() as t:
+        t.watch(xe)
+        m, s, f, loss = build(xe, we)
+    want = [m.numpy(), s.numpy(), f.numpy(), *[g.numpy() for g in t.gradient(loss, [xe, we])]]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(got[0], xv @ wv)
