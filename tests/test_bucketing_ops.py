@@ -77,6 +77,7 @@ def test_errors_are_tensorflows(real_tf):
         (lambda lib: lib.histogram_fixed_width([1, 2, 3], [0, 4], nbins=0),
          InvalidArgumentError),
         (lambda lib: lib.histogram_fixed_width([1.0, 2.0], [3.0, 1.0]), InvalidArgumentError),
+        (lambda lib: lib.histogram_fixed_width([np.nan, 1.0], [0.0, 4.0]), InvalidArgumentError),
         (lambda lib: lib.histogram_fixed_width(np.ones(2, np.float16),
                                                np.asarray([0, 2], np.float16)), TypeError),
     ]

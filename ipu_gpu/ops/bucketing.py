@@ -97,6 +97,8 @@ def _histogram_forward(k, xp, values, value_range, *, nbins, dtype):
     if not lo < hi:
         raise InvalidArgumentError(f"histogram_fixed_width: value_range should satisfy "
                                    f"value_range[0] < value_range[1], got [{lo}, {hi}]")
+    if values.dtype.kind == "f" and bool(xp.isnan(values).any()):  # syncs the device
+        raise InvalidArgumentError("histogram_fixed_width: values must not contain NaN")
     # TF's kernel: (max(x, lo) - lo) in the values' dtype, then in float64 over the step
     # (hi - lo) / nbins, capped at nbins - 1 and truncated
     low = value_range[0]
@@ -116,7 +118,7 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype=dtypes.int32, na
     or above ``hi`` in the last. ``dtype`` (int32 or int64) is the counts'.
 
     Raises:
-      InvalidArgumentError: ``nbins`` not positive, or ``lo >= hi``.
+      InvalidArgumentError: ``nbins`` not positive, ``lo >= hi``, or a NaN value.
       ValueError: ``value_range`` not of shape [2].
     """
     return _HISTOGRAM(values, value_range,
