@@ -196,3 +196,26 @@ def test_sequence_mask_repeat_tensordot_in_a_tf1_graph_give_the_eager_numbers():
     want = [ye.numpy(), *(g.numpy() for g in tape.gradient(ye, [xt, wt]))]
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+TF1_TOP_MATH = ["ceil", "cumprod", "digamma", "erf", "erfc", "expm1", "is_finite", "is_inf",
+                "is_nan", "lgamma", "log1p", "reciprocal"]
+
+
+@pytest.mark.parametrize("name", TF1_TOP_MATH)
+def test_tf1_top_level_math_names_equal_tensorflow(name, real_tf):
+    """TF 1 exports these tf.math functions at the top level too (tf.erf, tf.log1p, ...)."""
+    x = np.asarray([0.25, 1.5, 3.0, np.inf], np.float32)
+    ours = getattr(v1, name)(x).numpy()
+    theirs = getattr(real_tf.compat.v1, name)(x).numpy()
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_allclose(ours, theirs, rtol=2e-6)
+
+
+def test_tf1_top_level_segment_sums_equal_tensorflow(real_tf):
+    data = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    ids = np.asarray([0, 0, 1, 3], np.int32)
+    np.testing.assert_array_equal(v1.segment_sum(data, ids).numpy(),
+                                  real_tf.compat.v1.segment_sum(data, ids).numpy())
+    np.testing.assert_array_equal(v1.unsorted_segment_sum(data, ids, 5).numpy(),
+                                  real_tf.compat.v1.unsorted_segment_sum(data, ids, 5).numpy())
