@@ -230,3 +230,72 @@ def test_tf1_graph_image_ops_run_per_session_run():
 def test_map_fn_of_image_ops_over_a_batch():
     out = tf.map_fn(lambda im: tf.image.central_crop(im, 0.5), tf.constant(BATCH))
     np.testing.assert_array_equal(out.numpy(), tf.image.central_crop(BATCH, 0.5).numpy())
+
+
+RGB = RNG.uniform(0, 1, (2, 5, 4, 3)).astype(np.float32)
+RGB[0, 0, 0] = [0.5, 0.5, 0.5]  # a grey: hue 0
+RGB[0, 0, 1] = [0.0, 0.0, 0.0]  # black: saturation 0
+RGB[0, 0, 2] = [0.9, 0.2, 0.9]  # red == blue == max
+
+
+def test_colour_ops_like_tf():
+    assert_like_tf(lambda lib: lib.image.rgb_to_hsv(RGB))
+    assert_like_tf(lambda lib: lib.image.hsv_to_rgb(lib.image.rgb_to_hsv(RGB)))
+    hsv = RNG.uniform(0, 1, (3, 4, 3)).astype(np.float32)
+    assert_like_tf(lambda lib: lib.image.hsv_to_rgb(hsv))
+    for f in (0.0, 0.4, 1.7, 5.0):
+        assert_like_tf(lambda lib, f=f: lib.image.adjust_saturation(RGB, f), atol=2e-6)
+    for d in (-0.7, -0.1, 0.0, 0.25, 0.9):
+        assert_like_tf(lambda lib, d=d: lib.image.adjust_hue(RGB, d), atol=2e-6)
+    assert_like_tf(lambda lib: lib.image.adjust_saturation(U8, 1.5), atol=1)
+    assert_like_tf(lambda lib: lib.image.adjust_hue(U8, 0.3), atol=1)
+    for gamma, gain in ((0.5, 1.0), (2.0, 0.7)):
+        assert_like_tf(lambda lib, g=gamma, k=gain: lib.image.adjust_gamma(RGB, g, k))
+        assert_like_tf(lambda lib, g=gamma, k=gain: lib.image.adjust_gamma(U8, g, k), atol=1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.image.random_saturation(RGB, 0.5, 0.5),
+    lambda lib: lib.image.random_saturation(RGB, -0.5, 0.5),
+    lambda lib: lib.image.random_hue(RGB, 0.6),
+    lambda lib: lib.image.random_hue(RGB, -0.1),
+    lambda lib: lib.image.adjust_gamma(RGB, -1.0),
+])
+def test_colour_errors_like_tf(call):
+    with pytest.raises(Exception) as theirs:
+        call(tf_ref)
+    with pytest.raises(type(theirs.value)):
+        call(tf)
+
+
+def test_random_colour_ops_draw_with_seeds():
+    tf.random.set_seed(9)
+    a = tf.image.random_saturation(RGB, 0.5, 1.5, seed=1).numpy()
+    b = tf.image.random_hue(RGB, 0.2, seed=2).numpy()
+    tf.random.set_seed(9)
+    np.testing.assert_array_equal(a, tf.image.random_saturation(RGB, 0.5, 1.5, seed=1).numpy())
+    np.testing.assert_array_equal(b, tf.image.random_hue(RGB, 0.2, seed=2).numpy())
+    # the value equals adjust_* by some factor in range: saturation ratio of a coloured pixel
+    s_in = tf.image.rgb_to_hsv(RGB).numpy()[1, 2, 2, 1]
+    s_out = tf.image.rgb_to_hsv(a).numpy()[1, 2, 2, 1]
+    assert 0.5 - 1e-5 <= s_out / s_in <= 1.5 + 1e-5 or s_out == 1.0
+
+
+def test_hsv_gradient_matches_finite_differences():
+    x0 = RGB[1, :2, :2].astype(np.float64)  # float64: rgb_to_hsv/hsv_to_rgb keep the dtype
+    scale = np.array([1.0, 0.6, 1.0])
+
+    def f(v):
+        hsv = tf.image.rgb_to_hsv(v) * scale
+        return tf.reduce_sum(tf.image.hsv_to_rgb(hsv) ** 2)
+    x = tf.constant(x0)
+    with tf.GradientTape() as t:
+        t.watch(x)
+        loss = f(x)
+    g = t.gradient(loss, x).numpy()
+    eps = 1e-6
+    for idx in ((1, 0, 2), (0, 1, 0), (1, 1, 1)):
+        e = np.zeros_like(x0)
+        e[idx] = eps
+        fd = (float(f(tf.constant(x0 + e))) - float(f(tf.constant(x0 - e)))) / (2 * eps)
+        assert abs(fd - g[idx]) < 1e-6 * max(1.0, abs(fd))

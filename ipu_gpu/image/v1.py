@@ -17,13 +17,15 @@ from ..errors import InvalidArgumentError
 from ..ops.indexing import gather
 from ..ops.math import cast
 from ..ops.math_extra import einsum
+from . import color as _color
 from . import ops as _ops
 from .ops import __all__ as _V2_NAMES
 from .resize_weights import legacy_resize_matrix, resize_matrix
 
-__all__ = sorted({*_V2_NAMES, "resize_area", "resize_bicubic", "resize_bilinear",
+__all__ = sorted({*_V2_NAMES, *_color.__all__, "resize_area", "resize_bicubic", "resize_bilinear",
                   "resize_image_with_crop_or_pad", "resize_images", "resize_nearest_neighbor"})
 globals().update({n: getattr(_ops, n) for n in _V2_NAMES if n != "ResizeMethod"})
+globals().update({n: getattr(_color, n) for n in _color.__all__})
 resize_image_with_crop_or_pad = _ops.resize_with_crop_or_pad
 
 
