@@ -219,3 +219,32 @@ def test_tf1_top_level_segment_sums_equal_tensorflow(real_tf):
                                   real_tf.compat.v1.segment_sum(data, ids).numpy())
     np.testing.assert_array_equal(v1.unsorted_segment_sum(data, ids, 5).numpy(),
                                   real_tf.compat.v1.unsorted_segment_sum(data, ids, 5).numpy())
+
+
+def _functional(lib, keras_mod):
+    i = keras_mod.Input((4,))
+    trig = [getattr(lib, n)(i * 0.5) for n in ("sin", "cos", "tan", "asin", "atan", "sinh",
+                                               "cosh", "asinh", "atanh")]
+    mask = lib.sequence_mask(lib.cast(lib.reduce_sum(lib.abs(i), -1), lib.int32), 4,
+                             dtype=lib.float32)
+    h = lib.tensordot(lib.math.lgamma(lib.abs(i) + 1.0) * mask, lib.ones((4, 2)), 1)
+    band = lib.linalg.band_part(lib.reshape(i, [-1, 2, 2]), -1, 0)
+    outs = trig + [lib.atan2(i, i + 3.0), lib.nn.selu(i), lib.math.cumprod(i, 1),
+                   lib.repeat(i, 2, axis=1), h, band]
+    return keras_mod.Model(i, outs)
+
+
+def test_functional_keras_model_records_the_layers_tf_keras_records(real_tf):
+    import tf_keras as tfk
+
+    from ipu_gpu import keras
+    from ipu_gpu.keras import backend as K
+
+    K.clear_session()
+    tfk.backend.clear_session()
+    ours, theirs = _functional(tf, keras), _functional(real_tf, tfk)
+    assert [layer.name for layer in ours.layers] == [layer.name for layer in theirs.layers]
+    x = np.random.default_rng(13).uniform(-1.5, 1.5, (3, 4)).astype(np.float32)
+    for a, b in zip(ours(x), theirs(x)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-5, atol=2e-6)
+    K.clear_session()

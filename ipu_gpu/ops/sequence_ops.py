@@ -52,10 +52,9 @@ def sequence_mask(lengths, maxlen=None, dtype=None, name=None):
     node = symbolic_call(sequence_mask, (lengths, maxlen), dict(dtype=dtype))
     if node is not NotImplemented:  # a graph tensor argument: one graph node
         return node
-    lengths = convert_to_tensor(lengths)
-    if maxlen is None:  # max(0, max(lengths)), as ops so that a graph records them
-        zero = zeros([1], lengths.dtype)
-        maxlen = reduction.reduce_max(shape.concat([shape.reshape(lengths, [-1]), zero], 0))
+    if maxlen is None:  # max(0, max(lengths)), as ops that a graph or a Keras model records
+        flat = shape.reshape(lengths, [-1])
+        maxlen = reduction.reduce_max(shape.concat([flat, zeros([1], flat.dtype)], 0))
     out = None if dtype is None else dtypes.as_dtype(dtype, "sequence_mask: dtype")
     return _SEQUENCE_MASK(lengths, maxlen, dtype=None if out == dtypes.bool_ else out)
 
@@ -114,7 +113,8 @@ def repeat(input, repeats, axis=None, name=None):  # noqa: A002 - TF's name
         node = symbolic_call(repeat, (input, repeats), dict(axis=axis))
         if node is not NotImplemented:  # a graph tensor argument: one graph node
             return node
-    x = convert_to_tensor(input)
+    # arrays and KerasTensors go to the ops as they are (the ops record Keras layers)
+    x = input if hasattr(input, "shape") and hasattr(input, "dtype") else convert_to_tensor(input)
     counts = np.asarray(repeats.numpy() if hasattr(repeats, "numpy") else repeats)
     if counts.dtype.kind not in "iu":
         raise TypeError(f"repeat: repeats must be an integer tensor, got {counts.dtype}")

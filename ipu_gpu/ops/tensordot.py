@@ -57,22 +57,29 @@ def tensordot(a, b, axes, name=None):
         node = symbolic_call(tensordot, (a, b, axes), {})
         if node is not NotImplemented:  # a graph tensor argument: one graph node
             return node
-    a, b = convert_to_tensor(a), convert_to_tensor(b)
+    # KerasTensors keep their own (None batch) shape: the ops below record Keras layers
+    a, b = (x if hasattr(x, "shape") and hasattr(x, "dtype") else convert_to_tensor(x)
+            for x in (a, b))
     a_shape, b_shape = list(a.shape), list(b.shape)
     a_axes, b_axes = _axes_lists(axes, len(a_shape), len(b_shape))
     for i, j in zip(a_axes, b_axes):
-        if a_shape[i] != b_shape[j]:
+        if None not in (a_shape[i], b_shape[j]) and a_shape[i] != b_shape[j]:
             raise ValueError(f"tensordot: axis {i} of a (size {a_shape[i]}) and axis {j} of b "
                              f"(size {b_shape[j]}) must have one size")
     a_free = [i for i in range(len(a_shape)) if i not in a_axes]
     b_free = [j for j in range(len(b_shape)) if j not in b_axes]
-    k = int(np.prod([a_shape[i] for i in a_axes], dtype=np.int64))
+    k = _size([a_shape[i] for i in a_axes])
     a2 = shape.reshape(shape.transpose(a, a_free + a_axes),
-                       [int(np.prod([a_shape[i] for i in a_free], dtype=np.int64)), k])
+                       [_size([a_shape[i] for i in a_free]), k])
     b2 = shape.reshape(shape.transpose(b, b_axes + b_free),
-                       [k, int(np.prod([b_shape[j] for j in b_free], dtype=np.int64))])
-    return shape.reshape(matmul.matmul(a2, b2),
-                         [a_shape[i] for i in a_free] + [b_shape[j] for j in b_free])
+                       [k, _size([b_shape[j] for j in b_free])])
+    out = [a_shape[i] for i in a_free] + [b_shape[j] for j in b_free]
+    return shape.reshape(matmul.matmul(a2, b2), [-1 if d is None else d for d in out])
+
+
+def _size(dims):
+    """The product of ``dims``; -1 (reshape infers it) where one is unknown (None)."""
+    return -1 if None in dims else int(np.prod(dims, dtype=np.int64))
 
 
 __all__ = ["tensordot"]

@@ -75,6 +75,9 @@ _KERAS_NAMES = {
     "nn.sigmoid_cross_entropy_with_logits": "compat.v1.nn.sigmoid_cross_entropy_with_logits",
     "nn.softmax_cross_entropy_with_logits":
         "compat.v1.nn.softmax_cross_entropy_with_logits_v2",
+    # issue 17: trigonometric and hyperbolic functions
+    **{n: f"math.{n}" for n in ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos",
+                                "cosh", "sin", "sinh", "tan")},
 }
 # where public functions are looked for, in order ("" is the top level, ``tf.*``)
 _NAMESPACES = ("", "math", "nn", "linalg", "signal", "image", "random", "sparse", "strings",
