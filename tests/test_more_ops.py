@@ -248,3 +248,19 @@ def test_functional_keras_model_records_the_layers_tf_keras_records(real_tf):
     for a, b in zip(ours(x), theirs(x)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-5, atol=2e-6)
     K.clear_session()
+
+
+def test_tf1_graph_nodes_take_tf1_names(real_tf):
+    fns = {n: (lambda lib, x, n=n: getattr(lib, n)(x))
+           for n in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                     "acosh", "atanh", "lgamma", "digamma", "cumprod")}
+    fns.update(atan2=lambda lib, x: lib.atan2(x, x), selu=lambda lib, x: lib.nn.selu(x),
+               band=lambda lib, x: lib.matrix_band_part(lib.reshape(x, [1, 3]), 0, 0),
+               tensordot=lambda lib, x: lib.tensordot(x, x, 1))
+    names = []
+    for lib in (v1, real_tf.compat.v1):
+        with lib.Graph().as_default():
+            x = lib.placeholder(lib.float32, [3])
+            names.append({k: fn(lib, x).name for k, fn in fns.items()})
+            names[-1]["unique"] = lib.unique(lib.placeholder(lib.int32, [3])).y.name
+    assert names[0] == names[1]

@@ -528,7 +528,12 @@ _TYPE_NAMES = {
     "floormod": "FloorMod", "cumsum": "Cumsum", "l2_loss": "L2Loss",
     "reciprocal": "Reciprocal", "erf": "Erf", "reverse": "ReverseV2", "slice": "Slice",
     "getitem": "strided_slice", "top_k": "TopKV2", "fill": "Fill", "max_pool2d": "MaxPool",
-    "avg_pool2d": "AvgPool", "conv2d": "Conv2D"}
+    "avg_pool2d": "AvgPool", "conv2d": "Conv2D",
+    # issue 17: TF 1's names of the math ops it added
+    **{n: n.title() for n in ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh",
+                              "cosh", "asinh", "acosh", "atanh", "lgamma", "digamma", "selu",
+                              "cumprod", "unique")},
+    "band_part": "MatrixBandPart"}
 
 
 def record_function(fn, args, kwargs):
