@@ -75,7 +75,8 @@ def _counts(repeats, n):
 def _repeat_forward(k, xp, x, *, repeats, axis):
     n = x.shape[axis]
     counts = _counts(repeats, n)
-    return xp.repeat(x, counts if xp is np else xp.asarray(counts), axis=axis), (n,)
+    # cupy's repeat takes the counts as a list
+    return xp.repeat(x, counts if xp is np else counts.tolist(), axis=axis), (n,)
 
 
 def _repeat_backward(k, xp, res, g, *, repeats, axis):
