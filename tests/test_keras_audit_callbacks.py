@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
+from progress_text import assert_same_lines
 
 import ipu_gpu.keras as ours
 
@@ -68,20 +69,6 @@ def _weights(tfk):
     return _model(tfk).get_weights()
 
 
-_NUMBER = re.compile(r"-?\d+\.\d+(e[-+]\d+)?")
-
-
-def _assert_same_lines(lines_a, lines_b):
-    """The same lines, the printed numbers equal to within one unit of their last printed
-    digit (two float32 runs can round 1.16005 to either side)."""
-    assert [_NUMBER.sub("N", line) for line in lines_a] == \
-        [_NUMBER.sub("N", line) for line in lines_b]
-    for line_a, line_b in zip(lines_a, lines_b):
-        for a, b in zip(_NUMBER.finditer(line_a), _NUMBER.finditer(line_b)):
-            unit = 10.0 ** -len(b.group().split(".")[1].split("e")[0])
-            assert abs(float(a.group()) - float(b.group())) <= unit * 1.01, (line_a, line_b)
-
-
 def _assert_same_run(a, b, atol=2e-6):
     (model_a, hist_a, out_a), (model_b, hist_b, out_b) = a, b
     assert sorted(hist_a.history) == sorted(hist_b.history)
@@ -91,7 +78,7 @@ def _assert_same_run(a, b, atol=2e-6):
                                    err_msg=key)
     for wa, wb in zip(model_a.get_weights(), model_b.get_weights()):
         np.testing.assert_allclose(wa, wb, rtol=1e-5, atol=atol)
-    _assert_same_lines(_lines(out_a), _lines(out_b))
+    assert_same_lines(_lines(out_a), _lines(out_b))
 
 
 def _read_csv(path):
