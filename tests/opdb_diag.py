@@ -21,13 +21,19 @@ def diag_samples(rng, dtype):
                  desc="padding")
     yield Sample((make(rng, (1,), dtype),), desc="length 1")
     yield Sample((make(rng, (0,), dtype),), desc="empty")
+    yield Sample((make(rng, (2, 3, 4), dtype),), {"k": (-1, 1)}, desc="band")
+    yield Sample((make(rng, (2, 3), dtype),), {"k": (0, 1), "num_rows": 4, "align": "LEFT_RIGHT",
+                                               "padding_value": 2}, desc="band, align, rows")
 
 
 def diag_errors():
     yield ErrorInput((np.float32(1),), {}, ValueError, r"^diag: diagonal must be at least 1-D")
     yield ErrorInput((np.zeros(3, F32),), {"k": 1, "num_rows": 2, "num_cols": 2},
                      InvalidArgumentError, r"^diag: the number of rows is too small")
-    yield ErrorInput((np.zeros(3, F32),), {"k": (0, 1)}, TypeError, r"^diag: k must be one int")
+    yield ErrorInput((np.zeros(3, F32),), {"k": (0, 1)}, ValueError,
+                     r"^diag: diagonal must be at least 2-D")
+    yield ErrorInput((np.zeros((3, 3), F32),), {"k": (0, 1)}, InvalidArgumentError,
+                     r"^diag: diagonal must have 2 rows")
     yield ErrorInput((np.zeros(3, F32),), {"align": "UP"}, ValueError, r"^diag: align must be")
 
 
@@ -37,12 +43,18 @@ def diag_part_samples(rng, dtype):
     yield Sample((make(rng, (3, 4), dtype),), {"k": -2}, desc="below")
     yield Sample((make(rng, (1, 1), dtype),), desc="1x1")
     yield Sample((make(rng, (0, 2, 2), dtype),), desc="empty batch")
+    yield Sample((make(rng, (2, 3, 4), dtype),), {"k": (-1, 2), "padding_value": 5},
+                 desc="band")
+    yield Sample((make(rng, (4, 3), dtype),), {"k": (-2, 0), "align": "LEFT_RIGHT"},
+                 desc="band, align")
 
 
 def diag_part_errors():
     yield ErrorInput((np.zeros(3, F32),), {}, ValueError, r"^diag_part: input must be at least")
     yield ErrorInput((np.zeros((3, 4), F32),), {"k": 5}, InvalidArgumentError,
                      r"^diag_part: k is out of bound")
+    yield ErrorInput((np.zeros((3, 4), F32),), {"k": (2, 1)}, InvalidArgumentError,
+                     r"^diag_part: k\[0\] \(2\) must not be larger than k\[1\]")
 
 
 def band_samples(rng, dtype):

@@ -34,11 +34,21 @@ def test_diag_diag_part_band_part_equal_tensorflow(dtype, real_tf):
     rng = np.random.default_rng(7)
     vec = rng.standard_normal((2, 3)).astype(dtype)
     for kwargs in ({}, {"k": 1}, {"k": -2}, {"k": 2, "num_cols": 5}, {"k": -1, "num_rows": 4},
-                   {"k": 1, "padding_value": 3}):
+                   {"k": 1, "padding_value": 3}, {"k": (-1, 0), "num_rows": 3}):
         _compare(lambda lib, x, kw=kwargs: lib.linalg.diag(x, **kw), vec, real_tf)
     mat = rng.standard_normal((2, 3, 5)).astype(dtype)
     for k in (0, 1, 4, -1, -2):
         _compare(lambda lib, x, k=k: lib.linalg.diag_part(x, k=k), mat, real_tf)
+    for k in ((-1, 1), (0, 3), (-2, -1), (2, 2)):
+        for align in ("RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT"):
+            _compare(lambda lib, x, k=k, a=align: lib.linalg.diag_part(
+                x, k=k, padding_value=7, align=a), mat, real_tf)
+    bands = rng.standard_normal((2, 3, 4)).astype(dtype)
+    for k, kwargs in (((-1, 1), {}), ((0, 2), {"num_cols": 6}), ((-2, 0), {"num_rows": 6}),
+                      ((1, 3), {"padding_value": 4})):
+        for align in ("RIGHT_LEFT", "LEFT_RIGHT"):
+            _compare(lambda lib, x, k=k, a=align, kw=kwargs: lib.linalg.diag(
+                x, k=k, align=a, **kw), bands, real_tf)
     for lower, upper in ((-1, 0), (0, -1), (2, 1), (0, 0), (-1, -1), (3, 5)):
         _compare(lambda lib, x, lo=lower, up=upper: lib.linalg.band_part(x, lo, up), mat,
                  real_tf)

@@ -15,23 +15,35 @@ from ._util import shape_str
 from .math_extra import _static_int
 
 
-def _diagonal_index(rows, cols, k, length):
-    """(row, column) indices of diagonal k's first ``length`` entries."""
-    i = np.arange(length)
-    return i + max(-k, 0), i + max(k, 0)
+def _entries(rows, cols, k0, k1, width, align):
+    """Where diagonals k0..k1 of a rows x cols matrix go in the packed form
+    ``[num_diags, width]`` (diagonal k1 first; a short diagonal is placed at the left or the
+    right of its row as ``align`` says: its first word for k >= 0, its second for k < 0):
+    (packed row, packed column, matrix row, matrix column) index arrays."""
+    super_left, sub_left = (part == "LEFT" for part in align.split("_"))
+    parts = []
+    for d in range(k1, k0 - 1, -1):
+        length = max(min(rows - max(-d, 0), cols - max(d, 0)), 0)
+        n = np.arange(length)
+        left = super_left if d >= 0 else sub_left
+        offset = 0 if left else width - length
+        parts.append((np.full(length, k1 - d), n + offset, n + max(-d, 0), n + max(d, 0)))
+    return tuple(np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(4))
 
 
-def _take(xp, a, rows, cols):
-    if xp is not np:
-        rows, cols = xp.asarray(rows), xp.asarray(cols)
-    return a[..., rows, cols]
+def _at(xp, index):
+    return tuple(i if xp is np else xp.asarray(i) for i in index)
+
+
+def _max_length(rows, cols, k0, k1):
+    return max(min(rows + min(k1, 0), cols - max(k0, 0)), 0)
 
 
 # ---- linalg.diag --------------------------------------------------------------------------------
-def _diag_shape(length, k, num_rows, num_cols):
-    """TF's MatrixDiagV3 shape rule: the smallest matrix holding diagonal k, square unless
+def _diag_shape(width, k0, k1, num_rows, num_cols):
+    """TF's MatrixDiagV3 shape rule: the smallest matrix holding the diagonals, square unless
     num_rows/num_cols say otherwise."""
-    min_rows, min_cols = length + max(-k, 0), length + max(k, 0)
+    min_rows, min_cols = width - min(k1, 0), width + max(k0, 0)
     if num_rows == -1 and num_cols == -1:
         num_rows = num_cols = max(min_rows, min_cols)
     elif num_rows == -1:
@@ -40,37 +52,49 @@ def _diag_shape(length, k, num_rows, num_cols):
         num_cols = min_cols
     if num_rows < min_rows:
         raise InvalidArgumentError(f"diag: the number of rows is too small: num_rows "
-                                   f"{num_rows} < {min_rows} for diagonal {k} of length {length}")
+                                   f"{num_rows} < {min_rows}")
     if num_cols < min_cols:
         raise InvalidArgumentError(f"diag: the number of columns is too small: num_cols "
-                                   f"{num_cols} < {min_cols} for diagonal {k} of length {length}")
+                                   f"{num_cols} < {min_cols}")
     if num_rows != min_rows and num_cols != min_cols:
         raise InvalidArgumentError(f"diag: num_rows ({num_rows}) or num_cols ({num_cols}) must "
                                    f"be the minimum ({min_rows} or {min_cols})")
     return num_rows, num_cols
 
 
-def _check_diag(d, *, k, num_rows, num_cols, padding_value):
-    if d.ndim < 1:
-        raise ValueError(f"diag: diagonal must be at least 1-D, got shape {shape_str(d.shape)}")
-    _diag_shape(d.shape[-1], k, num_rows, num_cols)
+def _check_diag(d, *, k, num_rows, num_cols, padding_value, align):
+    k0, k1 = k
+    band = k0 != k1
+    if d.ndim < 1 + band:
+        raise ValueError(f"diag: diagonal must be at least {1 + band}-D, got shape "
+                         f"{shape_str(d.shape)}")
+    if band and d.shape[-2] != k1 - k0 + 1:
+        raise InvalidArgumentError(f"diag: diagonal must have {k1 - k0 + 1} rows (the number "
+                                   f"of diagonals k[0]..k[1]), got shape {shape_str(d.shape)}")
+    _diag_shape(d.shape[-1], k0, k1, num_rows, num_cols)
 
 
-def _diag_forward(k_, xp, d, *, k, num_rows, num_cols, padding_value):
-    length = d.shape[-1]
-    rows, cols = _diag_shape(length, k, num_rows, num_cols)
-    out = xp.full(d.shape[:-1] + (rows, cols), padding_value, d.dtype)
-    r, c = _diagonal_index(rows, cols, k, length)
-    if xp is not np:
-        r, c = xp.asarray(r), xp.asarray(c)
-    out[..., r, c] = d
-    return out, (length,)
+def _diag_forward(k_, xp, d, *, k, num_rows, num_cols, padding_value, align):
+    k0, k1 = k
+    band = k0 != k1
+    width = d.shape[-1]
+    rows, cols = _diag_shape(width, k0, k1, num_rows, num_cols)
+    batch = d.shape[:-2] if band else d.shape[:-1]
+    packed = d if band else d[..., None, :]
+    pr, pc, r, c = _at(xp, _entries(rows, cols, k0, k1, width, align))
+    out = xp.full(batch + (rows, cols), padding_value, d.dtype)
+    out[..., r, c] = packed[..., pr, pc]
+    return out, (d.shape,)
 
 
-def _diag_backward(k_, xp, res, g, *, k, num_rows, num_cols, padding_value):
-    (length,) = res
-    r, c = _diagonal_index(None, None, k, length)
-    return (_take(xp, g, r, c),)
+def _diag_backward(k_, xp, res, g, *, k, num_rows, num_cols, padding_value, align):
+    (shape,) = res
+    k0, k1 = k
+    rows, cols = g.shape[-2:]
+    pr, pc, r, c = _at(xp, _entries(rows, cols, k0, k1, shape[-1], align))
+    packed = xp.zeros(shape if k0 != k1 else shape[:-1] + (1, shape[-1]), g.dtype)
+    packed[..., pr, pc] = g[..., r, c]
+    return (packed.reshape(shape),)
 
 
 _DIAG = register("diag", args=("diagonal",), check=_check_diag, forward=_diag_forward,
@@ -79,22 +103,34 @@ _DIAG = register("diag", args=("diagonal",), check=_check_diag, forward=_diag_fo
 
 def diag(diagonal, name="diag", k=0, num_rows=-1, num_cols=-1, padding_value=0,
          align="RIGHT_LEFT"):
-    """Matrices (one per batch entry) with ``diagonal`` (last axis) on diagonal ``k`` (an
-    int: 0 main, > 0 above, < 0 below) and ``padding_value`` elsewhere; square and as small
-    as holds it unless ``num_rows``/``num_cols`` say otherwise (TF's MatrixDiagV3 rule).
-    ``align`` only matters for bands of diagonals, which this does not take (k a pair:
-    TypeError)."""
+    """Matrices (one per batch entry) with ``diagonal`` on diagonal ``k`` (an int: 0 main,
+    > 0 above, < 0 below) and ``padding_value`` elsewhere; with ``k=(k0, k1)``, ``diagonal``'s
+    last two axes are the diagonals k1 down to k0 (``[num_diags, width]``, a short one placed
+    by ``align``: its first word for k >= 0, its second for k < 0). The matrices are square
+    and as small as hold them unless ``num_rows``/``num_cols`` say otherwise (TF's
+    MatrixDiagV3 rule). The gradient is the diagonals of the cotangent."""
     _check_align("diag", align)
-    return _DIAG(diagonal, k=_single_k("diag", k), num_rows=_static_int("diag", "num_rows",
+    return _DIAG(diagonal, k=_k_pair("diag", k), num_rows=_static_int("diag", "num_rows",
                  num_rows), num_cols=_static_int("diag", "num_cols", num_cols),
-                 padding_value=_scalar("diag", padding_value))
+                 padding_value=_scalar("diag", padding_value), align=align)
 
 
-def _single_k(op, k):
-    if isinstance(k, (list, tuple)) or (isinstance(k, np.ndarray) and k.ndim):
-        raise TypeError(f"{op}: k must be one int (a band of diagonals, k=(low, high), is not "
-                        f"emulated), got {k!r}")
-    return _static_int(op, "k", k)
+def _k_pair(op, k):
+    """(k0, k1) from an int or a pair of ints, k0 <= k1."""
+    if hasattr(k, "numpy"):
+        k = k.numpy()
+    if isinstance(k, np.ndarray):
+        k = k.tolist()
+    if isinstance(k, (list, tuple)):
+        if len(k) not in (1, 2):
+            raise ValueError(f"{op}: k must be an int or a pair of ints, got {k!r}")
+        k0, k1 = (_static_int(op, "k", v) for v in (k[0], k[-1]))
+        if k0 > k1:
+            raise InvalidArgumentError(f"{op}: k[0] ({k0}) must not be larger than k[1] "
+                                       f"({k1})")
+        return k0, k1
+    k = _static_int(op, "k", k)
+    return k, k
 
 
 def _scalar(op, value):
@@ -116,34 +152,35 @@ def _check_align(op, align):
 
 
 # ---- linalg.diag_part ---------------------------------------------------------------------------
-def _part_length(rows, cols, k):
-    return max(min(rows - max(-k, 0), cols - max(k, 0)), 0)
-
-
-def _check_diag_part(x, *, k):
+def _check_diag_part(x, *, k, padding_value, align):
     if x.ndim < 2:
         raise ValueError(f"diag_part: input must be at least 2-D, got shape "
                          f"{shape_str(x.shape)}")
     rows, cols = x.shape[-2:]
-    if (rows or cols) and not -rows < k < cols:
-        raise InvalidArgumentError(f"diag_part: k is out of bound: {k}, it must be between "
-                                   f"{-rows} and {cols} (exclusive)")
+    for v in k:
+        if (rows or cols) and not -rows < v < cols:
+            raise InvalidArgumentError(f"diag_part: k is out of bound: {v}, it must be "
+                                       f"between {-rows} and {cols} (exclusive)")
 
 
-def _diag_part_forward(k_, xp, x, *, k):
+def _diag_part_forward(k_, xp, x, *, k, padding_value, align):
+    k0, k1 = k
     rows, cols = x.shape[-2:]
-    r, c = _diagonal_index(rows, cols, k, _part_length(rows, cols, k))
-    return xp.ascontiguousarray(_take(xp, x, r, c)), (x.shape,)
+    width = _max_length(rows, cols, k0, k1)
+    pr, pc, r, c = _at(xp, _entries(rows, cols, k0, k1, width, align))
+    out = xp.full(x.shape[:-2] + (k1 - k0 + 1, width), padding_value, x.dtype)
+    out[..., pr, pc] = x[..., r, c]
+    return (out if k0 != k1 else out[..., 0, :]), (x.shape,)
 
 
-def _diag_part_backward(k_, xp, res, g, *, k):
+def _diag_part_backward(k_, xp, res, g, *, k, padding_value, align):
     (shape,) = res
+    k0, k1 = k
     rows, cols = shape[-2:]
-    r, c = _diagonal_index(rows, cols, k, _part_length(rows, cols, k))
+    packed = g if k0 != k1 else g[..., None, :]
+    pr, pc, r, c = _at(xp, _entries(rows, cols, k0, k1, packed.shape[-1], align))
     out = xp.zeros(shape, g.dtype)
-    if xp is not np:
-        r, c = xp.asarray(r), xp.asarray(c)
-    out[..., r, c] = g
+    out[..., r, c] = packed[..., pr, pc]
     return (out,)
 
 
@@ -153,12 +190,13 @@ _DIAG_PART = register("diag_part", args=("input",), check=_check_diag_part,
 
 def diag_part(input, name="diag_part", k=0, padding_value=0,  # noqa: A002 - TF's name
               align="RIGHT_LEFT"):
-    """Diagonal ``k`` (an int) of the matrices in the last two axes of ``input``: shape
-    ``input.shape[:-2] + [length]``. ``padding_value`` and ``align`` only matter for bands of
-    diagonals, which this does not take (k a pair: TypeError)."""
+    """Diagonal ``k`` of the matrices in the last two axes of ``input`` (shape
+    ``input.shape[:-2] + [length]``); with ``k=(k0, k1)``, diagonals k1 down to k0 as
+    ``[..., num_diags, max_length]``, the short ones padded with ``padding_value`` on the
+    side ``align`` says (its first word for k >= 0, its second for k < 0)."""
     _check_align("diag_part", align)
-    _scalar("diag_part", padding_value)
-    return _DIAG_PART(input, k=_single_k("diag_part", k))
+    return _DIAG_PART(input, k=_k_pair("diag_part", k),
+                      padding_value=_scalar("diag_part", padding_value), align=align)
 
 
 # ---- linalg.band_part ---------------------------------------------------------------------------
