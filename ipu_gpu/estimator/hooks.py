@@ -117,6 +117,32 @@ def _logging():
     return logging
 
 
+def logging_timer(every_n_iter, every_n_secs, at_end):
+    """The timer of a logging hook: never triggering when only ``at_end`` is asked for,
+    else every ``every_n_iter`` steps or ``every_n_secs`` seconds."""
+    if at_end and every_n_iter is None and every_n_secs is None:
+        return NeverTriggerTimer()
+    return SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter)
+
+
+def log_tensor_values(timer, step, formatter, values, tags):
+    """Logs ``values`` (a dict) at INFO as a logging hook does at ``step``: through
+    ``formatter`` when given, else ``tag = value`` for each of ``tags`` and the seconds
+    since the timer last triggered; numpy prints without scientific notation meanwhile."""
+    original = np.get_printoptions()
+    np.set_printoptions(suppress=True)
+    elapsed, _ = timer.update_last_triggered_step(step)
+    if formatter:
+        _logging().info(formatter(values))
+    else:
+        stats = ", ".join(f"{tag} = {values[tag]}" for tag in tags)
+        if elapsed is not None:
+            _logging().info("%s (%.3f sec)", stats, elapsed)
+        else:
+            _logging().info("%s", stats)
+    np.set_printoptions(**original)
+
+
 class StopAtStepHook(SessionRunHook):
     """Requests stop when the global step reaches ``last_step`` (or ``num_steps`` after
     the step at session creation).
@@ -170,8 +196,7 @@ class LoggingTensorHook(SessionRunHook):
             tensors = {getattr(t, "name", t): t for t in tensors}
         self._tag_order = list(tensors)
         self._tensors = tensors
-        self._timer = NeverTriggerTimer() if only_at_end else SecondOrStepTimer(
-            every_secs=every_n_secs, every_steps=every_n_iter)
+        self._timer = logging_timer(every_n_iter, every_n_secs, at_end)
         self._log_at_end, self._formatter = at_end, formatter
 
     def begin(self):
@@ -188,18 +213,8 @@ class LoggingTensorHook(SessionRunHook):
         return SessionRunArgs(self._current) if self._should_trigger else None
 
     def _log(self, values):
-        original = np.get_printoptions()
-        np.set_printoptions(suppress=True)
-        elapsed, _ = self._timer.update_last_triggered_step(self._iter_count)
-        if self._formatter:
-            _logging().info(self._formatter(values))
-        else:
-            stats = ", ".join(f"{tag} = {values[tag]}" for tag in self._tag_order)
-            if elapsed is not None:
-                _logging().info("%s (%.3f sec)", stats, elapsed)
-            else:
-                _logging().info("%s", stats)
-        np.set_printoptions(**original)
+        log_tensor_values(self._timer, self._iter_count, self._formatter, values,
+                          self._tag_order)
 
     def after_run(self, run_context, run_values):
         if self._should_trigger:

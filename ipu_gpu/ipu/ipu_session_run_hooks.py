@@ -5,18 +5,10 @@ enqueues them on an outfeed there, and the hook dequeues and logs them (INFO) ev
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..estimator.hooks import NeverTriggerTimer, SecondOrStepTimer, SessionRunHook
+from ..estimator.hooks import SessionRunHook, log_tensor_values, logging_timer
 from .ipu_outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 
 __all__ = ["IPULoggingTensorHook"]
-
-
-def _logging():
-    from ..compat.v1.tf1_misc import logging
-
-    return logging
 
 
 class IPULoggingTensorHook(SessionRunHook):
@@ -36,9 +28,7 @@ class IPULoggingTensorHook(SessionRunHook):
             raise ValueError("Cannot provide both every_n_iter and every_n_secs")
         if every_n_iter is None and every_n_secs is None and not at_end:
             raise ValueError("Either every_n_iter, every_n_secs or at_end should be provided")
-        only_at_end = at_end and every_n_iter is None and every_n_secs is None
-        self._timer = NeverTriggerTimer() if only_at_end else SecondOrStepTimer(
-            every_secs=every_n_secs, every_steps=every_n_iter)
+        self._timer = logging_timer(every_n_iter, every_n_secs, at_end)
         self._log_at_end = at_end
         self._formatter = formatter
         self._outfeed = IPUOutfeedQueue(outfeed_mode=logging_mode)
@@ -83,18 +73,7 @@ class IPULoggingTensorHook(SessionRunHook):
         self._iter_count = 0
 
     def _log_values(self, values):
-        original = np.get_printoptions()
-        np.set_printoptions(suppress=True)
-        elapsed, _ = self._timer.update_last_triggered_step(self._iter_count)
-        if self._formatter:
-            _logging().info(self._formatter(values))
-        else:
-            stats = ", ".join(f"{k} = {v}" for k, v in values.items())
-            if elapsed is not None:
-                _logging().info("%s (%.3f sec)", stats, elapsed)
-            else:
-                _logging().info("%s", stats)
-        np.set_printoptions(**original)
+        log_tensor_values(self._timer, self._iter_count, self._formatter, values, values)
 
     def after_run(self, run_context, run_values):
         if self._timer.should_trigger_for_step(self._iter_count):
