@@ -43,17 +43,30 @@ def fn_args(fn) -> tuple:
                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
 
 
+def call_with_taken_args(fn, mode, params, config, **inputs):
+    """``fn`` called with ``inputs`` and those of ``mode``/``params``/``config`` it takes."""
+    args = fn_args(fn)
+    taken = {name: value for name, value in
+             (("mode", mode), ("params", params), ("config", config)) if name in args}
+    return fn(**inputs, **taken)
+
+
 def call_input_fn(input_fn, mode, params, config):
     """``input_fn`` called with the ``mode``/``params``/``config`` it takes."""
-    args = fn_args(input_fn)
-    kwargs = {}
-    if "mode" in args:
-        kwargs["mode"] = mode
-    if "params" in args:
-        kwargs["params"] = params
-    if "config" in args:
-        kwargs["config"] = config
-    return input_fn(**kwargs)
+    return call_with_taken_args(input_fn, mode, params, config)
+
+
+def model_fn_inputs(model_fn, features, labels):
+    """The ``features``, and the ``labels`` when ``model_fn`` takes them, as keywords.
+
+    Raises:
+      ValueError: ``labels`` that are not None for a ``model_fn`` that takes none."""
+    inputs = {"features": features}
+    if "labels" in fn_args(model_fn):
+        inputs["labels"] = labels
+    elif labels is not None:
+        raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+    return inputs
 
 
 class WarmStartSettings:
@@ -219,19 +232,8 @@ class Estimator:
         return [] if steps is None else [_StopAfterNEvalsHook(steps)]
 
     def _call_model_fn(self, features, labels, mode, config):
-        args = fn_args(self._model_fn)
-        kwargs = {}
-        if "labels" in args:
-            kwargs["labels"] = labels
-        elif labels is not None:
-            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
-        if "mode" in args:
-            kwargs["mode"] = mode
-        if "params" in args:
-            kwargs["params"] = self.params
-        if "config" in args:
-            kwargs["config"] = config
-        spec = self._model_fn(features=features, **kwargs)
+        spec = call_with_taken_args(self._model_fn, mode, self.params, config,
+                                    **model_fn_inputs(self._model_fn, features, labels))
         if not isinstance(spec, EstimatorSpec):
             raise ValueError(f"model_fn should return an EstimatorSpec. Given: {spec}")
         return spec

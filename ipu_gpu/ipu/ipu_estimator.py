@@ -232,19 +232,9 @@ class _ModelFnWrapper:
         return self._host_call_feed.enqueue(list(tensors))
 
     def _call_model_fn(self, features, labels, mode):
-        args = estimator_lib.fn_args(self._model_fn)
-        kwargs = {}
-        if "labels" in args:
-            kwargs["labels"] = labels
-        elif labels is not None:
-            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
-        if "mode" in args:
-            kwargs["mode"] = mode
-        if "params" in args:
-            kwargs["params"] = self._params
-        if "config" in args:
-            kwargs["config"] = self._config
-        spec = self._model_fn(features=features, **kwargs)
+        spec = estimator_lib.call_with_taken_args(
+            self._model_fn, mode, self._params, self._config,
+            **estimator_lib.model_fn_inputs(self._model_fn, features, labels))
         if not isinstance(spec, (IPUEstimatorSpec, EstimatorSpec)):
             raise ValueError("`model_fn` must return IPUEstimatorSpec or EstimatorSpec")
         return spec

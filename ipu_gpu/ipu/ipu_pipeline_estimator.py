@@ -175,14 +175,8 @@ class _ModelFnPipelineWrapper:
             raise ValueError("The `model_fn` used with `IPUPipelineEstimator` must not have "
                              "`features` or `labels` arguments. They are instead passed to "
                              "the first pipeline stage function.")
-        kwargs = {}
-        if "mode" in args:
-            kwargs["mode"] = mode
-        if "params" in args:
-            kwargs["params"] = self._params
-        if "config" in args:
-            kwargs["config"] = self._config
-        spec = self._model_fn(**kwargs)
+        spec = estimator_lib.call_with_taken_args(self._model_fn, mode, self._params,
+                                                  self._config)
         if not isinstance(spec, IPUPipelineEstimatorSpec):
             raise TypeError("The `model_fn` used with `IPUPipelineEstimator` must return "
                             "`IPUPipelineEstimatorSpec`.")
