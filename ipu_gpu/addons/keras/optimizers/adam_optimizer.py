@@ -12,6 +12,32 @@ from .ipu_optimizer_base import IpuOptimizerBase
 __all__ = ["AdamIpuOptimizer"]
 
 
+def adam_coefficients(optimizer) -> dict:
+    """The step's Adam coefficients in ``optimizer``'s compute dtype: epsilon, the betas,
+    one minus them, and their powers at ``t = iterations + 1``."""
+    compute = optimizer._compute_dtype()
+    t = compute.type
+    step = t(int(optimizer.iterations) + 1)
+    beta_1 = t(optimizer._hyper_float("beta_1", compute))
+    beta_2 = t(optimizer._hyper_float("beta_2", compute))
+    return dict(epsilon=t(optimizer.epsilon), beta_1_t=beta_1, beta_2_t=beta_2,
+                one_minus_beta_1_t=t(1) - beta_1, one_minus_beta_2_t=t(1) - beta_2,
+                beta_1_power=np.power(beta_1, step), beta_2_power=np.power(beta_2, step))
+
+
+def adam_moments(c, grad, m, v, compute, debiasing):
+    """The next moments ``m``, ``v`` from ``grad`` and the coefficients ``c``, in
+    ``compute``, and their estimates ``m_hat``, ``v_hat`` (debiased with ``debiasing``)."""
+    t = compute.type
+    g = _m.cast(grad, compute)
+    next_m = _m.cast(m, compute) * c["beta_1_t"] + g * c["one_minus_beta_1_t"]
+    next_v = _m.cast(v, compute) * c["beta_2_t"] + _m.square(g) * c["one_minus_beta_2_t"]
+    if not debiasing:
+        return next_m, next_v, next_m, next_v
+    return (next_m, next_v, next_m / (t(1) - c["beta_1_power"]),
+            next_v / (t(1) - c["beta_2_power"]))
+
+
 class AdamIpuOptimizer(Adam, IpuOptimizerBase):
     """Adam (Kingma & Ba 2015) computed in ``optimizer_compute_precisions[0]`` (default
     float32)::
@@ -59,14 +85,7 @@ class AdamIpuOptimizer(Adam, IpuOptimizerBase):
 
     def _prepare_local(self, var_device, var_dtype, apply_state):
         IpuOptimizerBase._prepare_local(self, var_device, var_dtype, apply_state)
-        t = self._compute_dtype().type
-        step = t(int(self.iterations) + 1)
-        beta_1 = t(self._hyper_float("beta_1", self._compute_dtype()))
-        beta_2 = t(self._hyper_float("beta_2", self._compute_dtype()))
-        apply_state[(var_device, var_dtype)].update(
-            epsilon=t(self.epsilon), beta_1_t=beta_1, beta_2_t=beta_2,
-            one_minus_beta_1_t=t(1) - beta_1, one_minus_beta_2_t=t(1) - beta_2,
-            beta_1_power=np.power(beta_1, step), beta_2_power=np.power(beta_2, step))
+        apply_state[(var_device, var_dtype)].update(adam_coefficients(self))
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         c = self._coefficients(var, apply_state)
@@ -77,15 +96,8 @@ class AdamIpuOptimizer(Adam, IpuOptimizerBase):
         lr = t(c["lr_t"])
 
         def grad_fn(grad, var, m, v, vhat=None):
-            g = _m.cast(grad, compute)
-            next_m = _m.cast(m, compute) * c["beta_1_t"] + g * c["one_minus_beta_1_t"]
-            next_v = (_m.cast(v, compute) * c["beta_2_t"]
-                      + _m.square(g) * c["one_minus_beta_2_t"])
-            if self.debiasing:
-                m_hat = next_m / (t(1) - c["beta_1_power"])
-                v_hat = next_v / (t(1) - c["beta_2_power"])
-            else:
-                m_hat, v_hat = next_m, next_v
+            next_m, next_v, m_hat, v_hat = adam_moments(c, grad, m, v, compute,
+                                                        self.debiasing)
             next_vhat = None
             if vhat is not None:
                 v_hat = next_vhat = _m.maximum(_m.cast(vhat, compute), v_hat)

@@ -13,6 +13,7 @@ from ipu_gpu.ops import math as _m
 from ipu_gpu.ops import reduction as _r
 from ipu_gpu.ops import shape as _shape
 
+from .adam_optimizer import adam_coefficients, adam_moments
 from .ipu_optimizer_base import IpuOptimizerBase
 
 __all__ = ["LAMBIpuOptimizer"]
@@ -76,15 +77,9 @@ class LAMBIpuOptimizer(IpuOptimizerBase):
     def _prepare_local(self, var_device, var_dtype, apply_state):
         super()._prepare_local(var_device, var_dtype, apply_state)
         compute = self._compute_dtype()
-        t = compute.type
-        step = t(int(self.iterations) + 1)
-        beta_1 = t(self._hyper_float("beta_1", compute))
-        beta_2 = t(self._hyper_float("beta_2", compute))
         apply_state[(var_device, var_dtype)].update(
-            weight_decay_rate=t(self._hyper_float("weight_decay_rate", compute)),
-            epsilon=t(self.epsilon), beta_1_t=beta_1, beta_2_t=beta_2,
-            one_minus_beta_1_t=t(1) - beta_1, one_minus_beta_2_t=t(1) - beta_2,
-            beta_1_power=np.power(beta_1, step), beta_2_power=np.power(beta_2, step))
+            weight_decay_rate=compute.type(self._hyper_float("weight_decay_rate", compute)),
+            **adam_coefficients(self))
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         c = self._coefficients(var, apply_state)
@@ -97,15 +92,8 @@ class LAMBIpuOptimizer(IpuOptimizerBase):
         adapt = self._do_layer_adaptation(var_name)
 
         def grad_fn(grad, var, m, v):
-            g = _m.cast(grad, compute)
-            next_m = _m.cast(m, compute) * c["beta_1_t"] + g * c["one_minus_beta_1_t"]
-            next_v = (_m.cast(v, compute) * c["beta_2_t"]
-                      + _m.square(g) * c["one_minus_beta_2_t"])
-            if self.debiasing:
-                m_hat = next_m / (t(1) - c["beta_1_power"])
-                v_hat = next_v / (t(1) - c["beta_2_power"])
-            else:
-                m_hat, v_hat = next_m, next_v
+            next_m, next_v, m_hat, v_hat = adam_moments(c, grad, m, v, compute,
+                                                        self.debiasing)
             update = m_hat / (_m.sqrt(v_hat) + c["epsilon"])
             if decay:
                 update = update + _m.cast(var, update.dtype) * c["weight_decay_rate"]
