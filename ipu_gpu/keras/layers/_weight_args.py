@@ -38,3 +38,21 @@ def weight_args_config(layer, prefixes, activity_regularizer=False, initializers
         if kind == "regularizer" and activity_regularizer:
             config["activity_regularizer"] = regularizers.serialize(layer.activity_regularizer)
     return config
+
+
+def add_kernel_and_bias(layer, last_dim) -> None:
+    """Adds a Dense-style ``layer``'s trainable ``kernel`` (``last_dim``, ``units``) and,
+    with ``use_bias``, its ``bias`` (``units``,) (else ``bias`` is None), each from the
+    initializer, regularizer and constraint that ``set_weight_args`` set."""
+    layer.kernel = layer.add_weight("kernel", shape=[last_dim, layer.units],
+                                    initializer=layer.kernel_initializer,
+                                    regularizer=layer.kernel_regularizer,
+                                    constraint=layer.kernel_constraint, dtype=layer.dtype,
+                                    trainable=True)
+    layer.bias = None
+    if layer.use_bias:
+        layer.bias = layer.add_weight("bias", shape=[layer.units],
+                                      initializer=layer.bias_initializer,
+                                      regularizer=layer.bias_regularizer,
+                                      constraint=layer.bias_constraint, dtype=layer.dtype,
+                                      trainable=True)

@@ -23,7 +23,7 @@ from .. import activations, backend
 from ..engine.call_context import set_mask
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
-from ._weight_args import set_weight_args, weight_args_config
+from ._weight_args import add_kernel_and_bias, set_weight_args, weight_args_config
 
 
 class Dense(Layer):
@@ -61,19 +61,7 @@ class Dense(Layer):
             raise ValueError("The last dimension of the inputs to a Dense layer should be "
                              f"defined. Found None. Full input shape received: {input_shape}")
         self.input_spec = InputSpec(min_ndim=2, axes={-1: last_dim})
-        self.kernel = self.add_weight("kernel", shape=[last_dim, self.units],
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint, dtype=self.dtype,
-                                      trainable=True)
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=[self.units],
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint, dtype=self.dtype,
-                                        trainable=True)
-        else:
-            self.bias = None
+        add_kernel_and_bias(self, last_dim)
         self.built = True
 
     def call(self, inputs):

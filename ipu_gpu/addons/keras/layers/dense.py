@@ -6,9 +6,11 @@ from __future__ import annotations
 from ipu_gpu.core import dtypes
 from ipu_gpu.core.spec import as_shape
 from ipu_gpu.ipu import math_ops as ipu_math_ops
-from ipu_gpu.keras import activations, backend, constraints, initializers, regularizers
+from ipu_gpu.keras import activations, backend, regularizers
 from ipu_gpu.keras.engine.base_layer import Layer
 from ipu_gpu.keras.engine.input_spec import InputSpec
+from ipu_gpu.keras.layers._weight_args import (add_kernel_and_bias, set_weight_args,
+                                               weight_args_config)
 from ipu_gpu.ops import math as _m
 from ipu_gpu.ops import nn as _nn
 
@@ -40,12 +42,7 @@ class SerialDense(Layer):
         self.units = int(units)
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_weight_args(self, ("kernel", "bias"), locals())
         self.supports_masking = True
         self.input_spec = InputSpec(min_ndim=2)
 
@@ -60,18 +57,7 @@ class SerialDense(Layer):
             raise ValueError("The last dimension of the inputs to `SerialDense` should be "
                              "defined. Found `None`.")
         self.input_spec = InputSpec(min_ndim=2, axes={-1: last_dim})
-        self.kernel = self.add_weight("kernel", shape=[last_dim, self.units],
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint, dtype=self.dtype,
-                                      trainable=True)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=[self.units],
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint, dtype=self.dtype,
-                                        trainable=True)
+        add_kernel_and_bias(self, last_dim)
         self.built = True
 
     def call(self, inputs, **kwargs):
@@ -105,12 +91,6 @@ class SerialDense(Layer):
             "units": self.units, "serialization_factor": self.serialization_factor,
             "serialization_dimension": self.serialization_dimension,
             "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
-            "activity_regularizer": regularizers.serialize(self.activity_regularizer),
-            "kernel_constraint": constraints.serialize(self.kernel_constraint),
-            "bias_constraint": constraints.serialize(self.bias_constraint),
+            **weight_args_config(self, ("kernel", "bias"), activity_regularizer=True),
         }
         return {**super().get_config(), **config}
