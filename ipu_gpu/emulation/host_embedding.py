@@ -295,6 +295,19 @@ def _on_device_of(indices, anchor):
     return a.get()  # syncs device
 
 
+def _checked_spec(optimizer_spec, partition_strategy) -> HostEmbeddingOptimizerSpec:
+    """``optimizer_spec`` (a not-trainable one for None), with Graphcore's ValueErrors for a
+    spec of another type and an unknown ``partition_strategy``."""
+    if not isinstance(optimizer_spec, (type(None), HostEmbeddingOptimizerSpec)):
+        raise ValueError("HostEmbedding optimizer_spec is not a HostEmbeddingOptimizerSpec"
+                         " or None")
+    if optimizer_spec is None:
+        optimizer_spec = HostEmbeddingOptimizerSpec(0)
+    if partition_strategy not in ("TOKEN", "ENCODING"):
+        raise ValueError("Unknown partition strategy " + str(partition_strategy))
+    return optimizer_spec
+
+
 class HostEmbedding:
     """Host Embedding wrapper.
 
@@ -328,29 +341,29 @@ class HostEmbedding:
         """
         if not isinstance(embedding_tensor, Tensor):
             raise ValueError("HostEmbedding embedding_tensor is not a tensorflow tensor")
-        if not isinstance(optimizer_spec, (type(None), HostEmbeddingOptimizerSpec)):
-            raise ValueError("HostEmbedding optimizer_spec is not a HostEmbeddingOptimizerSpec"
-                             " or None")
-        if optimizer_spec is None:
-            optimizer_spec = HostEmbeddingOptimizerSpec(0)
-        if partition_strategy not in ("TOKEN", "ENCODING"):
-            raise ValueError("Unknown partition strategy " + str(partition_strategy))
+        optimizer_spec = _checked_spec(optimizer_spec, partition_strategy)
         value = embedding_tensor._value
         if backend.is_cupy_array(value):
             raise ValueError("HostEmbedding: embedding_tensor must be in host memory (a numpy "
                              "Tensor or Variable, as create_host_embedding makes), got a GPU "
                              "tensor")
-        if value.dtype not in _TABLE_DTYPES:
+        self._init_table(name, embedding_tensor, partition_strategy, optimizer_spec,
+                         value.dtype, value.shape, isinstance(embedding_tensor, Variable),
+                         type(embedding_tensor).__name__)
+
+    def _init_table(self, name, embedding_tensor, partition_strategy, optimizer_spec, dtype,
+                    shape, is_variable, kind):
+        """Checks the table's ``dtype`` and ``shape`` (a trainable one must be a
+        floating-point Variable; ``kind`` names what it is in the error) and keeps it."""
+        if dtype not in _TABLE_DTYPES:
             raise TypeError(f"HostEmbedding: embedding_tensor must be float16, float32, float64 "
-                            f"or int32, got {value.dtype}")
-        if value.ndim != 2:
+                            f"or int32, got {dtype}")
+        if len(shape) != 2:
             raise ValueError(f"HostEmbedding: embedding_tensor must have rank 2 [tokens, "
-                             f"encoding], got shape {list(value.shape)}")
-        if optimizer_spec.get_learning_rate() != 0 and (
-                not isinstance(embedding_tensor, Variable) or value.dtype.kind != "f"):
+                             f"encoding], got shape {list(shape)}")
+        if optimizer_spec.get_learning_rate() != 0 and (not is_variable or dtype.kind != "f"):
             raise ValueError(f"HostEmbedding: a trainable embedding_tensor must be a "
-                             f"floating-point Variable, got a {value.dtype} "
-                             f"{type(embedding_tensor).__name__}")
+                             f"floating-point Variable, got a {dtype} {kind}")
         self._name = name
         self._embedding_tensor = embedding_tensor
         self._partition_strategy = partition_strategy

@@ -71,29 +71,10 @@ class HostEmbedding(_eager.HostEmbedding):
             super().__init__(name, embedding_tensor, partition_strategy, optimizer_spec)
             self._dummies = {}
             return
-        if not isinstance(optimizer_spec, (type(None), _eager.HostEmbeddingOptimizerSpec)):
-            raise ValueError("HostEmbedding optimizer_spec is not a HostEmbeddingOptimizerSpec"
-                             " or None")
-        if optimizer_spec is None:
-            optimizer_spec = _eager.HostEmbeddingOptimizerSpec(0)
-        if partition_strategy not in ("TOKEN", "ENCODING"):
-            raise ValueError("Unknown partition strategy " + str(partition_strategy))
-        dtype = np.dtype(embedding_tensor.dtype)
-        if dtype not in _eager._TABLE_DTYPES:
-            raise TypeError(f"HostEmbedding: embedding_tensor must be float16, float32, float64 "
-                            f"or int32, got {dtype}")
-        if len(embedding_tensor.shape) != 2:
-            raise ValueError(f"HostEmbedding: embedding_tensor must have rank 2 [tokens, "
-                             f"encoding], got shape {list(embedding_tensor.shape)}")
-        if optimizer_spec.get_learning_rate() != 0 and dtype.kind != "f":
-            raise ValueError(f"HostEmbedding: a trainable embedding_tensor must be a "
-                             f"floating-point Variable, got a {dtype} variable")
-        self._name = name
-        self._embedding_tensor = embedding_tensor
-        self._partition_strategy = partition_strategy
-        self._optimizer_spec = optimizer_spec
-        self._has_lookup = False
-        self._slot_vars = optimizer_spec.create_slot_variables(embedding_tensor, name)
+        optimizer_spec = _eager._checked_spec(optimizer_spec, partition_strategy)
+        self._init_table(name, embedding_tensor, partition_strategy, optimizer_spec,
+                         np.dtype(embedding_tensor.dtype), embedding_tensor.shape, True,
+                         "variable")
         self._dummies = {}
 
     def _graph_dummy(self, graph):
