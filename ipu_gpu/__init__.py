@@ -98,7 +98,8 @@ __all__ = [
     "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "round", "scatter_nd", "sort",
     "tensor_scatter_nd_add", "tensor_scatter_nd_update",
     # issue 17: custom_gradient, functional ops, TensorArray, nest, image
-    "TensorArray", "custom_gradient", "foldl", "foldr", "image", "map_fn", "nest", "scan", "cond", "while_loop",
+    "TensorArray", "cond", "custom_gradient", "foldl", "foldr", "image", "map_fn", "nest", "scan",
+    "while_loop",
     # issue 17: trigonometric and hyperbolic functions
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "sin", "sinh",
     "tan",
