@@ -40,9 +40,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import enums
+from ._tensor_tree import tensor_leaves
 from .errors import Error
-from .log_level import logger
 from .input_groups import host_micro_batches
+from .log_level import logger
 from .ops import _note_uses
 
 __all__ = ["BeginBlock", "Block", "BlockFunction", "BlockRecord", "LegacyBeginBlockFn",
@@ -308,7 +309,7 @@ class _Trace:
         if module not in record.modules:
             record.modules.append(module)
         record.ops.append(str(func.overloadpacket.__name__))
-        inputs = _tensor_leaves(args)
+        inputs = tensor_leaves(args)
         for a in inputs:
             name = self.weights.get(id(a))
             if name is not None:
@@ -332,18 +333,8 @@ class _Trace:
                             f"in stage {seen[0]}. With poptorch.AutoStage.SameAsIpu the stage "
                             "is the block's ipu_id: use poptorch.AutoStage.AutoIncrement or "
                             "explicit poptorch.Stage()s to come back to an IPU.")
-        for t in _tensor_leaves(outputs):
+        for t in tensor_leaves(outputs):
             self.produced[id(t)] = (self.stage, weakref.ref(t))
-
-
-def _tensor_leaves(x):
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensor_leaves(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _tensor_leaves(item)]
-    return []
 
 
 class _Recorder(TorchDispatchMode):

@@ -22,6 +22,7 @@ import struct
 
 import torch
 
+from ._tensor_tree import tensor_leaves
 from .errors import Error
 from .input_groups import host_micro_batches
 
@@ -308,23 +309,13 @@ def synthetic_batch(options, args, kwargs, map_leaves, factors):
     if mode == SYNTHETIC_OFF:
         return args, kwargs
     n = host_micro_batches(options, *factors)
-    leaves = _tensor_leaves([list(args), kwargs])
+    leaves = tensor_leaves([list(args), kwargs])
     it = iter(synthetic_micro_batches(leaves, n, mode))
 
     def full(_):
         micro = next(it)
         return micro.repeat(n, *([1] * (micro.dim() - 1))) if micro.dim() else micro
     return map_leaves(full, list(args)), map_leaves(full, kwargs)
-
-
-def _tensor_leaves(x):
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [leaf for item in x for leaf in _tensor_leaves(item)]
-    if isinstance(x, dict):
-        return [leaf for item in x.values() for leaf in _tensor_leaves(item)]
-    return []
 
 
 class CompileChecks:

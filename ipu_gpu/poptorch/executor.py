@@ -39,14 +39,14 @@ import weakref
 import torch
 
 from . import device_pool, input_groups, loss_scaling
-
-from .enums import CommGroupType, OutputMode, ReductionType
+from ._tensor_tree import tensor_leaves
+from .anchors import Anchors
 from .device_state import DeviceState, HalfUpdatesInFloat32, synthetic_batch
+from .enums import CommGroupType, OutputMode, ReductionType
 from .errors import Error
 from .ops import _running
-from .anchors import Anchors
-from .replica_weights import GroupingHandle, ReplicaGroupedWeights
 from .optim import _max_grad_norm, apply_update
+from .replica_weights import GroupingHandle, ReplicaGroupedWeights
 
 __all__ = ["PoplarExecutor", "identity_loss", "inferenceModel", "trainingModel"]
 
@@ -69,16 +69,6 @@ def identity_loss(x, reduction):
     return out
 
 
-def _leaves(x):
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [leaf for item in x for leaf in _leaves(item)]
-    if isinstance(x, dict):
-        return [leaf for item in x.values() for leaf in _leaves(item)]
-    return []
-
-
 def _map(fn, x):
     if isinstance(x, torch.Tensor):
         return fn(x)
@@ -96,7 +86,7 @@ _PLACEHOLDER = torch.empty(0)  # a tensor leaf in an output's structure
 
 
 def _find_loss(out):
-    leaves = _leaves(out)
+    leaves = tensor_leaves(out)
     marked = [t for t in leaves if getattr(t, "_poptorch_loss", False)]
     if len(marked) > 1:
         raise Error("Multiple independent losses found in graph. Graph must have one final "
@@ -806,7 +796,7 @@ class PoplarExecutor:
         s, r, a = self._factors()
         g = input_groups.group_size(self.options)
         n = s * (r // g) * a
-        for t in _leaves([list(args), kwargs]):
+        for t in tensor_leaves([list(args), kwargs]):
             b = t.shape[0] if t.dim() else 1
             if b % n != 0:
                 raise AssertionError(
@@ -820,10 +810,10 @@ class PoplarExecutor:
                     "of the documentation.")
             if t.numel() == 0:
                 raise Error(f"Zero-sized tensors are unsupported (Got shape {list(t.shape)})")
-        return [(tuple(t.shape), t.dtype) for t in _leaves([list(args), kwargs])]
+        return [(tuple(t.shape), t.dtype) for t in tensor_leaves([list(args), kwargs])]
 
     def _check_later(self, args, kwargs):
-        seen = [(tuple(t.shape), t.dtype) for t in _leaves([list(args), kwargs])]
+        seen = [(tuple(t.shape), t.dtype) for t in tensor_leaves([list(args), kwargs])]
         if len(seen) != len(self._signature):
             raise Error(f"Number of positional arguments mismatch: expected "
                         f"{len(self._signature)} arguments but got {len(seen)}")
@@ -850,7 +840,7 @@ class PoplarExecutor:
         try:
             if first:
                 state = self._device_state = DeviceState(
-                    self, _leaves([list(args), kwargs]), self._factors(), params)
+                    self, tensor_leaves([list(args), kwargs]), self._factors(), params)
                 if self._rng_cache is not None:
                     self._apply_rng_state(self._rng_cache)
             with state.random, self._on_device():
@@ -985,7 +975,7 @@ class PoplarExecutor:
                             anchors.micro_batch(si, ai, ri, 1.0 / mean if training else 1.0)
                         if template is _NOTHING:
                             template = _map(lambda _: _PLACEHOLDER, out)
-                        leaves = _leaves(out)
+                        leaves = tensor_leaves(out)
                         if mode == OutputMode.Sum:
                             if sums[ri] is None:
                                 sums[ri] = [t.detach().clone() for t in leaves]

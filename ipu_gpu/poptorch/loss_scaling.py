@@ -28,6 +28,7 @@ import weakref
 
 import torch
 
+from ._tensor_tree import tensor_leaves
 from .errors import Error
 
 __all__ = ["FACTORS", "AutomaticLossScaling", "enabled"]
@@ -102,7 +103,7 @@ class AutomaticLossScaling:
         hooked = set()  # a tensor several modules return is one gradient tensor
 
         def on_output(module, inputs, output):
-            for t in _tensor_leaves(output):
+            for t in tensor_leaves(output):
                 if (t.dtype == torch.float16 and t.requires_grad and t.dim() > 0
                         and id(t) not in hooked):
                     hooked.add(id(t))
@@ -130,13 +131,3 @@ class AutomaticLossScaling:
             self.factor *= 0.5 if self.upper > self.ratio * self.lower else 2.0
             self.lower = self.upper = 0
         self.steps += 1
-
-
-def _tensor_leaves(x):
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensor_leaves(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _tensor_leaves(item)]
-    return []

@@ -21,6 +21,7 @@ import sys
 
 import torch
 
+from ._tensor_tree import tensor_leaves
 from .enums import MatMulSerializationMode, MultiConvPlanType, OutputMode, OverlapMode
 from .errors import Error
 
@@ -272,23 +273,13 @@ class _Call:
 _CALL = _Call()
 
 
-def _tensors(x):
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensors(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _tensors(item)]
-    return []
-
-
 @contextlib.contextmanager
 def _running(executor, args, kwargs, tracing=False):
     """Mark ``executor``'s model as running on the IPU while its ``forward`` runs (the
     executor enters this around each call of the model; ``tracing`` for the compile-time
     trace, during which nothing prints, as PopTorch's trace prints nothing)."""
     saved = (_CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped, _CALL.input_uses)
-    _CALL.executor, _CALL.inputs = executor, tuple(_tensors([args, kwargs]))
+    _CALL.executor, _CALL.inputs = executor, tuple(tensor_leaves([args, kwargs]))
     _CALL.tracing, _CALL.overlapped = tracing, []
     _CALL.input_uses = _input_names(executor, args, kwargs) if tracing else {}
     try:
@@ -335,7 +326,7 @@ def _note_uses(args) -> None:
     """The compile-time trace saw an op taking ``args``: count its uses of the inputs."""
     uses = _CALL.input_uses
     if uses:
-        for t in _tensors(args):
+        for t in tensor_leaves(args):
             entry = uses.get(id(t))
             if entry is not None:
                 entry[1] += 1
@@ -349,7 +340,7 @@ def _returned(outputs):
     Raises:
       poptorch.Error: a marked tensor returned twice, or not returned (PopTorch's
         messages)."""
-    leaves = _tensors(outputs)
+    leaves = tensor_leaves(outputs)
     for leaf in leaves:  # an input returned as it is: one more use of it
         entry = _CALL.input_uses.get(id(leaf))
         if entry is not None and any(leaf is t for t in _CALL.inputs):
@@ -769,7 +760,7 @@ def set_overlap_for_input(input_tensors, mode):
         used at most once) (PopTorch's messages)."""
     mode = OverlapMode(mode.value)  # PopTorch reads mode.value
     if isRunningOnIpu():
-        for t in _tensors(input_tensors):
+        for t in tensor_leaves(input_tensors):
             if not any(t is x for x in _CALL.inputs):
                 raise Error("poptorch.set_overlap_for_input applied on a node which is not a "
                             "tensor input to the model.")
@@ -778,7 +769,7 @@ def set_overlap_for_input(input_tensors, mode):
         if _CALL.input_uses:
             # the trace: a new tensor stands for the marked input (PopTorch's graph has a
             # set_overlap_for_input node), so that other uses of the input itself show
-            for t in _tensors(input_tensors):
+            for t in tensor_leaves(input_tensors):
                 _CALL.input_uses[id(t)][2] += 1
             return _map_tensors(lambda t: t.view_as(t), input_tensors)
     return _map_tensors(lambda t: t, input_tensors)
@@ -798,5 +789,5 @@ def set_overlap_for_output(output_tensors, mode):
     if isRunningOnIpu():
         if mode is not OverlapMode.NoOverlap:
             _check_overlap_settings()
-        _CALL.overlapped.extend(_tensors(output_tensors))
+        _CALL.overlapped.extend(tensor_leaves(output_tensors))
     return _map_tensors(lambda t: t, output_tensors)
