@@ -63,16 +63,20 @@ def _keys_table(a=-0.5):
     return np.stack([near, far], 1).astype(_F)
 
 
+def _keys_taps(table, loc_f) -> list:
+    """The four (source index, weight) taps of source position ``loc_f`` from ``table``."""
+    loc = int(math.floor(loc_f))
+    offset = int(np.rint(_F(loc_f - _F(loc)) * _F(_TABLE_SIZE)))
+    return [(loc - 1, table[offset, 1]), (loc, table[offset, 0]),
+            (loc + 1, table[_TABLE_SIZE - offset, 0]), (loc + 2, table[_TABLE_SIZE - offset, 1])]
+
+
 def _bicubic(in_size, out_size):
     table = _keys_table()
     src = _half_pixel_source(in_size, out_size)
     m = np.zeros((out_size, in_size), _F)
     for o, loc_f in enumerate(src):
-        loc = int(math.floor(loc_f))
-        offset = int(np.rint(_F(loc_f - _F(loc)) * _F(_TABLE_SIZE)))
-        taps = [(loc - 1, table[offset, 1]), (loc, table[offset, 0]),
-                (loc + 1, table[_TABLE_SIZE - offset, 0]),
-                (loc + 2, table[_TABLE_SIZE - offset, 1])]
+        taps = _keys_taps(table, loc_f)
         inside = [(i, w) for i, w in taps if 0 <= i < in_size]
         total = _F(sum(w for _, w in inside))
         norm = _F(1) / total if abs(total) >= 1000 * np.finfo(_F).tiny else _F(1)
@@ -82,7 +86,12 @@ def _bicubic(in_size, out_size):
 
 
 def _area(in_size, out_size):
-    scale = _F(_F(in_size) / _F(out_size))
+    return _area_matrix(in_size, out_size, _F(_F(in_size) / _F(out_size)))
+
+
+def _area_matrix(in_size, out_size, scale):
+    """Each output pixel the mean of the source span [o * scale, (o + 1) * scale), partly
+    covered pixels weighted by their coverage, indices clamped to the image."""
     inv = _F(1) / scale
     m = np.zeros((out_size, in_size), _F)
     for o in range(out_size):
@@ -226,29 +235,13 @@ def _legacy_bicubic(in_size, out_size, align_corners):
     src = np.arange(out_size, dtype=_F) * _legacy_scale(in_size, out_size, align_corners)
     m = np.zeros((out_size, in_size), _F)
     for o, loc_f in enumerate(src):
-        loc = int(math.floor(loc_f))
-        offset = int(np.rint(_F(loc_f - _F(loc)) * _F(_TABLE_SIZE)))
-        taps = [(loc - 1, table[offset, 1]), (loc, table[offset, 0]),
-                (loc + 1, table[_TABLE_SIZE - offset, 0]),
-                (loc + 2, table[_TABLE_SIZE - offset, 1])]
-        for i, w in taps:  # taps outside the image read the edge pixel
+        for i, w in _keys_taps(table, loc_f):  # taps outside the image read the edge pixel
             m[o, min(max(i, 0), in_size - 1)] += w
     return m
 
 
 def _legacy_area(in_size, out_size, align_corners):
-    scale = _legacy_scale(in_size, out_size, align_corners)
-    inv = _F(1) / scale
-    m = np.zeros((out_size, in_size), _F)
-    for o in range(out_size):
-        lo, hi = _F(o) * scale, _F(o + 1) * scale
-        for i in range(int(math.floor(lo)), int(math.ceil(hi))):
-            if i < lo:
-                w = scale if i + 1 > hi else _F(i + 1) - lo
-            else:
-                w = hi - _F(i) if i + 1 > hi else _F(1)
-            m[o, min(max(i, 0), in_size - 1)] += _F(w) * inv
-    return m
+    return _area_matrix(in_size, out_size, _legacy_scale(in_size, out_size, align_corners))
 
 
 _LEGACY = {"area": _legacy_area, "bicubic": _legacy_bicubic, "bilinear": _legacy_bilinear,
