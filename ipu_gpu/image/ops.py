@@ -192,20 +192,31 @@ def rot90(image, k=1, name=None):
 
 
 # ---- crops and pads ---------------------------------------------------------------------
+def _box(image, offset_height, offset_width, target_height, target_width) -> tuple:
+    """The box's offsets and targets as ints, then the (batched) image's height and width."""
+    return (_static_int(offset_height, ""), _static_int(offset_width, ""),
+            _static_int(target_height, ""), _static_int(target_width, ""),
+            int(image.shape[1]), int(image.shape[2]))
+
+
+def _check_all(checks) -> None:
+    """ValueError with the message of the first (ok, message) check that fails."""
+    for ok, msg in checks:
+        if not ok:
+            raise ValueError(msg)
+
+
 def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
     """The ``target_height`` x ``target_width`` window of ``image`` at the offsets
     (``tf.image.crop_to_bounding_box``)."""
     image, batch = _batched(image)
-    oh, ow = _static_int(offset_height, "offset_height"), _static_int(offset_width, "")
-    th, tw = _static_int(target_height, ""), _static_int(target_width, "")
-    h, w = int(image.shape[1]), int(image.shape[2])
-    for ok, msg in ((ow >= 0, "offset_width must be >= 0."),
-                    (oh >= 0, "offset_height must be >= 0."),
-                    (tw > 0, "target_width must be > 0."), (th > 0, "target_height must be > 0."),
-                    (w >= tw + ow, "width must be >= target + offset."),
-                    (h >= th + oh, "height must be >= target + offset.")):
-        if not ok:
-            raise ValueError(msg)
+    oh, ow, th, tw, h, w = _box(image, offset_height, offset_width, target_height,
+                                target_width)
+    _check_all(((ow >= 0, "offset_width must be >= 0."),
+                (oh >= 0, "offset_height must be >= 0."),
+                (tw > 0, "target_width must be > 0."), (th > 0, "target_height must be > 0."),
+                (w >= tw + ow, "width must be >= target + offset."),
+                (h >= th + oh, "height must be >= target + offset.")))
     return _unbatched(image[:, oh:oh + th, ow:ow + tw, :], batch)
 
 
@@ -213,16 +224,13 @@ def pad_to_bounding_box(image, offset_height, offset_width, target_height, targe
     """``image`` placed at the offsets in a zero ``target_height`` x ``target_width`` canvas
     (``tf.image.pad_to_bounding_box``)."""
     image, batch = _batched(image)
-    oh, ow = _static_int(offset_height, ""), _static_int(offset_width, "")
-    th, tw = _static_int(target_height, ""), _static_int(target_width, "")
-    h, w = int(image.shape[1]), int(image.shape[2])
+    oh, ow, th, tw, h, w = _box(image, offset_height, offset_width, target_height,
+                                target_width)
     after_h, after_w = th - oh - h, tw - ow - w
-    for ok, msg in ((oh >= 0, "offset_height must be >= 0"),
-                    (ow >= 0, "offset_width must be >= 0"),
-                    (after_w >= 0, "width must be <= target - offset"),
-                    (after_h >= 0, "height must be <= target - offset")):
-        if not ok:
-            raise ValueError(msg)
+    _check_all(((oh >= 0, "offset_height must be >= 0"),
+                (ow >= 0, "offset_width must be >= 0"),
+                (after_w >= 0, "width must be <= target - offset"),
+                (after_h >= 0, "height must be <= target - offset")))
     return _unbatched(pad(image, [[0, 0], [oh, after_h], [ow, after_w], [0, 0]]), batch)
 
 
