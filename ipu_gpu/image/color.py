@@ -17,7 +17,8 @@ from ..ops.math import (abs as _abs, add, clip_by_value, equal, floormod, greate
                         minimum, multiply, pow as _pow, subtract)
 from ..ops.array import unstack
 from ..ops.shape import stack
-from .ops import _as_graph_node, _back, _const, _on_device_of, _tensor, convert_image_dtype
+from .ops import (_as_graph_node, _back, _const, _on_device_of, _tensor, _uniform_factor,
+                  convert_image_dtype)
 
 __all__ = ["adjust_gamma", "adjust_hue", "adjust_saturation", "hsv_to_rgb", "random_hue",
            "random_saturation", "rgb_to_hsv"]
@@ -30,13 +31,18 @@ def _channels(image, op: str):
     return unstack(image, axis=-1)
 
 
-def rgb_to_hsv(images, name=None):
-    """Float RGB images in [0, 1] as HSV (``tf.image.rgb_to_hsv``)."""
+def _float_channels(images, op: str):
+    """(``images`` as a float Tensor, its three channels); TypeError for other dtypes."""
     images = _tensor(images)
     if images.dtype.kind != "f":
-        raise TypeError(f"rgb_to_hsv: images must be float16, float32 or float64, got "
+        raise TypeError(f"{op}: images must be float16, float32 or float64, got "
                         f"{images.dtype.name}")
-    r, g, b = _channels(images, "rgb_to_hsv")
+    return images, _channels(images, op)
+
+
+def rgb_to_hsv(images, name=None):
+    """Float RGB images in [0, 1] as HSV (``tf.image.rgb_to_hsv``)."""
+    images, (r, g, b) = _float_channels(images, "rgb_to_hsv")
     v = maximum(maximum(r, g), b)
     span = subtract(v, minimum(minimum(r, g), b))
     zero = _const(images, 0, images.dtype)
@@ -55,11 +61,7 @@ def rgb_to_hsv(images, name=None):
 
 def hsv_to_rgb(images, name=None):
     """Float HSV images as RGB (``tf.image.hsv_to_rgb``)."""
-    images = _tensor(images)
-    if images.dtype.kind != "f":
-        raise TypeError(f"hsv_to_rgb: images must be float16, float32 or float64, got "
-                        f"{images.dtype.name}")
-    h, s, v = _channels(images, "hsv_to_rgb")
+    images, (h, s, v) = _float_channels(images, "hsv_to_rgb")
     one = _const(images, 1, images.dtype)
     zero = _const(images, 0, images.dtype)
     dh = h * _const(images, 6, images.dtype)
@@ -82,26 +84,30 @@ def _as_f32(image):
     return image, convert_image_dtype(image, np.float32)
 
 
+def _in_hsv(image, fn):
+    """``image`` with ``fn(x, h, s, v) -> (h, s, v)`` applied to its HSV channels, computed
+    as ``_as_f32`` says and cast back to ``image``'s dtype."""
+    image, x = _as_f32(image)
+    h, s, v = unstack(rgb_to_hsv(x), axis=-1)
+    return _back(hsv_to_rgb(stack(list(fn(x, h, s, v)), axis=-1)), image.dtype)
+
+
 def adjust_saturation(image, saturation_factor, name=None):
     """Saturation scaled by ``saturation_factor`` and clipped to [0, 1] in HSV
     (``tf.image.adjust_saturation``)."""
-    image, x = _as_f32(image)
-    hsv = rgb_to_hsv(x)
-    h, s, v = unstack(hsv, axis=-1)
-    factor = _on_device_of(x, _cast(saturation_factor, x.dtype))
-    s = clip_by_value(s * factor, _const(x, 0, x.dtype), _const(x, 1, x.dtype))
-    return _back(hsv_to_rgb(stack([h, s, v], axis=-1)), image.dtype)
+    def saturate(x, h, s, v):
+        factor = _on_device_of(x, _cast(saturation_factor, x.dtype))
+        return h, clip_by_value(s * factor, _const(x, 0, x.dtype), _const(x, 1, x.dtype)), v
+    return _in_hsv(image, saturate)
 
 
 def adjust_hue(image, delta, name=None):
     """Hue rotated by ``delta`` (in [-1, 1], a fraction of the colour circle)
     (``tf.image.adjust_hue``)."""
-    image, x = _as_f32(image)
-    hsv = rgb_to_hsv(x)
-    h, s, v = unstack(hsv, axis=-1)
-    d = _on_device_of(x, _cast(delta, x.dtype))
-    h = floormod(h + d, _const(x, 1, x.dtype))
-    return _back(hsv_to_rgb(stack([h, s, v], axis=-1)), image.dtype)
+    def rotate(x, h, s, v):
+        d = _on_device_of(x, _cast(delta, x.dtype))
+        return floormod(h + d, _const(x, 1, x.dtype)), s, v
+    return _in_hsv(image, rotate)
 
 
 def _cast(value, dtype):
@@ -113,11 +119,7 @@ def _cast(value, dtype):
 def random_saturation(image, lower, upper, seed=None):
     """``adjust_saturation`` by a factor uniform in [lower, upper)
     (``tf.image.random_saturation``)."""
-    if upper <= lower:
-        raise ValueError("upper must be > lower.")
-    if lower < 0:
-        raise ValueError("lower must be non-negative.")
-    return adjust_saturation(image, _random.uniform([], lower, upper, seed=seed))
+    return adjust_saturation(image, _uniform_factor(lower, upper, seed))
 
 
 def random_hue(image, max_delta, seed=None):

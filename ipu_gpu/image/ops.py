@@ -358,12 +358,16 @@ def random_brightness(image, max_delta, seed=None):
 def random_contrast(image, lower, upper, seed=None):
     """``adjust_contrast`` by a factor uniform in [lower, upper)
     (``tf.image.random_contrast``)."""
+    return adjust_contrast(image, _uniform_factor(lower, upper, seed))
+
+
+def _uniform_factor(lower, upper, seed):
+    """A scalar factor uniform in [lower, upper); ValueError unless 0 <= lower < upper."""
     if upper <= lower:
         raise ValueError("upper must be > lower.")
     if lower < 0:
         raise ValueError("lower must be non-negative.")
-    factor = _random.uniform([], lower, upper, seed=seed)
-    return adjust_contrast(image, factor)
+    return _random.uniform([], lower, upper, seed=seed)
 
 
 def per_image_standardization(image):
