@@ -85,10 +85,34 @@ def _check_args(kind: str, use_bias, regularizers_and_constraints: dict, recurre
         raise ValueError(f"{prefix} unroll = True." if kind == "LSTM" else f"{prefix} unroll.")
 
 
+# the Keras arguments Popnn layers reject when set, and those they take
+_UNSUPPORTED_ARGS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                     "activity_regularizer", "kernel_constraint", "recurrent_constraint",
+                     "bias_constraint")
+_POPNN_ARGS = ("activation", "recurrent_activation", "partials_dtype", "seed",
+               "kernel_initializer", "recurrent_initializer", "bias_initializer", "dropout",
+               "dropout_seed", "return_state", "return_sequences", "time_major", "stateful",
+               "options", "options_bwd")
+
+
 class _PopnnRNN(IPULayer):
     """Shared by PopnnLSTM and PopnnGRU: arguments, weights, dropout, the time loop."""
 
     _num_gates_per_layer = 1
+
+    def _init_from_keras_args(self, kind: str, args: dict, reset_after=None) -> None:
+        """Initialises a Popnn ``kind`` layer from its Keras-style constructor's ``locals()``
+        ``args``: Graphcore's ValueErrors for the Keras arguments Popnn does not support
+        (``implementation`` 2 counts as 1), then the Popnn ones (a GRU's ``reset_after``
+        set first)."""
+        implementation = 1 if args["implementation"] == 2 else args["implementation"]
+        _check_args(kind, args["use_bias"], {name: args[name] for name in _UNSUPPORTED_ARGS},
+                    args["recurrent_dropout"], implementation, args["go_backwards"],
+                    args["unroll"])
+        if reset_after is not None:
+            self._reset_after = reset_after
+        _PopnnRNN.__init__(self, args["units"], **{name: args[name] for name in _POPNN_ARGS},
+                           **args["kwargs"])
 
     def __init__(self, num_units, activation="tanh", recurrent_activation="sigmoid",
                  partials_dtype=dtypes.float32, seed=None, dropout_seed=None,
@@ -301,26 +325,7 @@ class PopnnLSTM(_PopnnRNN):
                  return_sequences=False, return_state=False, go_backwards=False,
                  stateful=False, unroll=False, partials_dtype=dtypes.float32, seed=None,
                  time_major=False, options=None, options_bwd=None, **kwargs):
-        if implementation == 2:
-            implementation = 1
-        _check_args("LSTM", use_bias, {
-            "kernel_regularizer": kernel_regularizer,
-            "recurrent_regularizer": recurrent_regularizer,
-            "bias_regularizer": bias_regularizer,
-            "activity_regularizer": activity_regularizer,
-            "kernel_constraint": kernel_constraint,
-            "recurrent_constraint": recurrent_constraint,
-            "bias_constraint": bias_constraint}, recurrent_dropout, implementation,
-            go_backwards, unroll)
-        super().__init__(units, activation=activation,
-                         recurrent_activation=recurrent_activation,
-                         partials_dtype=partials_dtype, seed=seed,
-                         kernel_initializer=kernel_initializer,
-                         recurrent_initializer=recurrent_initializer,
-                         bias_initializer=bias_initializer, dropout=dropout,
-                         dropout_seed=dropout_seed, return_state=return_state,
-                         return_sequences=return_sequences, time_major=time_major,
-                         stateful=stateful, options=options, options_bwd=options_bwd, **kwargs)
+        self._init_from_keras_args("LSTM", locals())
         self.unit_forget_bias = unit_forget_bias
 
     def _bias_init(self):
@@ -391,27 +396,7 @@ class PopnnGRU(_PopnnRNN):
                  stateful=False, unroll=False, reset_after=True, seed=None,
                  partials_dtype=dtypes.float32, time_major=False, options=None,
                  options_bwd=None, **kwargs):
-        if implementation == 2:
-            implementation = 1
-        _check_args("GRU", use_bias, {
-            "kernel_regularizer": kernel_regularizer,
-            "recurrent_regularizer": recurrent_regularizer,
-            "bias_regularizer": bias_regularizer,
-            "activity_regularizer": activity_regularizer,
-            "kernel_constraint": kernel_constraint,
-            "recurrent_constraint": recurrent_constraint,
-            "bias_constraint": bias_constraint}, recurrent_dropout, implementation,
-            go_backwards, unroll)
-        self._reset_after = reset_after
-        super().__init__(units, activation=activation,
-                         recurrent_activation=recurrent_activation,
-                         partials_dtype=partials_dtype, seed=seed,
-                         kernel_initializer=kernel_initializer,
-                         recurrent_initializer=recurrent_initializer,
-                         bias_initializer=bias_initializer, dropout=dropout,
-                         dropout_seed=dropout_seed, return_state=return_state,
-                         return_sequences=return_sequences, time_major=time_major,
-                         stateful=stateful, options=options, options_bwd=options_bwd, **kwargs)
+        self._init_from_keras_args("GRU", locals(), reset_after=reset_after)
 
     def _canonical_bias_shape(self, unused_layer):
         if self._reset_after:
