@@ -435,9 +435,13 @@ class _HostEmbeddingScope:
         self._parent = parent
         self._session = session
 
+    def _table(self):
+        """The table the device is served from."""
+        return self._parent._embedding_tensor
+
     def __enter__(self):
         p = self._parent
-        p._optimizer_spec.create_register_instruction(p._embedding_tensor, p._slot_vars, p._name)
+        p._optimizer_spec.create_register_instruction(self._table(), p._slot_vars, p._name)
         return p
 
     def __exit__(self, exc_type, exc, tb):

@@ -148,31 +148,19 @@ class HostEmbedding(_eager.HostEmbedding):
         return node.outputs[0]
 
 
-class HostEmbeddingScope:
+class HostEmbeddingScope(_eager._HostEmbeddingScope):
     """The context manager ``HostEmbedding.register`` returns: the table is served to the
-    device inside it."""
+    device inside it (a graph variable's value in its session)."""
 
-    def __init__(self, parent, session=None):
-        self._parent = parent
-        self._session = session
-
-    def __enter__(self):
-        p = self._parent
-        table = p._embedding_tensor
+    def _table(self):
+        table = self._parent._embedding_tensor
         if isinstance(table, GraphVariable):
             if table._variable is None:
                 raise FailedPreconditionError(
                     f"Attempting to use uninitialized value {table.op.name}: run the "
                     f"initializer before HostEmbedding.register")
             table = table._variable
-        p._optimizer_spec.create_register_instruction(table, p._slot_vars, p._name)
-        return p
-
-    def __exit__(self, exc_type, exc, tb):
-        p = self._parent
-        p._optimizer_spec.create_deregister_instruction(p._embedding_tensor, p._slot_vars,
-                                                        p._name)
-        return False
+        return table
 
 
 def create_host_embedding(name, shape, dtype, partition_strategy="TOKEN", optimizer_spec=None,
