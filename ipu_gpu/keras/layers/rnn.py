@@ -308,30 +308,24 @@ def _flatten_states(states) -> list:
     return [states]
 
 
-def _pack_states(size, flat):
+def _pack_states(size, flat, keep_tuples=False):
     """``flat`` states in the nesting of ``size`` (``tf.nest.pack_sequence_as``): one entry
-    per state of a plain cell; per cell of a stack, a list where that cell has several."""
+    per state of a plain cell; per cell of a stack, a list where that cell has several.
+    ``keep_tuples`` keeps ``size``'s tuples as tuples."""
     if not _is_multiple_state(size):
         return flat[0]
     packed, i = [], 0
     for part in size:
         n = len(_flatten_sizes(part))
-        packed.append(_pack_states(part, flat[i:i + n]))
+        packed.append(_pack_states(part, flat[i:i + n], keep_tuples))
         i += n
-    return packed
+    return tuple(packed) if keep_tuples and isinstance(size, tuple) else packed
 
 
 def _nest_states(size, flat):
     """``flat`` in the nesting of ``size`` with its containers' types (Keras's
     ``tf.nest.pack_sequence_as(cell.state_size, flat)``: a stack's tuple of its cells')."""
-    if not _is_multiple_state(size):
-        return flat[0]
-    packed, i = [], 0
-    for part in size:
-        n = len(_flatten_sizes(part))
-        packed.append(_nest_states(part, flat[i:i + n]))
-        i += n
-    return tuple(packed) if isinstance(size, tuple) else packed
+    return _pack_states(size, flat, keep_tuples=True)
 
 
 def _top_states(cell, flat) -> list:
