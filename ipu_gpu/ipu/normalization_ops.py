@@ -99,20 +99,16 @@ def _group_norm_impl(inputs, groups, channels_axis, center, scale, epsilon,
     with variable_scope(scope, norm_type, [inputs], reuse=reuse):
         params_shape = [channels]
         initializers = param_initializers or {}
-        if center:
-            beta = get_variable("beta", shape=params_shape, dtype=dtype,
-                                initializer=initializers.get("beta", zeros_initializer()),
-                                collections=_collections(variables_collections, "beta"),
+
+        def param(name, learnt, initializer, value):
+            if not learnt:
+                return constant(value, dtype=dtype, shape=params_shape)
+            return get_variable(name, shape=params_shape, dtype=dtype,
+                                initializer=initializers.get(name, initializer),
+                                collections=_collections(variables_collections, name),
                                 trainable=trainable)
-        else:
-            beta = constant(0.0, dtype=dtype, shape=params_shape)
-        if scale:
-            gamma = get_variable("gamma", shape=params_shape, dtype=dtype,
-                                 initializer=initializers.get("gamma", ones_initializer()),
-                                 collections=_collections(variables_collections, "gamma"),
-                                 trainable=trainable)
-        else:
-            gamma = constant(1.0, dtype=dtype, shape=params_shape)
+        beta = param("beta", center, zeros_initializer(), 0.0)
+        gamma = param("gamma", scale, ones_initializer(), 1.0)
         return _normalise(inputs, gamma, beta, dims, data_format, groups, epsilon, strided)
 
 
