@@ -4,7 +4,7 @@ their definitions with loops."""
 from __future__ import annotations
 
 import numpy as np
-from reference.math_extra import _f
+from .math_extra import _f
 
 
 def _pair(k):

@@ -7,7 +7,7 @@ import itertools
 import math
 
 import numpy as np
-from reference.math_extra import _f, _wrap
+from .math_extra import _f, _wrap
 
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
