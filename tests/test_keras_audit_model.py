@@ -169,6 +169,8 @@ def _attention_model(lib, mask_zero):
 @pytest.mark.parametrize("mask_zero", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_wrappers_attention_and_gru_train_as_tf_keras(tfk, mask_zero):
     """(About 15 s, nearly all of it tf-keras building and running the RNNs.)"""
+    ours.backend.clear_session()  # the same layer names whichever tests ran before
+    tfk.backend.clear_session()
     rng = np.random.default_rng(0)
     x = rng.integers(1, 12, (32, 6))
     x[::3, 4:] = 0

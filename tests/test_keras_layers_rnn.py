@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ipu_gpu as ig
+from ipu_gpu.keras import backend
 from ipu_gpu.keras import layers as L
 
 
@@ -65,6 +66,8 @@ def _flat(out):
 @pytest.mark.parametrize("batch", [2, 1])
 def test_rnn_layers_match_tf_keras(tfk, real_tf, spec, batch):
     tf = real_tf
+    backend.clear_session()  # the same layer names whichever tests ran before
+    tfk.backend.clear_session()
     x = _input(spec, batch)
     ours, theirs = _make(L, spec), _make(tfk.layers, spec)
     theirs(x)
@@ -224,6 +227,8 @@ def test_multi_head_attention_matches_tf_keras(tfk, real_tf, kwargs, causal):
     tf = real_tf
     q, v = _qkv()
     mask = np.random.default_rng(5).random((2, 4, 5)) > 0.3
+    backend.clear_session()
+    tfk.backend.clear_session()
     ours = L.MultiHeadAttention(**kwargs)
     theirs = tfk.layers.MultiHeadAttention(**kwargs)
     theirs(q, v)

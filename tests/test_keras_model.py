@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ipu_gpu as tf
+from ipu_gpu.keras import backend as keras_backend
 from ipu_gpu.keras import layers, optimizers
 from ipu_gpu.keras.engine.input_layer import Input
 from ipu_gpu.keras.models import Model, Sequential, clone_model
@@ -49,6 +50,8 @@ def _summary_lines(model):
 
 
 def test_functional_structure_matches_tf_keras(K):
+    keras_backend.clear_session()  # the same layer names whichever tests ran before
+    K.backend.clear_session()
     ours, theirs = _two_tower(_Ours), _two_tower(K)
     assert [layer.name for layer in ours.layers] == [layer.name for layer in theirs.layers]
     assert ours.output_names == theirs.output_names == ["reg", "cls"]
