@@ -98,6 +98,12 @@ TABLE: dict[str, Alias] = {
         "concat", "expand_dims", "fill", "gather", "identity", "one_hot", "ones", "ones_like",
         "reshape", "split", "squeeze", "stack", "stop_gradient", "transpose", "where", "zeros",
         "zeros_like")),
+    "tensorflow.python.data": Alias(NAMESPACE),
+    "tensorflow.python.data.ops": Alias(NAMESPACE),
+    "tensorflow.python.data.ops.dataset_ops": Alias("ipu_gpu.data", names=("Dataset",)),
+    "tensorflow.python.training": Alias(NAMESPACE),
+    "tensorflow.python.training.optimizer": Alias("ipu_gpu.compat.v1.train",
+                                                  names=("Optimizer",)),
     # Keras (Graphcore's Keras fork and tf.keras are one package here)
     "keras": Alias("ipu_gpu.keras", recursive=True),
     # Graphcore's other packages, each filled by its own room

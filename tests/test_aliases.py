@@ -51,6 +51,23 @@ def test_documented_import_forms_resolve_to_ipu_gpu(hooked):
     assert ns["errors"].OutOfRangeError is ipu_gpu.errors.OutOfRangeError
 
 
+def test_internal_module_paths_programs_import_resolve(hooked):
+    """Paths Graphcore's tutorials import from TF's and Keras's internals."""
+    ns = {}
+    exec("from tensorflow.python.data.ops.dataset_ops import Dataset\n"
+         "from tensorflow.python.training.optimizer import Optimizer\n"
+         "from keras.optimizer_v2 import optimizer_v2\n"
+         "from keras.optimizer_v2.gradient_descent import SGD\n"
+         "import keras.optimizer_v2.adam as adam\n", ns)
+    assert ns["Dataset"] is ipu_gpu.data.Dataset
+    assert ns["Optimizer"] is ipu_gpu.compat.v1.train.Optimizer
+    assert ns["optimizer_v2"].OptimizerV2 is ipu_gpu.keras.optimizers.optimizer_v2.OptimizerV2
+    assert ns["SGD"] is ipu_gpu.keras.optimizers.SGD
+    assert ns["adam"].Adam is ipu_gpu.keras.optimizers.Adam
+    with pytest.raises(ImportError, match="tensorflow.python.training.saver"):
+        exec("from tensorflow.python.training.saver import Saver\n", {})
+
+
 def test_every_table_entry_with_a_target_imports(hooked):
     for name, alias in aliases.TABLE.items():
         if aliases.alias_for(name) is None:  # a room not built yet: the named error
