@@ -222,3 +222,42 @@ def test_corrupted_record_is_refused_by_tf(real_tf, tmp_path):
     Path(path).write_bytes(bytes(data))
     with pytest.raises(real_tf.errors.DataLossError):
         list(real_tf.compat.v1.train.summary_iterator(path))
+
+
+@pytest.mark.parametrize("dtype, channels", [("float32", 3), ("float32", 1), ("uint8", 4),
+                                             ("float64", 2)])
+def test_image_read_back_and_decoded_by_tensorflow(real_tf, tmp_path, dtype, channels):
+    """tf.summary.image (TensorBoard is not installed, so TF cannot write one here): the blob
+    sequence TensorBoard's images plugin reads, width and height then one PNG per image, which
+    TF's own decoder turns back into TF's uint8 conversion of the data."""
+    rng = np.random.default_rng(4)
+    shape = (4, 3, 5, channels)
+    data = (rng.integers(0, 256, shape).astype(np.uint8) if dtype == "uint8"
+            else rng.uniform(-0.2, 1.2, shape).astype(dtype))  # outside [0, 1]: saturated
+    w = summary.create_file_writer(str(tmp_path))
+    with w.as_default():
+        assert bool(summary.image("img", data, step=2, description="inputs"))
+        assert bool(summary.image("one", data, step=3, max_outputs=1))
+        assert bool(summary.image("none", data, step=4, max_outputs=0))
+    (step, tag, plugin, data_class, blobs), one, none = _values(real_tf, tmp_path)
+    assert (step, tag, plugin, data_class) == (2, "img", "images", 3)
+    assert list(blobs[:2]) == [b"5", b"3"] and len(blobs) == 2 + 3
+    want = real_tf.image.convert_image_dtype(data, real_tf.uint8, saturate=True).numpy()
+    for k, png in enumerate(blobs[2:]):
+        np.testing.assert_array_equal(real_tf.io.decode_png(png).numpy(),
+                                      want[k])
+    assert len(one[4]) == 3 and len(none[4]) == 2
+    assert _events(real_tf, tmp_path)[1].summary.value[0].metadata.summary_description == \
+        "inputs"
+
+
+def test_image_errors(tmp_path):
+    w = summary.create_file_writer(str(tmp_path))
+    with w.as_default(step=0):
+        with pytest.raises(ValueError, match="must have rank 4"):
+            summary.image("x", np.zeros((3, 5, 3), np.float32))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="1, 2, 3, or 4 channels"):
+            summary.image("x", np.zeros((1, 3, 5, 5), np.float32))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="x >= 0"):
+            summary.image("x", np.zeros((1, 3, 5, 3), np.float32), max_outputs=-1)
+    assert not bool(summary.image("x", np.zeros((1, 3, 5, 3), np.float32), step=0))

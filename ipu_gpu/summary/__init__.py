@@ -33,7 +33,7 @@ from ..core.tensor import Tensor
 from . import events as _events
 
 __all__ = ["SummaryWriter", "create_file_writer", "create_noop_writer", "experimental",
-           "flush", "histogram", "record_if", "scalar", "should_record_summaries", "text",
+           "flush", "histogram", "image", "record_if", "scalar", "should_record_summaries", "text",
            "trace_export", "trace_off", "trace_on", "write"]
 
 atexit.register(_events.flush_all)
@@ -347,6 +347,45 @@ def histogram(name, data, step=None, buckets=None, description=None):
                                         data_class=_events.DATA_CLASS_TENSOR)
     count = DEFAULT_BUCKET_COUNT if buckets is None else int(buckets)
     return write(name, lambda: _buckets(_as_array(data), count), step=step, metadata=metadata)
+
+
+def image(name, data, step=None, max_outputs=3, description=None):
+    """Write an image summary (TensorBoard's ``images`` plugin): the first ``max_outputs``
+    images of the ``[k, height, width, channels]`` batch ``data`` (1 to 4 channels), converted
+    to uint8 as ``tf.image.convert_image_dtype(data, uint8, saturate=True)`` and stored as PNG
+    files after the width and height strings.
+
+    Returns:
+      A bool Tensor: True on success, False when no summary was written.
+
+    Raises:
+      ValueError: ``data`` is not of rank 4; a default writer exists but no step is set.
+      InvalidArgumentError: ``max_outputs`` is negative; ``data`` has another channel count.
+    """
+    if not _recording():
+        return constant(False)
+    from ..errors import InvalidArgumentError
+    from ..image import convert_image_dtype
+    from .png import encode_png
+
+    a = _as_array(data)
+    if a.ndim != 4:
+        raise ValueError(f"Tensor  must have rank 4.  Received rank {a.ndim}, shape "
+                         f"{tuple(a.shape)}")
+    if int(max_outputs) < 0:
+        raise InvalidArgumentError("Condition x >= 0 did not hold element-wise: "
+                                   f"max_outputs = {int(max_outputs)}")
+    if not 1 <= a.shape[3] <= 4:
+        raise InvalidArgumentError("image must have 1, 2, 3, or 4 channels, got "
+                                   f"{a.shape[3]}")
+    metadata = _events.summary_metadata("images", description=description,
+                                        data_class=_events.DATA_CLASS_BLOB_SEQUENCE)
+
+    def blobs():
+        images = np.asarray(convert_image_dtype(a, "uint8", saturate=True))
+        pngs = [encode_png(im) for im in images[:int(max_outputs)]]
+        return np.array([str(a.shape[2]), str(a.shape[1]), *pngs], dtype=object)
+    return write(name, blobs, step=step, metadata=metadata)
 
 
 def text(name, data, step=None, description=None):

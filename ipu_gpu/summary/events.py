@@ -121,6 +121,7 @@ DT_STRING = 7
 # SummaryMetadata.DataClass (summary.proto)
 DATA_CLASS_SCALAR = 1
 DATA_CLASS_TENSOR = 2
+DATA_CLASS_BLOB_SEQUENCE = 3
 
 
 def is_string_array(a: np.ndarray) -> bool:
