@@ -21,7 +21,7 @@ from .ops.custom_gradient import custom_gradient
 from . import nest
 from .functional_ops import foldl, foldr, map_fn, scan
 from .tensor_array import TensorArray
-from . import image
+from . import experimental, image
 from .control_flow import cond, while_loop
 from .ops.array import (broadcast_to, eye, linspace, meshgrid, pad, rank, reverse, roll, shape,
                         size, slice, strided_slice, tile, unstack)
@@ -98,7 +98,8 @@ __all__ = [
     "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "round", "scatter_nd", "sort",
     "tensor_scatter_nd_add", "tensor_scatter_nd_update",
     # issue 17: custom_gradient, functional ops, TensorArray, nest, image
-    "TensorArray", "cond", "custom_gradient", "foldl", "foldr", "image", "map_fn", "nest", "scan",
+    "TensorArray", "cond", "custom_gradient", "experimental", "foldl", "foldr", "image", "map_fn",
+    "nest", "scan",
     "while_loop",
     # issue 17: trigonometric and hyperbolic functions
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "sin", "sinh",

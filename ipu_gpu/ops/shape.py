@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import register
-from ..errors import ResourceExhaustedError
+from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ._util import check_axis, normalize_axis, require_same_dtype
 
 
@@ -211,8 +211,8 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
                                                                              bool):
         parts = int(num_or_size_splits)
         if parts <= 0 or n % parts:
-            raise ValueError(f"split: num_or_size_splits must evenly divide axis {axis} of size "
-                             f"{n}, got {parts}")
+            raise InvalidArgumentError(f"split: num_or_size_splits must evenly divide axis "
+                                       f"{axis} of size {n}, got {parts}")
         sizes = (n // parts,) * parts
     else:
         sizes = list(_static_ints("split", "num_or_size_splits", num_or_size_splits))
