@@ -57,6 +57,12 @@ def _step(global_step):
     return core.cast(global_step, core.float32)
 
 
+def _decay_ratio(global_step, decay_steps, staircase):
+    """``global_step / decay_steps`` in float32, floored when ``staircase``."""
+    p = _step(global_step) / float(decay_steps)
+    return _core().floor(p) if staircase else p
+
+
 def _lr(learning_rate):
     core = _core()
     return core.cast(learning_rate, core.float32) if hasattr(learning_rate, "dtype") else \
@@ -114,11 +120,9 @@ def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, stair
     when ``staircase``)."""
     def compute():
         core = _core()
-        p = _step(global_step) / float(decay_steps)
-        if staircase:
-            p = core.floor(p)
         rate = core.exp(-core.constant(float(decay_rate), core.float32))
-        return _lr(learning_rate) * core.pow(rate, p)
+        return _lr(learning_rate) * core.pow(rate, _decay_ratio(global_step, decay_steps,
+                                                                staircase))
     return _schedule("natural_exp_decay", global_step, compute)
 
 
@@ -127,10 +131,7 @@ def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, stai
     """``learning_rate / (1 + decay_rate * global_step / decay_steps)`` (the ratio floored
     when ``staircase``)."""
     def compute():
-        core = _core()
-        p = _step(global_step) / float(decay_steps)
-        if staircase:
-            p = core.floor(p)
+        p = _decay_ratio(global_step, decay_steps, staircase)
         return _lr(learning_rate) / (1.0 + float(decay_rate) * p)
     return _schedule("inverse_time_decay", global_step, compute)
 
