@@ -561,3 +561,17 @@ def test_loss_and_evaluation_summaries_read_by_real_tf(tmp_path, fresh_ipu_syste
     evaluated = scalars(tmp_path / "eval_probe")
     assert sorted(evaluated) == [("accuracy", 8), ("loss", 8)]
     np.testing.assert_allclose(evaluated[("loss", 8)], metrics["loss"], rtol=1e-6)
+
+
+def test_compile_summary_raises_graphcores_deprecation_error(tmp_path, fresh_ipu_system):
+    """IPURunConfig(compile_summary=True) is non-functional in Graphcore's SDK 3.x: the
+    estimator raises its NotImplementedError when it builds the loop."""
+    cfg = ipu_config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    run = ipu_run_config.IPURunConfig(iterations_per_loop=2, ipu_options=cfg,
+                                      compile_summary=True)
+    e = ipu_estimator.IPUEstimator(_make_model_fn([]), params={"lr": LR},
+                                   config=ipu_run_config.RunConfig(ipu_run_config=run,
+                                                                   model_dir=str(tmp_path)))
+    with pytest.raises(NotImplementedError, match="compilation summaries .* is deprecated"):
+        e.train(_train_input(4), steps=2)
