@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.registry import register
 from ._util import check_axis, quiet, require_numeric
-from .math_extra import _acc, _scan, _static_int
+from .math_extra import _scan, _static_int
 
 
 def _check(x, *, axis, exclusive, reverse):
@@ -13,25 +13,8 @@ def _check(x, *, axis, exclusive, reverse):
     check_axis("cumprod", axis, x.ndim)
 
 
-def _product_scan(xp, x, axis, exclusive, reverse):
-    """The (exclusive, reversed) running product; float16 multiplies in float32, integers
-    wrap."""
-    a = xp.flip(x, axis) if reverse else x
-    y = xp.cumprod(a, axis=axis, dtype=_acc(x.dtype) if x.dtype.kind == "f" else x.dtype)
-    n = x.shape[axis]
-    if exclusive and n:
-        head = [slice(None)] * x.ndim
-        head[axis] = slice(0, n - 1)
-        one_shape = list(x.shape)
-        one_shape[axis] = 1
-        y = xp.concatenate([xp.ones(one_shape, y.dtype), y[tuple(head)]], axis=axis)
-    if reverse:
-        y = xp.flip(y, axis)
-    return xp.ascontiguousarray(y.astype(x.dtype, copy=False))
-
-
 def _forward(k, xp, x, *, axis, exclusive, reverse):
-    y = _product_scan(xp, x, axis % x.ndim, exclusive, reverse)
+    y = _scan(xp, x, axis % x.ndim, exclusive, reverse, product=True)
     return y, (x, y)
 
 

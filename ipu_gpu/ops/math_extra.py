@@ -45,18 +45,20 @@ def _check_cumsum(x, *, axis, exclusive, reverse):
     check_axis("cumsum", axis, x.ndim)
 
 
-def _scan(xp, x, axis, exclusive, reverse):
-    """The (exclusive, reversed) running sum of ``x`` along ``axis``; float16 adds in
-    float32, integers wrap."""
+def _scan(xp, x, axis, exclusive, reverse, product=False):
+    """The (exclusive, reversed) running sum (or product) of ``x`` along ``axis``; float16
+    accumulates in float32, integers wrap; an exclusive scan starts from 0 (or 1)."""
     a = xp.flip(x, axis) if reverse else x
-    y = xp.cumsum(a, axis=axis, dtype=_acc(x.dtype) if x.dtype.kind == "f" else x.dtype)
+    running = xp.cumprod if product else xp.cumsum
+    y = running(a, axis=axis, dtype=_acc(x.dtype) if x.dtype.kind == "f" else x.dtype)
     n = x.shape[axis]
     if exclusive and n:
         head = [slice(None)] * x.ndim
         head[axis] = slice(0, n - 1)
-        zero_shape = list(x.shape)
-        zero_shape[axis] = 1
-        y = xp.concatenate([xp.zeros(zero_shape, y.dtype), y[tuple(head)]], axis=axis)
+        first_shape = list(x.shape)
+        first_shape[axis] = 1
+        first = (xp.ones if product else xp.zeros)(first_shape, y.dtype)
+        y = xp.concatenate([first, y[tuple(head)]], axis=axis)
     if reverse:
         y = xp.flip(y, axis)
     return xp.ascontiguousarray(y.astype(x.dtype, copy=False))
