@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -215,8 +216,8 @@ class OptimizerV2:
         tape = tape if tape is not None else GradientTape()
         if callable(loss):
             with tape:
-                if not callable(var_list):
-                    tape.watch(var_list)
+                if not callable(var_list):  # graph variables: tf.gradients needs no watch
+                    tape.watch([v for v in nest.flatten(var_list) if not _graph_tensors([v])])
                 loss = loss()
                 if callable(var_list):
                     var_list = var_list()
@@ -224,7 +225,12 @@ class OptimizerV2:
             with tape:  # a loss-scaling subclass: the tape must record the scaling
                 loss = self._transform_loss(loss)
         var_list = nest.flatten(var_list)
-        grads_and_vars = self._get_gradients(tape, loss, var_list, grad_loss)
+        if _graph_tensors([loss]):  # a TF1 graph: tf.gradients, as TF's graph mode
+            from ...graph import keras_optimizer
+
+            grads_and_vars = keras_optimizer.compute_gradients(loss, var_list, grad_loss)
+        else:
+            grads_and_vars = self._get_gradients(tape, loss, var_list, grad_loss)
         self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
         return grads_and_vars
 
@@ -250,6 +256,11 @@ class OptimizerV2:
           TypeError: a gradient of another dtype than its variable.
         """
         grads_and_vars = utils.filter_empty_gradients(grads_and_vars)
+        if _graph_tensors([g for g, _ in grads_and_vars]):  # a TF1 graph: one operation
+            from ...graph import keras_optimizer
+
+            return keras_optimizer.apply_gradients(self, grads_and_vars, name,
+                                                   experimental_aggregate_gradients)
         var_list = [v for _, v in grads_and_vars]
         self._create_all_weights(var_list)
         if not grads_and_vars:
@@ -364,7 +375,7 @@ class OptimizerV2:
         if self._hypers_created:
             return
         for name, value in sorted(self._hyper.items()):
-            if isinstance(value, Tensor) or callable(value):
+            if isinstance(value, Tensor) or callable(value) or _graph_tensors([value]):
                 continue
             self._hyper[name] = self.add_weight(name, shape=[], trainable=False,
                                                 initializer=value)
@@ -490,8 +501,11 @@ class OptimizerV2:
         weight = slot_dict.get(slot_name)
         if weight is None:
             value = _initial_value(initializer, var, shape)
-            weight = Variable(value, trainable=False, dtype=var.dtype,
-                              name=f"{_base_name(var)}/{slot_name}")
+            weight = _graph_weight(value, False, var.dtype,
+                                   f"{self._name}/{_base_name(var)}/{slot_name}")
+            if weight is None:
+                weight = Variable(value, trainable=False, dtype=var.dtype,
+                                  name=f"{_base_name(var)}/{slot_name}")
             slot_dict[slot_name] = weight
             self._weights.append(weight)
         return weight
@@ -510,6 +524,9 @@ class OptimizerV2:
         ``<optimizer>/<name>``; not added to ``weights`` (Keras adds iterations and slots)."""
         dtype = np.dtype(np.float32) if dtype is None else as_dtype(dtype, "add_weight: dtype")
         value = _initial_value(initializer, None, tuple(shape), dtype)
+        weight = _graph_weight(value, bool(trainable), dtype, f"{self._name}/{name}")
+        if weight is not None:
+            return weight
         return Variable(value, trainable=bool(trainable), dtype=dtype,
                         name=f"{self._name}/{name}")
 
@@ -588,6 +605,25 @@ class OptimizerV2:
             return value.numpy()[()]
         return value
 
+    def get_gradients(self, loss, params) -> list:
+        """The gradients of the graph tensor ``loss`` for ``params`` (``tf.gradients``;
+        Keras's legacy graph-mode API).
+
+        Raises:
+          RuntimeError: ``loss`` is no graph tensor (eager execution, TF's message).
+          ValueError: a parameter has no gradient (Keras's message)."""
+        from ...graph import keras_optimizer
+
+        return keras_optimizer.get_gradients(self, loss, params)
+
+    def get_updates(self, loss, params) -> list:
+        """``[apply_gradients(zip(get_gradients(loss, params), params))]``: the update
+        operation of a TF1 graph (Keras's legacy graph-mode API)."""
+        grads = self.get_gradients(loss, params)
+        grads_and_vars = list(zip(grads, params))
+        self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
+        return [self.apply_gradients(grads_and_vars)]
+
     def _assert_valid_dtypes(self, tensors):
         for t in tensors:
             if t.dtype not in _VALID_DTYPES:
@@ -614,6 +650,19 @@ class OptimizerV2:
     def _resource_scatter_update(self, x, i, v):
         """``x[i] = v`` for the rows ``i`` of the Variable ``x``; returns ``x``'s value."""
         return x.scatter_update(IndexedSlices(v, i)).read_value()
+
+
+def _graph_tensors(values) -> bool:
+    """Whether any of ``values`` is a TF1 graph tensor (none exist before the graph package is
+    imported)."""
+    core = sys.modules.get("ipu_gpu.graph.core")
+    return core is not None and any(isinstance(x, core.GraphTensor) for x in values)
+
+
+def _graph_weight(value, trainable, dtype, name):
+    """A graph variable when ``apply_gradients`` makes the weights of a TF1 graph, else None."""
+    graph = sys.modules.get("ipu_gpu.graph.keras_optimizer")
+    return None if graph is None else graph.new_weight(value, trainable, dtype, name)
 
 
 def _deduplicate_indexed_slices(values, indices):
