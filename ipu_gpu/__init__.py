@@ -16,6 +16,8 @@ from .core.spec import TensorShape as TensorShape  # tf.TensorShape: None dims, 
 from .debugging import Assert, assert_equal, assert_greater, assert_less, assert_rank
 from .device import DeviceSpec, device
 from .function import function, numpy_function, py_function
+from .module import Module
+from . import saved_model
 from .ops.clip import clip_by_global_norm, clip_by_norm
 from .ops.custom_gradient import custom_gradient
 from . import nest
@@ -106,4 +108,6 @@ __all__ = [
     "tan",
     # issue 17: more array and math ops
     "histogram_fixed_width", "repeat", "searchsorted", "sequence_mask", "tensordot", "unique",
+    # issue 17: tf.Module and tf.saved_model (ipu.serving's format)
+    "Module", "saved_model",
 ]

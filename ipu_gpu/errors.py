@@ -18,8 +18,9 @@ This module imports nothing from ipu_gpu: every layer may raise these errors.
 
 from __future__ import annotations
 
-__all__ = ["DataLossError", "FailedPreconditionError", "InvalidArgumentError", "NotFoundError",
-           "OpError", "OutOfRangeError", "ResourceExhaustedError", "UnknownError"]
+__all__ = ["DataLossError", "FailedPreconditionError", "InternalError", "InvalidArgumentError",
+           "NotFoundError", "OpError", "OutOfRangeError", "ResourceExhaustedError",
+           "UnknownError"]
 
 
 class OpError(Exception):
@@ -60,3 +61,8 @@ class FailedPreconditionError(OpError):
 class UnknownError(OpError):
     """An error TF cannot classify, e.g. an exception raised inside ``tf.py_function``'s
     Python function (TF's ``UnknownError``)."""
+
+
+class InternalError(OpError):
+    """The runtime failed while running a program: a failed step of the embedded application
+    runtime (TF's ``InternalError``)."""
