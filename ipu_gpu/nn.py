@@ -1,6 +1,7 @@
 """``ipu_gpu.nn``: the ``tf.nn`` functions IPU programs use."""
 
 from .nn_distribute import compute_average_loss, scale_regularization_loss
+from .ops.conv3d import avg_pool3d, conv3d, conv3d_transpose, max_pool3d  # issue 16
 from .ops.conv import conv1d, conv2d, conv2d_transpose, depthwise_conv2d
 from .ops.math import sigmoid, softplus, tanh
 from .ops.nn import selu  # issue 17
@@ -22,3 +23,4 @@ __all__ += ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2
            "silu", "softmax", "softmax_cross_entropy_with_logits", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "swish", "tanh", "top_k"]
 __all__ += ["selu"]  # issue 17
+__all__ += ["avg_pool3d", "conv3d", "conv3d_transpose", "max_pool3d"]  # issue 16

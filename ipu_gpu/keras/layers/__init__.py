@@ -10,6 +10,7 @@ from .attention import EinsumDense, MultiHeadAttention
 from .convolutional import (Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2D,
                             Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D,
                             SeparableConvolution2D)
+from .convolutional3d import Conv3D, Conv3DTranspose, Convolution3D, Convolution3DTranspose
 from .core import Activation, Dense, Identity, Lambda, Masking, Rescaling
 from .embedding import Embedding
 from .merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
@@ -19,12 +20,15 @@ from .pooling import (AveragePooling1D, AveragePooling2D, AvgPool1D, AvgPool2D,
                       GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAvgPool1D,
                       GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D,
                       GlobalMaxPooling2D, MaxPool1D, MaxPool2D, MaxPooling1D, MaxPooling2D)
+from .pooling3d import (AveragePooling3D, AvgPool3D, GlobalAveragePooling3D, GlobalAvgPool3D,
+                        GlobalMaxPool3D, GlobalMaxPooling3D, MaxPool3D, MaxPooling3D)
 from .regularization import (ActivityRegularization, Dropout, GaussianDropout, GaussianNoise,
                              SpatialDropout2D)
 from .rnn import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell,
                   StackedRNNCells, TimeDistributed)
 from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, Reshape,
                         UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
+from .reshaping3d import Cropping3D, UpSampling3D, ZeroPadding3D
 
 __all__ = [
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells",
@@ -44,6 +48,10 @@ __all__ = [
     "TFOpLambda", "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D", "add",
     "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
 ]
+__all__ += ["AveragePooling3D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convolution3D",
+            "Convolution3DTranspose", "Cropping3D", "GlobalAveragePooling3D", "GlobalAvgPool3D",
+            "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool3D", "MaxPooling3D", "UpSampling3D",
+            "ZeroPadding3D"]  # issue 16
 
 
 def serialize(layer) -> dict:
