@@ -1,9 +1,15 @@
 """Iterators over datasets: TF2's ``iter(dataset)`` (Tensors), ``as_numpy_iterator()`` (numpy
-values) and TF1's one-shot and initializable iterators (eager here: ``get_next()`` returns the
-next element at once; a Session will call ``initializer.run()`` and ``get_next()`` the same
-way)."""
+values) and TF1's one-shot, initializable and reinitializable iterators. Eagerly a TF1
+iterator's ``get_next()`` returns the next element at once and ``initializer.run()`` restarts
+it; while a TF1 graph is built ``get_next()`` is an ``IteratorGetNext`` node giving the next
+element at each ``Session.run`` that computes it (``OutOfRangeError`` at the end, as TF) and
+``initializer``/``make_initializer`` are ``MakeIterator`` operations of the graph. The
+iterator's position is the Python object's, shared by the Sessions of the graph (TF keeps one
+per Session)."""
 
 from __future__ import annotations
+
+import sys
 
 from .. import errors
 from ..core import nest
@@ -13,6 +19,25 @@ from .dataset import Dataset
 
 def _end_of_sequence() -> errors.OutOfRangeError:
     return errors.OutOfRangeError("End of sequence")
+
+
+def _building() -> bool:
+    """Whether a TF1 graph is being built (no graph exists before the graph package loads)."""
+    core = sys.modules.get("ipu_gpu.graph.core")
+    return core is not None and core.building()
+
+
+def _make_iterator_op(name: str, fn):
+    """The operation running ``fn`` (restarting an iterator): a graph node while a graph is
+    built, else an ``IteratorOp`` that ``run()`` performs at once."""
+    if not _building():
+        return IteratorOp(name, fn)
+    from ..graph.core import add_node, get_default_graph
+
+    def run():
+        fn()
+        return []
+    return add_node(get_default_graph(), "MakeIterator", name, [], run, [])
 
 
 class OwnedIterator:
@@ -104,7 +129,26 @@ class _TF1Iterator:
         self._it = dataset._elements()
 
     def get_next(self, name=None):
-        """The next element as Tensors; ``OutOfRangeError`` ("End of sequence") at the end."""
+        """The next element as Tensors; ``OutOfRangeError`` ("End of sequence") at the end.
+        While a TF1 graph is built: the element's graph tensors, computed anew by each
+        ``Session.run`` that needs them (TF's ``IteratorGetNext``)."""
+        if _building():
+            return self._graph_get_next(name)
+        return self._next_element()
+
+    def _graph_get_next(self, name):
+        from ..graph.core import add_node, get_default_graph
+
+        flat = nest.flatten(self._spec)
+
+        def run():
+            return list(nest.flatten(self._next_element()))
+        specs = [(s.dtype, None if s.shape.rank is None else s.shape.as_list()) for s in flat]
+        op = add_node(get_default_graph(), "IteratorGetNext", name or "IteratorGetNext", [],
+                      run, specs)
+        return nest.pack_sequence_as(self._spec, list(op.outputs))
+
+    def _next_element(self):
         if self._it is None:
             from ..errors import FailedPreconditionError
 
@@ -122,7 +166,7 @@ class _TF1Iterator:
 
     def __next__(self):
         try:
-            return self.get_next()
+            return self._next_element()
         except errors.OutOfRangeError:
             raise StopIteration from None
 
@@ -141,7 +185,8 @@ class InitializableIterator(_TF1Iterator):
     def __init__(self, dataset: Dataset):
         self._spec = dataset.element_spec
         self._initial = dataset
-        self.initializer = IteratorOp("MakeIterator", lambda: self._start(self._initial))
+        self.initializer = _make_iterator_op("MakeIterator",
+                                             lambda: self._start(self._initial))
 
 
 class Iterator(_TF1Iterator):
@@ -171,14 +216,14 @@ class Iterator(_TF1Iterator):
         it.initializer = it.make_initializer(dataset)
         return it
 
-    def make_initializer(self, dataset: Dataset, name=None) -> IteratorOp:
+    def make_initializer(self, dataset: Dataset, name=None):
         spec = dataset.element_spec
         if not structure.same_structure(spec, self._spec) or any(
                 a.dtype != b.dtype or not b.shape.is_compatible_with(a.shape)
                 for a, b in zip(nest.flatten(spec), nest.flatten(self._spec))):
             raise TypeError(f"Expected output types {self.output_types} and shapes "
                             f"{self.output_shapes} but got dataset with element_spec {spec}")
-        return IteratorOp("MakeIterator", lambda: self._start(dataset))
+        return _make_iterator_op(name or "MakeIterator", lambda: self._start(dataset))
 
 
 def make_one_shot_iterator(dataset: Dataset) -> OneShotIterator:
