@@ -17,7 +17,7 @@ from . import functional_ops, image_ops, normalization_ops, rand_ops
 from . import control_flow_ops, custom_ops, internal_ops, popfloat_cast_to_gfloat, sharding
 from .functional_ops import outlined_function
 from . import distributed, horovod
-from . import application_compile_op, embedded_runtime
+from . import application_compile_op, embedded_runtime, serving
 from . import ops  # after the op modules: it registers them under ipu.ops
 
 __all__ = ["all_to_all_op", "config", "cross_replica_ops", "dataset_benchmark", "embedding_ops",
@@ -29,7 +29,7 @@ __all__ = ["all_to_all_op", "config", "cross_replica_ops", "dataset_benchmark", 
            "statistics_ops", "utils", "within_replica_ops"]
 __all__ += ["functional_ops", "image_ops", "normalization_ops", "outlined_function", "rand_ops"]
 __all__ += ["distributed", "horovod"]
-__all__ += ["application_compile_op", "embedded_runtime"]
+__all__ += ["application_compile_op", "embedded_runtime", "serving"]
 __all__ += ["control_flow_ops", "custom_ops", "internal_ops", "popfloat_cast_to_gfloat",
             "sharding"]
 

@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from ..core import dtypes, nest, registry
+from ..core import registry
 from ..core.spec import TensorShape
 from ..core.tensor import Tensor, Variable, wrap
 
@@ -379,9 +379,18 @@ def _as_tensor(v):
     return v if isinstance(v, Tensor) else wrap(np.asarray(v))
 
 
-def flat(structure) -> list:
-    return nest.flatten(structure)
+def shape_of(t):
+    """The static shape (list, None for unknown rank) of a graph tensor or value."""
+    shape = getattr(t, "shape", None)
+    if shape is None:
+        return list(np.shape(t))
+    if hasattr(shape, "rank"):
+        return None if shape.rank is None else shape.as_list()
+    return list(shape)
 
 
-def spec_dtype(name: str) -> np.dtype:
-    return dtypes.as_dtype(name)
+def dtype_of(t) -> np.dtype:
+    d = getattr(t, "_dtype", None)
+    if d is None:
+        d = getattr(t, "dtype", None)
+    return np.dtype(d) if d is not None else np.asarray(t).dtype

@@ -32,9 +32,10 @@ class Traced:
     """A function traced once: ``header`` and ``arrays`` of its program, the Variables it
     reads (``variables``), its input specs and its output structure."""
 
-    def __init__(self, header, arrays, variables, specs, structure):
+    def __init__(self, header, arrays, variables, specs, structure, output_specs=()):
         self.header, self.arrays, self.variables = header, arrays, variables
         self.specs, self.structure = specs, structure
+        self.output_specs = list(output_specs)
 
 
 def _python_parts(fn):
@@ -84,13 +85,14 @@ def traced_call(python_fn, leading, specs, freeze) -> Traced:
                                name=s.name) for s in specs]
         out = python_fn(*leading, *holders)
     structure = structure_json(out)
+    flat = leaves(out)
     try:
-        header, arrays, variables = _program.encode_program(holders, {"outputs": leaves(out)},
-                                                            freeze)
+        header, arrays, variables = _program.encode_program(holders, {"outputs": flat}, freeze)
     except _program.NotPortable as e:
         raise ValueError(f"ipu_gpu cannot save {getattr(python_fn, '__name__', python_fn)!r}: "
                          f"{e}") from None
-    return Traced(header, arrays, variables, specs, structure)
+    output_specs = [TensorSpec(_program.shape_of(t), _program.dtype_of(t)) for t in flat]
+    return Traced(header, arrays, variables, specs, structure, output_specs)
 
 
 def leaves(structure) -> list:
