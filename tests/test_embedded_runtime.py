@@ -192,3 +192,50 @@ def test_tf1_program_through_ipu_gpu_run(tmp_path):
         assert int(k) == i
         np.testing.assert_allclose(np.array(vals, np.float32),
                                    np.concatenate([hidden.ravel(), hidden.sum(1)]), atol=1e-5)
+
+
+def test_tf1_graph_startup_inputs_and_unfrozen_graph_variable(tmp_path):
+    from ipu_gpu.compat import v1
+
+    path = str(tmp_path / "g.poplar_exec")
+    with v1.Graph().as_default():
+        w = v1.get_variable("w", initializer=W)
+        ds = tf.data.Dataset.from_tensors(np.zeros(3, np.float32)).repeat()
+        infeed = ipu_infeed_queue.IPUInfeedQueue(ds)
+        outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+
+        def program(scale):
+            return loops.repeat(
+                2, lambda x: outfeed.enqueue(tf.matmul(tf.expand_dims(x, 0), w) * scale), [],
+                infeed)
+        s = v1.placeholder(tf.float32, [])
+        compile_op = application_compile_op.experimental_application_compile_op(
+            program, inputs=[s], output_path=path)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            assert sess.run(compile_op, {s: 0.0}) == path.encode()
+        scale = v1.placeholder(tf.float32, [])
+        ctx = embedded_runtime.embedded_runtime_start(path, {"scale": scale, "w": W * 2},
+                                                      "t_graph")
+        assert [t.name for t in ctx.signature().inputs] == ["scale", "w"]
+        x = v1.placeholder(tf.float32, [3])
+        (y,) = embedded_runtime.embedded_runtime_call([x], ctx)
+        assert y.shape.as_list() == [1, 2]
+        with v1.Session() as sess:
+            got = sess.run(y, {scale: 3.0, x: np.float32([1, 2, 3])})
+    np.testing.assert_allclose(got, np.float32([[1, 2, 3]]) @ (W * 2) * 3, rtol=1e-6)
+
+
+def test_program_without_loop_or_outfeed(tmp_path):
+    from ipu_gpu.compat import v1
+
+    path = str(tmp_path / "square.poplar_exec")
+    with v1.Graph().as_default():
+        v = v1.placeholder(tf.float32, shape=(2,))
+        compile_model = application_compile_op.experimental_application_compile_op(
+            lambda x: x * x, inputs=[v], output_path=path)
+        with v1.Session() as sess:
+            assert sess.run(compile_model, {v: np.zeros(v.shape)}) == path.encode()
+    ctx = embedded_runtime.embedded_runtime_start(path, [np.ones(2, np.float32)], "t_square")
+    assert ctx.signature().streamed_inputs == [] and ctx.output_types() == []
+    assert embedded_runtime.embedded_runtime_call([], ctx) == []

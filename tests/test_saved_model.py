@@ -96,3 +96,47 @@ def test_errors(tmp_path):
 
     with pytest.raises(ValueError, match="ipu_gpu cannot save"):
         tf.saved_model.save(uses_python, str(tmp_path / "py"), signatures=uses_python)
+
+
+def test_keras_model_signature_uses_layer_names(tmp_path):
+    from ipu_gpu import keras
+
+    inp = keras.layers.Input(shape=(3,), name="feat")
+    model = keras.Model(inp, keras.layers.Dense(2, name="head")(inp))
+    tf.saved_model.save(model, str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    sig = loaded.signatures["serving_default"]
+    assert list(sig.structured_input_signature[1]) == ["feat"]
+    assert list(sig.structured_outputs) == ["head"]
+    x = np.random.default_rng(2).standard_normal((4, 3)).astype(np.float32)
+    kernel, bias = (v.numpy() for v in model.weights)
+    np.testing.assert_allclose(sig(feat=x)["head"].numpy(), x @ kernel + bias, rtol=1e-5)
+    np.testing.assert_allclose(loaded(x).numpy(), x @ kernel + bias, rtol=1e-5)
+
+
+def test_signature_names_and_values_match_real_tensorflow(tmp_path, real_tf):
+    tft = real_tf
+
+    def build(lib):
+        class Pair(lib.Module):
+            def __init__(self):
+                super().__init__()
+                self.v = lib.Variable(np.float32([0.5, -1.5]))
+
+            @lib.function(input_signature=[lib.TensorSpec([2], lib.float32)])
+            def pair(self, x):
+                return x * self.v, lib.reduce_sum(x)
+        return Pair()
+
+    x = np.float32([3, 4])
+    results = []
+    for lib, sub in ((tf, "ours"), (tft, "tf")):
+        lib.saved_model.save(build(lib), str(tmp_path / sub))
+        sig = lib.saved_model.load(str(tmp_path / sub)).signatures["serving_default"]
+        out = sig(x=lib.constant(x))
+        results.append(({k: np.asarray(v) for k, v in out.items()},
+                        sorted(sig.structured_outputs)))
+    (ours, our_keys), (theirs, their_keys) = results
+    assert our_keys == their_keys == ["output_0", "output_1"]
+    for k in theirs:
+        np.testing.assert_allclose(ours[k], theirs[k])

@@ -181,6 +181,13 @@ def save(obj, export_dir, signatures=None, options=None):
             traced[name] = trace(fn)
     for key, fn in sig_map.items():
         traced[f"signature_{key}"] = trace(fn)
+    keras_call = _keras_call(obj)
+    if keras_call is not None:  # a Keras model: its call, inputs and outputs by layer name
+        traced["__call__"] = traced_call(keras_call[0], (), keras_call[1], False)
+        if signatures is None:
+            sig_map = {DEFAULT_SERVING_SIGNATURE_DEF_KEY: None}
+            traced[f"signature_{DEFAULT_SERVING_SIGNATURE_DEF_KEY}"] = traced_call(
+                keras_call[2], (), keras_call[1], False)
     writer = Writer(export_dir)
     for var in getattr(obj, "variables", ()) or ():
         writer.variable_index(var)
@@ -188,6 +195,31 @@ def save(obj, export_dir, signatures=None, options=None):
         writer.add_traced(name, t)
     writer.signatures = {key: f"signature_{key}" for key in sig_map}
     writer.write()
+
+
+def _keras_call(obj):
+    """(call, input specs, named call) of a built Keras model (the named call returns its
+    outputs keyed by output layer name, as TF's Keras signatures), or None."""
+    inputs = getattr(obj, "inputs", None)
+    names = getattr(obj, "output_names", None)
+    if not inputs or names is None or not callable(obj) or "keras" not in type(obj).__module__:
+        return None
+    specs = [TensorSpec(t.shape, t.dtype, name=_input_name(t, i)) for i, t in enumerate(inputs)]
+
+    def call(*xs):
+        return obj(xs[0] if len(xs) == 1 else list(xs), training=False)
+
+    def named(*xs):
+        out = call(*xs)
+        flat = out if isinstance(out, (list, tuple)) else [out]
+        return dict(zip(names, flat))
+    return call, specs, named
+
+
+def _input_name(t, i) -> str:
+    layer = getattr(getattr(t, "_keras_history", None), "layer", None)
+    name = getattr(layer, "name", None) or getattr(t, "name", None) or f"input_{i}"
+    return name.split(":")[0]
 
 
 def _has_signature(fn) -> bool:
@@ -220,6 +252,7 @@ class Writer:
         np.savez(os.path.join(self.export_dir, rel + ".npz"), **t.arrays)
         return {"program": rel, "inputs": [_spec_json(s) for s in t.specs],
                 "outputs": t.structure,
+                "output_specs": [_spec_json(s) for s in t.output_specs],
                 "variables": [self.variable_index(v) for v in t.variables]}
 
     def add_traced(self, name: str, t: Traced) -> None:
@@ -269,7 +302,10 @@ class LoadedFunction:
         self.__name__ = name
         self._entry, self._run = entry, run
         self.input_signature = tuple(specs)
-        self.structured_input_signature = (tuple(specs), {})
+
+    @property
+    def structured_input_signature(self):
+        return (tuple(self.input_signature), {})
 
     def _bind(self, args, kwargs) -> list:
         names = [s.name for s in self.input_signature]
@@ -309,8 +345,19 @@ class SignatureFunction(LoadedFunction):
         return {f"output_{i}": v for i, v in enumerate(leaves)}
 
     @property
-    def structured_outputs(self):
-        return self._entry.get("outputs")
+    def structured_input_signature(self):
+        return ((), {s.name: s for s in self.input_signature})
+
+    @property
+    def structured_outputs(self) -> dict:
+        """The outputs' specs by output name."""
+        specs = [_spec_from_json(s) for s in self._entry.get("output_specs", [])]
+        structure = self._entry.get("outputs")
+        if isinstance(structure, dict) and "dict" in structure:
+            keys = [k for k, _ in structure["dict"]]
+        else:
+            keys = [f"output_{i}" for i in range(len(specs))]
+        return {k: TensorSpec(s.shape, s.dtype, name=k) for k, s in zip(keys, specs)}
 
 
 def _checked(value, spec, fname):
