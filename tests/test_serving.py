@@ -178,3 +178,21 @@ def test_serving_program_through_ipu_gpu_run_and_fresh_load(tmp_path):
                        timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[5.0, 7.0, 9.0, 11.0]"
+
+
+def test_tf1_graph_export_with_variable_initializer(tmp_path):
+    from ipu_gpu.compat import v1
+
+    with v1.Graph().as_default():
+        def predict_step(x):
+            w = v1.get_variable("w", shape=[4, 2], initializer=v1.zeros_initializer())
+            return tf.matmul(tf.expand_dims(x, 0), w)
+
+        def variable_initializer(sess):
+            sess.run(v1.global_variables_initializer())
+            sess.run(v1.trainable_variables()[0].assign(W))
+
+        fn = serving.export_single_step(predict_step, str(tmp_path / "tf1"), 2, SIG,
+                                        variable_initializer=variable_initializer)
+    x = np.float32([1, 2, 3, 4])
+    np.testing.assert_allclose(fn(x)[0].numpy(), x[None] @ W, rtol=1e-6)
