@@ -396,3 +396,9 @@ def concatenate(tensors, axis=-1):
 
 def stack(x, axis=0):
     return _s.stack(list(x), axis=axis)
+
+
+from .backend_ops import *  # noqa: E402,F401,F403  # issue 16: the rest of keras.backend
+from .backend_ops import __all__ as _ops_all  # noqa: E402
+
+__all__ += _ops_all  # issue 16
