@@ -207,7 +207,15 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
 def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     """A constant Tensor from a value, cast to ``dtype`` and broadcast/reshaped to ``shape``
     as ``tf.constant`` does. Placed on the current backend. A value too large for memory
-    raises ResourceExhaustedError, as TF."""
+    raises ResourceExhaustedError, as TF. Given a ``name`` while a TF1 graph is built, it is
+    that graph's ``Const`` node (``name:0``), as TF names it."""
+    if name is not None:
+        from . import registry
+
+        node = registry.recorded_call(constant, (value,),
+                                      {"dtype": dtype, "shape": shape, "name": name})
+        if node is not NotImplemented:
+            return node
     try:
         return wrap(_constant_array(value, dtype, shape))
     except (MemoryError, ValueError) as e:

@@ -313,7 +313,38 @@ class GraphTensor:
 
 
 # The Python operators of graph tensors are the eager Tensor's (each calls the public op);
-# == and != stay identity, as in TF1, so graph tensors can key a feed_dict.
+# == and != stay identity, as in TF1, so graph tensors can key a feed_dict. Their nodes take
+# TF's operator names (``x + y`` is ``add``, ``tf.add(x, y)`` is ``Add``).
+_OPERATOR_NAMES = {
+    **{f"__{r}{n}__": n for n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                                  "matmul", "and", "or", "xor") for r in ("", "r")},
+    "__div__": "truediv", "__rdiv__": "truediv"}
+
+
+def _operator(fn, name):
+    """The eager Tensor's operator ``fn``, its first node named as TF names the operator's."""
+    node_name = _OPERATOR_NAMES.get(name)
+    if node_name is None:
+        return fn
+
+    def method(*args):
+        _local.operator = node_name
+        try:
+            return fn(*args)
+        finally:
+            _local.operator = None
+    method.__name__ = name
+    return method
+
+
+def _node_name(default: str) -> str:
+    """The name of the node an operator's call records first, else ``default``."""
+    name = getattr(_local, "operator", None)
+    if name is None:
+        return default
+    _local.operator = None
+    return name
+
 for _name, _fn in list(vars(Tensor).items()):
     if (_name.startswith("__") and _name.endswith("__") and callable(_fn)
             and _name not in ("__eq__", "__ne__", "__hash__", "__init__", "__repr__",
@@ -324,7 +355,7 @@ for _name, _fn in list(vars(Tensor).items()):
                               "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__",
                               "__sizeof__", "__dir__", "__format__", "__array_priority__",
                               "__copy__", "__deepcopy__", "__complex__")):
-        setattr(GraphTensor, _name, _fn)
+        setattr(GraphTensor, _name, _operator(_fn, _name))
 
 
 def _graph_of(values) -> Graph:
@@ -340,6 +371,8 @@ _PROBE_SIZES = (2, 3)
 
 def _stand_in(x, size, rank=None):
     if isinstance(x, GraphTensor):
+        if x.op.type == "Const":  # its value is known: shapes may depend on it
+            return x.op.const_value
         if x.shape.rank is None:  # unknown rank: probed at ``rank`` dimensions of ``size``
             return Tensor(np.zeros([size] * rank, x._dtype))
         shape = [size if d is None else d for d in x.shape.as_list()]
@@ -503,7 +536,8 @@ def record(op, inputs, static):
     """The registry's hook: ``op(*inputs, **static)`` on graph tensors becomes a node."""
     graph = _graph_of(inputs)
     specs, sequence = infer_outputs(op, inputs, static)
-    node = add_node(graph, _TYPE_NAMES.get(op.name, op.name), None, inputs,
+    node = add_node(graph, _TYPE_NAMES.get(op.name, op.name),
+                    _node_name(_TYPE_NAMES.get(op.name, op.name)), inputs,
                     lambda *xs: op(*xs, **static), specs)
     node.kernel.fn, node.kernel.kwargs = op, (dict(static) if static else None)
     return list(node.outputs) if sequence else node.outputs[0]
@@ -538,13 +572,30 @@ _TYPE_NAMES = {
 
 def record_function(fn, args, kwargs):
     """A public function called with graph tensors it cannot pass to an op as they are
-    (``registry.symbolic_call``): one node that calls it on the run's values."""
+    (``registry.symbolic_call``): one node that calls it on the run's values. A named
+    ``constant`` (``registry.recorded_call``) is a ``Const`` node holding its value."""
+    if getattr(fn, "__name__", "") == "constant" and fn.__module__ == "ipu_gpu.core.convert":
+        return _const_node(fn, args, kwargs)
     inputs = [list(args), dict(kwargs)]
     graph = _graph_of(inputs)
     specs, sequence = infer_outputs(lambda a, k: fn(*a, **k), inputs, {})
-    node = add_node(graph, getattr(fn, "__name__", "Call").title().replace("_", ""), None,
-                    inputs, lambda a, k: fn(*a, **k), specs)
+    type_name = getattr(fn, "__name__", "Call").title().replace("_", "")
+    node = add_node(graph, type_name, _node_name(type_name), inputs,
+                    lambda a, k: fn(*a, **k), specs)
     return list(node.outputs) if sequence else node.outputs[0]
+
+
+def _const_node(fn, args, kwargs) -> GraphTensor:
+    """TF's ``Const`` node named ``kwargs["name"]`` (unique in the name scope); its value is
+    made once, now, and is its output in every run."""
+    kwargs = dict(kwargs)
+    name = kwargs.pop("name")
+    with eager_scope():
+        value = fn(*args, **kwargs)
+    node = add_node(get_default_graph(), "Const", name or "Const", [], lambda: value,
+                    [(value.dtype, list(value.shape))])
+    node.const_value = value
+    return node.outputs[0]
 
 
 registry.set_symbolic_hook((GraphTensor,), record, owner="graph")
