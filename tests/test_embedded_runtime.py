@@ -239,3 +239,37 @@ def test_program_without_loop_or_outfeed(tmp_path):
     ctx = embedded_runtime.embedded_runtime_start(path, [np.ones(2, np.float32)], "t_square")
     assert ctx.signature().streamed_inputs == [] and ctx.output_types() == []
     assert embedded_runtime.embedded_runtime_call([], ctx) == []
+
+
+def test_keras_cnn_and_random_op_program_in_a_fresh_process(tmp_path):
+    from ipu_gpu import keras
+
+    model = keras.Sequential([
+        keras.layers.Conv2D(3, 3, padding="same", activation="relu", input_shape=(6, 6, 2)),
+        keras.layers.MaxPooling2D(2), keras.layers.Flatten(), keras.layers.Dropout(0.5),
+        keras.layers.Dense(4)])
+    ds = tf.data.Dataset.from_tensors(np.zeros((1, 6, 6, 2), np.float32)).repeat()
+    infeed = ipu_infeed_queue.IPUInfeedQueue(ds)
+    outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        return outfeed.enqueue([tf.nn.softmax(model(x, training=False)),
+                                tf.random.uniform([1, 4])])
+
+    path = str(tmp_path / "cnn.poplar_exec")
+    application_compile_op.experimental_application_compile_op(
+        lambda: loops.repeat(3, body, [], infeed), output_path=path, freeze_variables=True)
+    x = np.random.default_rng(5).standard_normal((1, 6, 6, 2)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    want = tf.nn.softmax(model(x)).numpy()
+    code = ("import numpy as np\nfrom ipu_gpu.ipu import embedded_runtime as e\n"
+            f"c = e.embedded_runtime_start({path!r}, [], 'cnn')\n"
+            f"x = np.load({str(tmp_path / 'x.npy')!r})\n"
+            "(y, a), (_, b) = (e.embedded_runtime_call([x], c) for _ in range(2))\n"
+            "print([t.numpy().ravel().tolist() for t in (y, a, b)])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 0, r.stderr
+    y, a, b = eval(r.stdout.strip())  # noqa: S307 - lists we printed
+    np.testing.assert_allclose(np.float32(y), want.ravel(), rtol=1e-5)
+    assert all(0 <= v < 1 for v in a + b) and a != b  # drawn again at each iteration
