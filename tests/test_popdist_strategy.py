@@ -311,7 +311,10 @@ def test_tf2_popdist_examples_equal_ipu_strategy(replicas, tmp_path):
 @pytest.mark.parametrize("replicas", [1, 2])
 def test_keras_fit_under_popdist_strategy_equals_ipu_strategy(replicas, monkeypatch):
     """Keras compile/fit/evaluate in a PopDistStrategy's scope run as device programs of
-    steps_per_execution steps, with the numbers of the same model under IPUStrategy."""
+    steps_per_execution steps, with the numbers of the same model under IPUStrategy at the
+    learning rate divided by the replica count: PopDistStrategy's num_replicas_in_sync makes
+    Keras divide the loss by it (the replicas' gradients averaged), IPUStrategy's 1 leaves
+    them summed (issue 16)."""
     from ipu_gpu import keras
     from ipu_gpu.emulation import system
     from ipu_gpu.ipu import ipu_strategy
@@ -322,7 +325,7 @@ def test_keras_fit_under_popdist_strategy_equals_ipu_strategy(replicas, monkeypa
     x = rng.standard_normal((64, 5)).astype(np.float32)
     y = rng.integers(0, 3, 64).astype(np.int32)
 
-    def train(make_strategy):
+    def train(make_strategy, lr):
         system.reset()
         from ipu_gpu.ipu import config as ipu_config
 
@@ -335,7 +338,7 @@ def test_keras_fit_under_popdist_strategy_equals_ipu_strategy(replicas, monkeypa
                 keras.layers.Dense(8, activation="relu",
                                    kernel_initializer=keras.initializers.Constant(0.1)),
                 keras.layers.Dense(3, kernel_initializer="ones")])
-            model.compile(optimizer=keras.optimizers.SGD(0.05),
+            model.compile(optimizer=keras.optimizers.SGD(lr),
                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                           steps_per_execution=4 // replicas)
             data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True)
@@ -343,8 +346,8 @@ def test_keras_fit_under_popdist_strategy_equals_ipu_strategy(replicas, monkeypa
             return history.history["loss"], model.evaluate(data, verbose=0), \
                 model.get_weights()
 
-    popdist_run = train(popdist_strategy.PopDistStrategy)
-    ipu_run = train(ipu_strategy.IPUStrategy)
+    popdist_run = train(popdist_strategy.PopDistStrategy, 0.05)
+    ipu_run = train(ipu_strategy.IPUStrategy, 0.05 / replicas)
     assert popdist_run[0] == ipu_run[0] and popdist_run[1] == ipu_run[1]
     for a, b in zip(popdist_run[2], ipu_run[2]):
         np.testing.assert_array_equal(a, b)

@@ -64,7 +64,11 @@ if popdist.getInstanceIndex() == 0:
 
 with strategy.scope():
     model = initialize_model()
-    optimizer = tf.keras.optimizers.SGD(learning_rate=LEARNING_RATE)
+    # PopDistStrategy's Keras averages the replicas' gradients (the loss is divided by
+    # num_replicas_in_sync), IPUStrategy's sums them: divide its learning rate to compare
+    lr = LEARNING_RATE if args.strategy == "popdist" else \
+        LEARNING_RATE / popdist.getNumTotalReplicas()
+    optimizer = tf.keras.optimizers.SGD(learning_rate=lr)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     model.compile(optimizer=optimizer, loss=loss_fn, metrics=["accuracy"],
                   steps_per_execution=steps_per_execution)

@@ -19,9 +19,11 @@ with ``axis=None``), and ``experimental_run_v2``, an alias of ``run`` as in ever
 replica context, as Graphcore's ``_call_for_each_replica`` does; called eagerly from the host
 it runs the function as one program on the device, as ``IPUStrategy.run``.
 
-Difference: ipu_gpu's Keras does not divide the loss by ``num_replicas_in_sync`` (TF Keras's
-``scale_loss_for_distribution``), so with several local replicas ``fit`` sums the replicas'
-gradients as under ``IPUStrategy`` where Graphcore's Keras would average them.
+Keras ``fit`` divides the loss by ``num_replicas_in_sync`` (Keras's
+``scale_loss_for_distribution``), so the replicas' summed gradients are their mean, where under
+``IPUStrategy`` (``num_replicas_in_sync`` 1) they stay summed: Graphcore's own
+``keras/ipu/distributed_test.py`` moves ``w`` by ``lr * x`` for a loss ``w * x`` on every
+replica.
 """
 
 from __future__ import annotations

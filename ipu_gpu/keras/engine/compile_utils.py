@@ -14,6 +14,14 @@ has a lower rank or one column against several), names metrics ``<output>_<metri
 there are several outputs and ``weighted_<metric>`` for a weighted metric whose name is
 taken, and updates unweighted metrics with the output mask only and weighted ones with the
 sample weights.
+
+Under a distribution strategy the loss is scaled as Keras 2's ``scale_loss_for_distribution``
+does: a loss reduced by ``SUM_OVER_BATCH_SIZE``/``AUTO``, and the regularization losses, are
+divided by the strategy's ``num_replicas_in_sync`` before the gradient (a ``SUM`` loss's
+metric value is multiplied by it instead). ``IPUStrategy`` reports 1, so its replicas'
+summed gradients are not rescaled (Graphcore's semantics); ``PopDistStrategy`` reports all
+replicas, so there the sum of the replicas' scaled gradients is their mean (as Graphcore's
+``distributed_test.py``: a loss ``w * x`` on every replica moves ``w`` by ``lr * x``).
 """
 
 from __future__ import annotations
@@ -249,6 +257,8 @@ class LossesContainer(_Container):
             sw = _apply_mask(y_p, sw, _get_mask(y_p))
             loss_value = loss_obj(y_t, y_p, sample_weight=sw)
             mean_value = loss_value
+            if loss_obj.reduction == _SUM:  # the Mean metric counts each replica as a batch
+                mean_value = mean_value * _replicas_in_sync()
             if batch_dim is None:
                 batch_dim = int(y_t.shape[0]) if y_t.ndim else 1
             if metric is not None and update_metrics:
@@ -256,14 +266,14 @@ class LossesContainer(_Container):
             if loss_weight is not None:
                 loss_value = loss_value * loss_weight
                 mean_value = mean_value * loss_weight
-            # (Keras's scale_loss_for_distribution divides by num_replicas_in_sync: 1 here,
-            # as under IPUStrategy, whose IPU replicas are one TensorFlow replica)
+            if loss_obj.reduction in (_SUM_OVER_BATCH_SIZE, _AUTO):
+                loss_value = scale_loss_for_distribution(loss_value)
             loss_values.append(loss_value)
             mean_values.append(mean_value)
         if regularization_losses:
             reg = _add_n(_common_dtype(regularization_losses))
             mean_values.append(reg)
-            loss_values.append(reg)
+            loss_values.append(scale_loss_for_distribution(reg))
         if not loss_values:
             return None
         total_mean = _add_n(_common_dtype(mean_values))
@@ -295,6 +305,24 @@ class LossesContainer(_Container):
     @staticmethod
     def _copy_object(obj):
         return obj
+
+
+_AUTO, _SUM, _SUM_OVER_BATCH_SIZE = "auto", "sum", "sum_over_batch_size"
+
+
+def _replicas_in_sync() -> int:
+    from ... import distribute
+
+    return distribute.get_strategy().num_replicas_in_sync
+
+
+def scale_loss_for_distribution(loss_value):
+    """``loss_value`` divided by the current strategy's ``num_replicas_in_sync`` when that is
+    above 1 (Keras 2's ``losses_utils.scale_loss_for_distribution``)."""
+    replicas = _replicas_in_sync()
+    if replicas > 1:
+        loss_value = loss_value * (1.0 / replicas)
+    return loss_value
 
 
 def _common_dtype(values) -> list:
