@@ -119,7 +119,7 @@ def embedded_runtime_start(executable_file, inputs, name, pipeline_timeout=None)
     pipeline_timeout = pipeline_timeout or 5000
     path = executable_file.decode() if isinstance(executable_file, bytes) else \
         os.fspath(executable_file)
-    exe = executable.read(path)
+    exe = executable.read_cached(path)
     expected = exe.signature.inputs
     if isinstance(inputs, dict):
         names = [t.name for t in expected]
@@ -136,7 +136,8 @@ def embedded_runtime_start(executable_file, inputs, name, pipeline_timeout=None)
         raise Exception(f"Embedded application runtime expects {len(expected)} inputs, "  # noqa: TRY002
                         f"but {len(inputs)} were provided.")
     _check_inputs(inputs, expected, Exception)
-    key = (os.path.abspath(path), os.path.getmtime(path))
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
 
     def start(*values):
         startup = [_host_value(v) for v in values]

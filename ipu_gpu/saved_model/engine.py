@@ -12,6 +12,7 @@ Graphcore's error handling). The thread is a daemon: it outlives any Session.
 
 from __future__ import annotations
 
+import copy
 import queue
 import threading
 
@@ -42,7 +43,8 @@ class Engine:
         self.timeout_us = int(timeout_us)
         n_args = len(exe.signature.inputs) - len(_variables(exe))
         self._args = self.startup[:n_args]
-        exe.program.variables = self.startup[n_args:]  # variables not frozen: given at start
+        self.program = copy.copy(exe.program)  # its own variables: the executable is shared
+        self.program.variables = self.startup[n_args:]  # variables not frozen: given at start
         self._carried = None
         self._iteration = 0
         self._queue: queue.Queue = queue.Queue()
@@ -66,13 +68,13 @@ class Engine:
 
     def _start_program(self):
         feeds = dict(enumerate(self._args))
-        self._carried = list(self.exe.program.run("init", feeds))
+        self._carried = list(self.program.run("init", feeds))
         self._iteration = 0
 
     def _step(self, streamed):
         if self._carried is None or self._iteration >= self.exe.iterations:
             self._start_program()
-        out = self.exe.program.run("step", self._feeds(streamed))
+        out = self.program.run("step", self._feeds(streamed))
         n_out = len(self.exe.signature.streamed_outputs)
         self._carried = list(out[n_out:n_out + self.exe.num_carried])
         self._iteration += 1

@@ -266,6 +266,24 @@ def write(path: str, exe: Executable) -> None:
         f.write(buf.getvalue())
 
 
+_read_cache: dict = {}  # (path, mtime, size) -> Executable
+
+
+def read_cached(path: str) -> Executable:
+    """``read(path)``, parsed once per version of the file (path, modification time, size)."""
+    import os
+
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    exe = _read_cache.get(key)
+    if exe is None:
+        exe = read(path)
+        if len(_read_cache) >= 64:
+            _read_cache.clear()
+        _read_cache[key] = exe
+    return exe
+
+
 def read(path: str) -> Executable:
     """The executable in ``path``.
 
