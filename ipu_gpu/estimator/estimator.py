@@ -24,7 +24,7 @@ from .hooks import (CheckpointSaverHook, CheckpointSaverListener, LoggingTensorH
                     NanTensorHook, SessionRunHook, StepCounterHook, StopAtStepHook,
                     _LossSummaryHook)
 from .model_fn import EstimatorSpec, ModeKeys
-from .monitored import MonitoredSession
+from .monitored import EstimatorSession
 from .run_config import RunConfig
 
 __all__ = ["Estimator", "WarmStartSettings"]
@@ -314,7 +314,7 @@ class Estimator:
         if warm and checkpoint is None and self._warm_start_settings is not None:
             w = self._warm_start_settings
             warm_start = (w.ckpt_to_initialize_from, w.vars_to_warm_start)
-        return MonitoredSession(hooks, checkpoint, warm_start,
+        return EstimatorSession(hooks, checkpoint, warm_start,
                                 session_config=self._config.session_config,
                                 stop_at_end_of_input=self._stop_at_end_of_input)
 

@@ -14,7 +14,7 @@ import numpy as np
 __all__ = ["CheckpointSaverHook", "CheckpointSaverListener", "LoggingTensorHook",
            "NanLossDuringTrainingError", "NanTensorHook", "NeverTriggerTimer",
            "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
-           "SessionRunValues", "StepCounterHook", "StopAtStepHook"]
+           "SessionRunValues", "StepCounterHook", "StopAtStepHook", "SummarySaverHook"]
 
 
 class SessionRunHook:
@@ -288,6 +288,63 @@ class _LossSummaryHook(SessionRunHook):
         self._writer.flush()
 
 
+class SummarySaverHook(SessionRunHook):
+    """Writes the summary of ``summary_op`` (default: the scaffold's, else ``merge_all``) to
+    ``summary_writer`` (default: the ``output_dir`` one) every ``save_steps`` global steps or
+    ``save_secs`` seconds, at the step the run ended at (TF's ``SummarySaverHook``).
+
+    Raises:
+      ValueError: both or neither of ``scaffold``/``summary_op``, or of
+        ``save_steps``/``save_secs`` (TF's messages)."""
+
+    def __init__(self, save_steps=None, save_secs=None, output_dir=None, summary_writer=None,
+                 scaffold=None, summary_op=None):
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+        self._summary_op, self._scaffold = summary_op, scaffold
+        self._writer, self._output_dir = summary_writer, output_dir
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+    def begin(self):
+        from ..graph.optimizers import get_global_step
+
+        if self._writer is None and self._output_dir:
+            from ..compat.v1.summary import FileWriterCache
+
+            self._writer = FileWriterCache.get(self._output_dir)
+        self._global_step = get_global_step()
+        if self._global_step is None:
+            raise RuntimeError("Global step should be created to use SummarySaverHook.")
+        self._next_step = None
+
+    def _summaries(self):
+        op = self._summary_op if self._scaffold is None else self._scaffold.summary_op
+        if op is None:
+            return []
+        return list(op) if isinstance(op, (list, tuple)) else [op]
+
+    def before_run(self, run_context):
+        self._request = (self._next_step is None
+                         or self._timer.should_trigger_for_step(self._next_step))
+        fetches = {"global_step": self._global_step}
+        if self._request and self._summaries():
+            fetches["summary"] = self._summaries()
+        return SessionRunArgs(fetches)
+
+    def after_run(self, run_context, run_values):
+        step = int(run_values.results["global_step"])
+        if self._request:
+            self._timer.update_last_triggered_step(step)
+            if self._writer is not None:
+                for summary in run_values.results.get("summary", []):
+                    self._writer.add_summary(summary, step)
+        self._next_step = step + 1
+
+    def end(self, session=None):
+        if self._writer is not None:
+            self._writer.flush()
+
+
 class NanLossDuringTrainingError(RuntimeError):
     def __str__(self):
         return "NaN loss during training."
@@ -345,7 +402,7 @@ class CheckpointSaverHook(SessionRunHook):
             raise ValueError("exactly one of save_secs or save_steps must be provided.")
         import os
 
-        self._saver = saver
+        self._saver, self._scaffold = saver, scaffold
         self._save_path = os.path.join(checkpoint_dir, checkpoint_basename)
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._listeners = list(listeners or [])
@@ -378,11 +435,33 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.end(session, step)
 
+    def _get_saver(self):
+        """The saver given, else the scaffold's, else the one of the SAVERS collection (TF's
+        order).
+
+        Raises:
+          RuntimeError: no saver anywhere, or several in the collection (TF's messages)."""
+        if self._saver is not None:
+            return self._saver
+        if self._scaffold is not None:
+            return self._scaffold.saver
+        from ..graph.core import get_default_graph
+
+        savers = get_default_graph().get_collection("savers")
+        if not savers:
+            raise RuntimeError("No items in collection savers. Please add a saver to the "
+                               "collection or provide a saver or scaffold.")
+        if len(savers) > 1:
+            raise RuntimeError("More than one item in collection savers. Please indicate "
+                               "which one to use by passing it to the constructor.")
+        self._saver = savers[0]
+        return self._saver
+
     def _save(self, session, step) -> bool:
         _logging().info("Saving checkpoints for %d into %s.", step, self._save_path)
         for listener in self._listeners:
             listener.before_save(session, step)
-        self._saver.save(session, self._save_path, global_step=step)
+        self._get_saver().save(session, self._save_path, global_step=step)
         stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):

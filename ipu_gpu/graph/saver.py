@@ -86,6 +86,16 @@ class Saver:
                 f.write(repr(_state_proto(directory, prefix, self._kept)))
         return prefix
 
+    @property
+    def last_checkpoints(self) -> list:
+        """The prefixes of the checkpoints this saver keeps, oldest first."""
+        return list(self._kept)
+
+    def recover_last_checkpoints(self, checkpoint_paths) -> None:
+        """Keeps ``checkpoint_paths`` (oldest first; those whose files exist) as this saver's
+        checkpoints, so ``max_to_keep`` counts them (TF's recovery after a restart)."""
+        self._kept = [p for p in checkpoint_paths if checkpoint_exists(p)]
+
     def restore(self, sess, save_path) -> None:
         """Assigns every variable its value in the checkpoint ``save_path`` (a prefix).
 

@@ -197,8 +197,14 @@ from ...estimator import hooks as _hooks  # noqa: E402  (tf.train's session-run 
 for _name in ("CheckpointSaverHook", "CheckpointSaverListener", "LoggingTensorHook",
               "NanLossDuringTrainingError", "NanTensorHook", "SecondOrStepTimer",
               "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
-              "StepCounterHook", "StopAtStepHook"):
+              "StepCounterHook", "StopAtStepHook", "SummarySaverHook"):
     setattr(train, _name, getattr(_hooks, _name))
+from ...estimator import monitored as _monitored  # noqa: E402  (tf.train's monitored sessions)
+
+for _name in ("ChiefSessionCreator", "Coordinator", "MonitoredSession",
+              "MonitoredTrainingSession", "Scaffold", "SessionCreator",
+              "SingularMonitoredSession", "WorkerSessionCreator"):
+    setattr(train, _name, getattr(_monitored, _name))
 
 for _name in _optimizers_more.__all__:
     setattr(train, _name, getattr(_optimizers_more, _name))
