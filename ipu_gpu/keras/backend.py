@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -100,19 +102,38 @@ def normalize_data_format(value):
 
 
 # ---- names and sessions ------------------------------------------------------------------------
-# Process-wide (Keras keeps them per graph; we have one graph). The counters of
-# ``unique_object_name`` key on (namespace, name); ``get_uid`` on a prefix.
+# Process-wide eagerly, per graph while a TF1 graph is built (as Keras keeps them per graph).
+# The counters of ``unique_object_name`` key on (namespace, name); ``get_uid`` on a prefix.
 _NAME_UIDS: collections.defaultdict = collections.defaultdict(int)
 _UIDS: collections.defaultdict = collections.defaultdict(int)
 OBSERVED_NAMES: set = set()
 _NAMES_LOCK = threading.Lock()
 
 
+_PER_GRAPH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _counters():
+    """(uids, name uids): Keras's counters are per graph (``PER_GRAPH_OBJECT_NAME_UIDS``):
+    each TF1 graph being built has its own, so a rebuilt model's layers get the same names
+    (and checkpoint keys) again; eagerly, the global ones."""
+    core = sys.modules.get("ipu_gpu.graph.core")
+    if core is None or not core.building():
+        return _UIDS, _NAME_UIDS
+    graph = core.get_default_graph()
+    found = _PER_GRAPH.get(graph)
+    if found is None:
+        found = _PER_GRAPH[graph] = (collections.defaultdict(int),
+                                     collections.defaultdict(int))
+    return found
+
+
 def get_uid(prefix: str = "") -> int:
     """A counter per prefix, from 1 (``input_1``, ``input_2``, ...)."""
     with _NAMES_LOCK:
-        _UIDS[prefix] += 1
-        return _UIDS[prefix]
+        uids = _counters()[0]
+        uids[prefix] += 1
+        return uids[prefix]
 
 
 def reset_uids() -> None:
@@ -120,6 +141,7 @@ def reset_uids() -> None:
     with _NAMES_LOCK:
         _UIDS.clear()
         _NAME_UIDS.clear()
+        _PER_GRAPH.clear()
         OBSERVED_NAMES.clear()
 
 
@@ -136,16 +158,17 @@ def unique_object_name(name: str, avoid_names=None, namespace: str = "",
     if avoid_names is None:
         avoid_names = OBSERVED_NAMES if avoid_observed_names else set()
     with _NAMES_LOCK:
+        uids = _counters()[1]
         proposed = None
         while proposed is None or proposed in avoid_names:
             key = (namespace, name)
             if zero_based:
-                number = _NAME_UIDS[key]
+                number = uids[key]
                 proposed = f"{name}_{number}" if number else name
-                _NAME_UIDS[key] += 1
+                uids[key] += 1
             else:
-                _NAME_UIDS[key] += 1
-                proposed = f"{name}_{_NAME_UIDS[key]}"
+                uids[key] += 1
+                proposed = f"{name}_{uids[key]}"
     return proposed
 
 
