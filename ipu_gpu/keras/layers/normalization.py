@@ -11,6 +11,7 @@ import numpy as np
 
 from ...core.spec import as_shape
 from ...ops import array as _array
+from ...ops import creation as _creation
 from ...ops import math as _m
 from ...ops import nn as _nn
 from ...ops import reduction as _r
@@ -80,8 +81,11 @@ class BatchNormalization(Layer):
     with its own statistics and moves the moving statistics by their mean. ``adjustment``
     (a function of the input's shape tensor giving a scale and a bias) rescales and
     shifts the normalised values in training, before gamma and beta. These three use the
-    unfused arithmetic. ``synchronized`` (cross-replica statistics) is not emulated
-    (NotImplementedError).
+    unfused arithmetic. ``synchronized`` computes the training statistics over the replicas
+    of the strategy's replica context (Keras's ``_sync_calculate_mean_and_var``: sums, squared
+    sums and counts all-reduced, the variance ``E[x^2] - E[x]^2`` clamped at 0, in float32);
+    under ``IPUStrategy`` the all-reduce is the IPU replicas' cross-replica sum, in a
+    cross-replica context the batch's own moments.
     """
 
     _shape_inference = True
@@ -97,10 +101,9 @@ class BatchNormalization(Layer):
         self.axis = _axis_config(axis)
         if synchronized and fused:
             raise ValueError("`fused=True` is not supported when `synchronized=True`.")
-        if synchronized:
-            raise NotImplementedError("BatchNormalization: synchronized (cross-replica) "
-                                      "statistics are not emulated")
         self.synchronized = synchronized
+        if synchronized:
+            fused = False
         self.momentum = momentum
         self.epsilon = epsilon
         self.center = center
@@ -289,7 +292,11 @@ class BatchNormalization(Layer):
                 scale, offset = _compose(adj_scale, adj_bias, scale, offset)
             if mask is not None:
                 weights = _shape.expand_dims(_m.cast(mask, x.dtype), -1)
-                mean, variance = _weighted_moments(x, reduction_axes, weights, keep_dims)
+                mean, variance = (_sync_moments(x, reduction_axes, keep_dims, weights)
+                                  if self.synchronized else
+                                  _weighted_moments(x, reduction_axes, weights, keep_dims))
+            elif self.synchronized:
+                mean, variance = _sync_moments(x, reduction_axes, keep_dims, None)
             else:
                 mean, variance = _r.moments(x, reduction_axes, keepdims=keep_dims)
             new_mean, new_variance = mean, variance
@@ -380,6 +387,34 @@ def _compose(scale, offset, then_scale, then_offset):
     if then_offset is not None:
         offset = offset + then_offset
     return scale, offset
+
+
+def _sync_moments(x, axes, keepdims, weights):
+    """Mean and variance of ``x`` over ``axes`` and over the replicas in sync (Keras's
+    ``_sync_calculate_mean_and_var``); a cross-replica context takes the local moments."""
+    from ... import distribute
+
+    ctx = distribute.get_replica_context()
+    if ctx is None:
+        if weights is not None:
+            return _weighted_moments(x, axes, weights, keepdims)
+        return _r.moments(x, axes, keepdims=keepdims)
+    y = x
+    if weights is not None:
+        y = y * weights
+        count = _array.broadcast_to(weights, _array.shape(y))
+    else:
+        count = _creation.ones_like(y)
+    local = [_r.reduce_sum(y, axis=axes, keepdims=True),
+             _r.reduce_sum(_m.square(y), axis=axes, keepdims=True),
+             _r.reduce_sum(count, axis=axes, keepdims=True)]
+    total, squared, n = (ctx.all_reduce("SUM", v) for v in local)
+    n = _m.maximum(n, 1.0)  # counts are 0 or >= 1: Keras's divide_no_nan
+    mean = total / n
+    variance = _m.maximum(squared / n - _m.square(mean), 0.0)
+    if not keepdims:
+        mean, variance = _shape.squeeze(mean, axes), _shape.squeeze(variance, axes)
+    return mean, variance
 
 
 def _weighted_moments(x, axes, weights, keepdims):
