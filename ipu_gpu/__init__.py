@@ -69,6 +69,18 @@ def executing_eagerly() -> bool:
     return _executing_eagerly()
 
 
+# tf.compat, tf.keras and ipu_gpu.ipu load on first use, so `import ipu_gpu` stays fast
+_LAZY_SUBMODULES = ("compat", "ipu", "keras")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 newaxis = None  # tf.newaxis: indexing with it inserts an axis of size 1, as numpy's
 
 __all__ = [

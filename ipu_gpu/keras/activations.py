@@ -5,7 +5,9 @@ records an op layer in the functional graph, as TF-Keras's dispatch does."""
 from __future__ import annotations
 
 import functools
+import sys
 
+import numpy as np
 
 from .. import ops as _ops  # noqa: F401  # registers every op
 from ..core.convert import convert_to_tensor
@@ -40,11 +42,19 @@ def _symbolic(symbol: str):
     return decorate
 
 
+def _graph_tensor(x) -> bool:
+    graph = sys.modules.get("ipu_gpu.graph")
+    return graph is not None and isinstance(x, graph.GraphTensor)
+
+
 def _tensor(x):
-    return convert_to_tensor(x)
+    """``x`` as a Tensor; a TF1 graph tensor as it is (the ops record it as a node)."""
+    return x if _graph_tensor(x) else convert_to_tensor(x)
 
 
 def _const(value, like):
+    if _graph_tensor(like):
+        return np.asarray(value, dtype=np.dtype(like.dtype))
     return backend._constant_like(value, like)
 
 
