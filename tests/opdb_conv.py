@@ -1,8 +1,9 @@
 """Op-table rows for the convolutions (tests/opdb.py collects ``ROWS``): conv2d,
-depthwise_conv2d, conv2d_transpose and conv1d, with samples covering both GEMM schemes
-(shift: stride 1 with >= 16 channels a group; im2col: the rest), grouped filters, strides,
-dilations, SAME/VALID/explicit padding, NHWC/NCHW, 1x1 and 5x5 filters, batch 1 and 0, and
-an empty output."""
+conv2d_bias (Keras's Conv2D: conv2d + bias_add (+ relu) in one op), depthwise_conv2d,
+conv2d_transpose and conv1d, with samples covering the schemes (shift: stride 1 with >= 16
+channels a group; direct: one group, at most 12 values a patch; im2col: the rest), grouped
+filters, strides, dilations, SAME/VALID/explicit padding, NHWC/NCHW, 1x1 and 5x5 filters,
+batch 1 and 0, and an empty output."""
 
 from __future__ import annotations
 
@@ -78,6 +79,38 @@ def conv2d_errors():
                      op + r"filters must have the dtype of input \(float32\), got float64")
     yield ErrorInput((x, np.zeros((9, 9, 4, 2), F32), 1, "VALID"), {}, ValueError,
                      op + "Computed output size would be negative: -3")
+
+
+# ---- conv2d_bias (conv2d + bias_add (+ relu) in one op: Keras's Conv2D) ------------------------
+def conv2d_bias_samples(rng, dtype):
+    def s(xs, ws, strides, padding, desc, **kw):
+        return Sample((_x(rng, xs, dtype), _x(rng, ws, dtype), _x(rng, ws[3], dtype), strides,
+                       padding), kw, desc=desc)
+
+    yield s((2, 6, 7, 16), (3, 3, 16, 5), 1, "SAME", "shift relu", relu=True)
+    yield s((1, 7, 6, 16), (3, 3, 16, 4), 1, "VALID", "shift, bias only")
+    yield s((2, 9, 8, 1), (3, 3, 1, 6), 1, "VALID", "direct relu", relu=True)
+    yield s((2, 8, 9, 1), (3, 3, 1, 3), 2, "SAME", "direct strides 2 dilated, bias only",
+            dilations=[1, 2])
+    yield s((2, 6, 7, 4), (3, 3, 4, 5), [2, 1], "SAME", "im2col relu", relu=True)
+    yield s((1, 5, 5, 32), (3, 3, 16, 8), 1, "SAME", "grouped relu", relu=True)
+    yield s((0, 5, 5, 3), (3, 3, 3, 2), 1, "SAME", "empty batch", relu=True)
+
+
+def conv2d_bias_errors():
+    x, w, b = np.zeros((1, 5, 5, 4), F32), np.zeros((3, 3, 4, 2), F32), np.zeros(2, F32)
+    op = "^conv2d_bias: "
+    yield ErrorInput((x, w, np.zeros(3, F32), 1, "SAME"), {}, ValueError,
+                     op + r"bias must be a vector of 2 values .*got shape \[3\]")
+    yield ErrorInput((x, w, np.zeros((1, 2), F32), 1, "SAME"), {}, ValueError,
+                     op + "bias must be a vector of 2 values")
+    yield ErrorInput((x, w, b.astype(F64), 1, "SAME"), {}, TypeError,
+                     op + r"bias must have the dtype of input \(float32\), got float64")
+    yield ErrorInput((x.astype(F16), w.astype(F16), b.astype(F16), 1, "SAME"), {}, TypeError,
+                     op + "input must be float32 or float64, got float16")
+    yield ErrorInput((x, w, b, 1, "VALID2"), {}, ValueError, "^conv2d: padding must be")
+    yield ErrorInput((x, np.zeros((3, 3, 3, 2), F32), b, 1, "SAME"), {}, ValueError,
+                     "^conv2d: filters must have an input depth that divides")
 
 
 # ---- depthwise_conv2d ------------------------------------------------------------------------
@@ -179,6 +212,8 @@ def conv1d_errors():
 ROWS = [
     OpInfo("conv2d", conv.conv2d, rconv.conv2d, conv2d_samples, conv2d_errors,
            dtypes=FLOATS, diff_args=(0, 1), tol=TOL),
+    OpInfo("conv2d_bias", conv.conv2d_bias, rconv.conv2d_bias, conv2d_bias_samples,
+           conv2d_bias_errors, dtypes=(F32, F64), diff_args=(0, 1, 2), tol=TOL),
     OpInfo("depthwise_conv2d", conv.depthwise_conv2d, rconv.depthwise_conv2d, depthwise_samples,
            depthwise_errors, dtypes=FLOATS, diff_args=(0, 1), tol=TOL),
     OpInfo("conv2d_transpose", conv.conv2d_transpose, rconv.conv2d_transpose, transpose_samples,

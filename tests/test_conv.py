@@ -368,6 +368,44 @@ def test_shift_and_im2col_schemes_agree(case, monkeypatch):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
 
 
+DIRECT_CASES = [  # patches of at most DIRECT_MAX_TAPS values, one group
+    ((3, 11, 10, 1), (3, 3, 1, 8), (1, 1), (1, 1), ((1, 1), (1, 1)), 1),
+    ((2, 9, 12, 1), (3, 3, 1, 5), (2, 1), (1, 2), ((1, 0), (0, 2)), 1),
+    ((2, 7, 7, 3), (2, 2, 3, 4), (1, 2), (2, 1), ((0, 1), (1, 0)), 1),
+    ((2, 6, 5, 12), (1, 1, 12, 7), (1, 1), (1, 1), ((0, 0), (0, 0)), 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", DIRECT_CASES)
+def test_direct_and_im2col_schemes_agree(case, dtype, monkeypatch):
+    x_shape, f_shape, strides, dilations, pads, groups = case
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    f = rng.standard_normal(f_shape).astype(dtype)
+    assert conv_cpu.conv2d_plan(x.shape, f.shape, strides, groups) == "direct"
+    direct = _run_cpu(x, f, strides, dilations, pads, groups)
+    monkeypatch.setattr(conv_cpu, "DIRECT_BLOCK_BYTES", 1)  # a row a block, several partials
+    small_blocks = _run_cpu(x, f, strides, dilations, pads, groups)
+    monkeypatch.setattr(conv_cpu, "DIRECT_MAX_TAPS", 0)
+    assert conv_cpu.conv2d_plan(x.shape, f.shape, strides, groups) == "im2col"
+    im2col = _run_cpu(x, f, strides, dilations, pads, groups)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for other in (small_blocks, im2col):
+        for a, b in zip(direct, other):
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    xg = np.pad(x.astype(np.float64), ((0, 0), pads[0], pads[1], (0, 0)))
+    dy = np.random.default_rng(0).standard_normal(direct[0].shape)  # _run_cpu's cotangent
+    want = rconv.conv2d(xg, f.astype(np.float64), list(strides), "VALID",
+                        dilations=list(dilations))
+    np.testing.assert_allclose(direct[0], want, rtol=tol, atol=tol)
+    v = rng.standard_normal(f.shape)  # <dy, conv(x, v)> = <dw, v>: the filter gradient
+    lhs = np.vdot(dy.astype(dtype).astype(np.float64),
+                  rconv.conv2d(xg, v, list(strides), "VALID", dilations=list(dilations)))
+    assert abs(lhs - np.vdot(direct[2].astype(np.float64), v)) <= tol * np.vdot(
+        np.abs(direct[2]), np.abs(v)) * 10
+
+
 @pytest.mark.parametrize("case", CPU_CASES[:2] + [
     ((2, 9, 8, 3), (3, 3, 3, 4), (2, 1), (1, 1), ((1, 0), (1, 1)), 1)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -418,9 +456,10 @@ def test_results_are_deterministic():
             np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("case", [  # several blocks each: shift, then im2col (an image a block)
+@pytest.mark.parametrize("case", [  # several blocks each: shift, im2col (an image a block), direct
     ((8, 30, 30, 16), (3, 3, 16, 8), (1, 1), (1, 1), ((1, 1), (1, 1)), 1),
-    ((3, 9, 8, 3), (3, 3, 3, 4), (2, 1), (1, 1), ((1, 0), (1, 1)), 1)])
+    ((3, 9, 8, 3), (3, 3, 3, 4), (2, 1), (1, 1), ((1, 0), (1, 1)), 1),
+    ((16, 28, 28, 1), (3, 3, 1, 32), (1, 1), (1, 1), ((0, 0), (0, 0)), 1)])  # direct
 def test_results_do_not_depend_on_the_thread_count(case):
     import numba
 
@@ -651,3 +690,48 @@ def test_grid_fill_and_crop_match_numpy(dtype):
     for r0 in range(0, body.shape[0], 37):  # in blocks, as the GEMM blocks crop
         conv_cpu._grid_crop(body, back, r0, min(r0 + 37, body.shape[0]), 8, 10, 2, 0)
     np.testing.assert_array_equal(back, x)
+
+
+@pytest.mark.parametrize("case", [  # shift, direct, im2col; several blocks each
+    ((4, 20, 20, 16), (3, 3, 16, 8), 1, "SAME"),
+    ((6, 30, 30, 1), (3, 3, 1, 16), 1, "VALID"),
+    ((5, 17, 16, 3), (3, 3, 3, 8), 2, "SAME")])
+@pytest.mark.parametrize("relu", [True, False])
+def test_conv2d_bias_is_the_three_ops(case, relu):
+    """Keras's Conv2D op: the output bit for bit that of conv2d, bias_add and relu; the input
+    and filter gradients bit for bit too (the same convolution of the same relu gradient), the
+    bias gradient to rounding (summed in blocks); all independent of the thread count."""
+    import numba
+
+    x_shape, f_shape, stride, padding = case
+    rng = np.random.default_rng(21)
+    x = ipu_gpu.constant(rng.standard_normal(x_shape).astype(np.float32))
+    f = ipu_gpu.constant(rng.standard_normal(f_shape).astype(np.float32))
+    b = ipu_gpu.constant(rng.standard_normal(f_shape[3]).astype(np.float32))
+
+    def run(fused):
+        with ipu_gpu.GradientTape() as tape:
+            tape.watch([x, f, b])
+            if fused:
+                y = conv.conv2d_bias(x, f, b, stride, padding, relu=relu)
+            else:
+                y = ipu_gpu.nn.bias_add(conv.conv2d(x, f, stride, padding), b)
+                y = ipu_gpu.nn.relu(y) if relu else y
+            loss = ipu_gpu.reduce_sum(y * y)
+        return [y.numpy()] + [g.numpy() for g in tape.gradient(loss, [x, f, b])]
+
+    want = run(fused=False)
+    previous = numba.get_num_threads()
+    try:
+        results = []
+        for nt in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(nt)
+            results.append(run(fused=True))
+    finally:
+        numba.set_num_threads(previous)
+    for a, b_ in zip(*results):
+        np.testing.assert_array_equal(a, b_)
+    got = results[0]
+    for k in range(3):
+        np.testing.assert_array_equal(got[k], want[k], err_msg=f"result {k}")
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-5, atol=1e-3, err_msg="bias gradient")

@@ -272,6 +272,72 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
                    padding=_padding("conv2d", padding, data_format), data_format=data_format)
 
 
+# ---- conv2d + bias (+ relu): Keras's Conv2D in one op -----------------------------------------
+def _check_conv2d_bias(x, w, b, *, strides, dilations, padding, relu):
+    _check_conv2d(x, w, strides=strides, dilations=dilations, padding=padding,
+                  data_format="NHWC")
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"conv2d_bias: input must be float32 or float64, got {x.dtype}")
+    if b.dtype != x.dtype:
+        raise TypeError(f"conv2d_bias: bias must have the dtype of input ({x.dtype.name}), got "
+                        f"{b.dtype.name}")
+    if b.ndim != 1 or b.shape[0] != w.shape[3]:
+        raise ValueError(f"conv2d_bias: bias must be a vector of {w.shape[3]} values (the "
+                         f"filters' output channels), got shape {list(b.shape)}")
+
+
+def _conv2d_bias_forward(k, xp, x, w, b, *, strides, dilations, padding, relu):
+    n, h, wd, c = x.shape
+    xn, wc = xp.ascontiguousarray(x), xp.ascontiguousarray(w)
+    pads, (ho, wo) = _geometry("conv2d", (h, wd), w.shape[:2], strides, dilations, padding)
+    out = xp.empty((n, ho, wo, w.shape[3]), x.dtype)
+    keep = {}
+    groups = c // w.shape[2]
+    if xp is np:  # bias and relu applied by the kernels, a block of rows at a time
+        k.conv2d_fwd(xn, wc, strides, dilations, pads, groups, out, keep, bias=b, relu=relu)
+    else:
+        k.conv2d_fwd(xn, wc, strides, dilations, pads, groups, out, keep)
+        out += b
+        if relu:
+            out = xp.where(out <= 0, xp.zeros((), out.dtype), out)  # NaN stays NaN
+    return out, (xn, wc, keep, pads, groups, out if relu else None, current_options())
+
+
+def _conv2d_bias_backward(k, xp, res, g, *, strides, dilations, padding, relu,
+                          needed=(True, True, True)):
+    xn, wc, keep, pads, groups, y, options = res
+    g = xp.ascontiguousarray(g, dtype=wc.dtype)
+    if xp is np:
+        gpre, db = k.bias_relu_grad(g, y, relu)
+    else:
+        gpre = g * (y > 0).astype(g.dtype) if relu else g
+        db = xp.sum(gpre.reshape(-1, gpre.shape[-1]), axis=0)
+    dx = xp.empty(xn.shape, wc.dtype) if needed[0] else None
+    dw = xp.empty(wc.shape, wc.dtype) if needed[1] else None
+    with options_scope(options):
+        k.conv2d_bwd(xn, wc, gpre, strides, dilations, pads, groups, dx, dw, keep)
+    return dx, dw, db if needed[2] else None
+
+
+_CONV2D_BIAS = register("conv2d_bias", args=("input", "filters", "bias"),
+                        check=_check_conv2d_bias, forward=_conv2d_bias_forward,
+                        backward=_conv2d_bias_backward, family="conv", partial_backward=True)
+
+
+def conv2d_bias(input, filters, bias, strides, padding, dilations=None,  # noqa: A002
+                relu=False):
+    """``relu(bias_add(conv2d(input, filters, ...), bias))`` (the relu only with ``relu``) in
+    one op, for NHWC float32/float64 ``input``: the bias and the relu are applied to the
+    convolution's output while it is in cache, and their gradients taken in one pass, with
+    the same arithmetic as the three ops (the bias gradient sums in another order). What a
+    Keras ``Conv2D`` layer computes; ``strides``, ``padding`` and ``dilations`` as
+    ``conv2d``'s."""
+    return _CONV2D_BIAS(input, filters, bias,
+                        strides=_spatial("conv2d", "strides", strides, "NHWC"),
+                        dilations=_spatial("conv2d", "dilations", dilations, "NHWC"),
+                        padding=_padding("conv2d", padding, "NHWC"), relu=bool(relu))
+
+
 # ---- conv2d_transpose ---------------------------------------------------------------------------
 def _check_conv2d_transpose(x, w, *, output_shape, strides, dilations, padding, data_format):
     op, names = "conv2d_transpose", ("input", "filters")

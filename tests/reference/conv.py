@@ -1,4 +1,5 @@
-"""tf.nn convolutions in float64: conv2d (grouped), depthwise_conv2d, conv2d_transpose, conv1d.
+"""tf.nn convolutions in float64: conv2d (grouped), depthwise_conv2d, conv2d_transpose, conv1d,
+and conv2d_bias (conv2d + bias_add (+ relu), Keras's Conv2D).
 
 Written from the definitions: the output at each position is a sum over the filter taps of
 the (padded) input sampled with strides and dilations; the transpose is that map's adjoint,
@@ -85,6 +86,13 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None)
     d = _pair(dilations, data_format)
     p = _pads(padding, x.shape[1:3], w.shape[:2], s, d, data_format)
     return _from_nhwc(_conv_nhwc(x, w, s, d, p), data_format)
+
+
+def conv2d_bias(input, filters, bias, strides, padding, dilations=None,  # noqa: A002
+                relu=False):
+    """conv2d (NHWC) plus ``bias`` over the channels, then max(., 0) with ``relu``."""
+    y = conv2d(input, filters, strides, padding, dilations=dilations) + _f(bias)
+    return np.maximum(y, 0) if relu else y
 
 
 def depthwise_conv2d(input, filter, strides, padding, data_format=None,  # noqa: A002

@@ -186,6 +186,11 @@ class Conv1D(Conv):
         return self._finish(outputs)
 
 
+def _dtype_name(x) -> str:
+    dtype = getattr(x, "dtype", None)
+    return getattr(dtype, "name", str(dtype))
+
+
 class Conv2D(Conv):
     """2-D convolution over images (``(batch, rows, cols, channels)`` by default)."""
 
@@ -196,10 +201,22 @@ class Conv2D(Conv):
                          **kwargs)
 
     def call(self, inputs):
+        if self._fuses_bias(inputs):  # conv, bias and relu in one op (the same arithmetic)
+            relu = self.activation is activations.relu
+            outputs = _conv.conv2d_bias(inputs, self.kernel, self.bias, list(self.strides),
+                                        self.padding.upper(), list(self.dilation_rate),
+                                        relu=relu)
+            return outputs if relu or self.activation is None else self.activation(outputs)
         outputs = _conv.conv2d(inputs, self.kernel, list(self.strides), self.padding.upper(),
                                data_format=self._tf_data_format,
                                dilations=list(self.dilation_rate))
         return self._finish(outputs)
+
+    def _fuses_bias(self, inputs) -> bool:
+        dtype = _dtype_name(inputs)
+        return (self.use_bias and self.data_format == "channels_last"
+                and getattr(inputs, "ndim", 0) == 4 and dtype in ("float32", "float64")
+                and _dtype_name(self.kernel) == dtype == _dtype_name(self.bias))
 
 
 class Conv2DTranspose(Conv2D):
