@@ -22,22 +22,25 @@ covering it; with C == 1 one iteration owns a plane b and scatters each output o
 
 Two forward loop nests: with C > 1 the loops run across channels (vectorised); with C == 1
 (NCHW planes) the window columns are reduced over the window rows for a whole output row at
-once (vectorised across the row), then each window reduces its columns. Serial and prange
-drivers take chunks of rows (or planes), with one scratch buffer a chunk.
+once (vectorised across the row), then each window reduces its columns. A serial driver
+takes all rows (or planes); the parallel one runs blocks of them, with one scratch buffer a
+block, on the convolutions' host threads (``conv_cpu.run_blocks``), not in an OpenMP region:
+OpenMP's threads keep spinning after the region ends, on the cores the convolution that
+follows a pooling layer in a CNN step wants.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._threads import num_threads
+from .conv_cpu import run_blocks
 
-# Below this much work (output elements x window elements) the serial drivers win: an OpenMP
-# launch costs more, and its spinning threads stall the BLAS calls that follow in a
-# training step (see indexing_cpu.py).
+# Below this much work (output elements x window elements) the serial drivers win: handing
+# blocks to the host threads costs more.
 PARALLEL_MIN_WORK = 1 << 20
-CHUNK_ROWS = 16  # rows a prange iteration takes (one scratch allocation each)
+BLOCKS_PER_THREAD = 4  # the parallel drivers' blocks of rows (balance against Python work)
 
 MAX, MAX_ARG, AVG = 0, 1, 2  # forward kinds
 _NO_ARG = np.empty((0, 0, 0, 0), np.int32)
@@ -159,13 +162,17 @@ def _forward_serial(x, out, arg, kind, kh, kw, sh, sw, pt, pl, floor):
                   floor)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+def _in_blocks(units, work):
+    """work(u0, u1) for blocks of the units 0..units-1 over the host threads."""
+    nblocks = min(units, BLOCKS_PER_THREAD * num_threads())
+    if nblocks <= 0:
+        return
+    run_blocks(nblocks, lambda b: work(units * b // nblocks, units * (b + 1) // nblocks))
+
+
 def _forward_parallel(x, out, arg, kind, kh, kw, sh, sw, pt, pl, floor):
-    rows = out.shape[0] * out.shape[1]
-    for chunk in prange((rows + CHUNK_ROWS - 1) // CHUNK_ROWS):
-        r0 = chunk * CHUNK_ROWS
-        _forward_rows(x, out, arg, kind, r0, min(r0 + CHUNK_ROWS, rows), kh, kw, sh, sw, pt,
-                      pl, floor)
+    _in_blocks(out.shape[0] * out.shape[1], lambda r0, r1: _forward_rows(
+        x, out, arg, kind, r0, r1, kh, kw, sh, sw, pt, pl, floor))
 
 
 @njit(cache=True, nogil=True)
@@ -173,13 +180,9 @@ def _backward_serial(g, arg, dx, is_max, kh, kw, sh, sw, pt, pl):
     _backward_rows(g, arg, dx, is_max, 0, _backward_units(dx), kh, kw, sh, sw, pt, pl)
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _backward_parallel(g, arg, dx, is_max, kh, kw, sh, sw, pt, pl):
-    rows = _backward_units(dx)
-    for chunk in prange((rows + CHUNK_ROWS - 1) // CHUNK_ROWS):
-        r0 = chunk * CHUNK_ROWS
-        _backward_rows(g, arg, dx, is_max, r0, min(r0 + CHUNK_ROWS, rows), kh, kw, sh, sw, pt,
-                       pl)
+    _in_blocks(_backward_units(dx), lambda r0, r1: _backward_rows(
+        g, arg, dx, is_max, r0, r1, kh, kw, sh, sw, pt, pl))
 
 
 # ---- index helpers --------------------------------------------------------------------------
