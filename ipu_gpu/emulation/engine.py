@@ -184,16 +184,13 @@ class _LiveTensors:
     """The tensors one replica's program made, each charged to the replica's IPU until it
     dies or the program ends (a weak reference per tensor: lighter than weakref.finalize)."""
 
-    __slots__ = ("ledger", "refs")
+    __slots__ = ("ledger", "refs", "charge", "died")
 
     def __init__(self, ledger):
         self.ledger = ledger
         self.refs = {}  # id(weak reference) -> (the reference, its tensor's bytes)
-
-    def add(self, t, nbytes: int) -> None:
-        self.ledger._charge(nbytes, _TENSORS)
-        ref = weakref.ref(t, self._died)
-        self.refs[id(ref)] = (ref, nbytes)
+        self.charge = ledger._charge
+        self.died = self._died  # one bound method: the callback of every reference
 
     def _died(self, ref) -> None:
         entry = self.refs.pop(id(ref), None)
@@ -206,15 +203,22 @@ class _LiveTensors:
             self.ledger._release(nbytes, _TENSORS)
 
 
+_weakref = weakref.ref
+
+
 def _charge_tensor(t) -> None:
     """The allocation hook: a Tensor made inside a replica is charged to the replica's IPU
-    while it lives, and at the latest until the replica's program ends."""
+    while it lives, and at the latest until the replica's program ends (a weak reference
+    whose callback releases it)."""
     live = getattr(_LIVE, "tensors", None)
     if live is None:
         return
     nbytes = getattr(t._value, "nbytes", 0)
     if nbytes:
-        live.add(t, int(nbytes))
+        nbytes = int(nbytes)
+        live.charge(nbytes, _TENSORS)
+        ref = _weakref(t, live.died)
+        live.refs[id(ref)] = (ref, nbytes)
 
 
 _RUNNING = [0]  # programs running now; the allocation hook is installed only while > 0

@@ -64,7 +64,6 @@ again with ``run()`` does nothing).
 from __future__ import annotations
 
 import itertools
-import queue as _queue
 import sys
 import threading
 import warnings
@@ -175,6 +174,8 @@ class _Spec:
 
     def __init__(self, structure, shapes, dtypes):
         self.structure = structure
+        # a tuple of leaves packs as itself: the common element, (features, labels)
+        self.flat_tuple = type(structure) is tuple and all(x is None for x in structure)
         self.shapes = [tuple(int(d) for d in s) for s in shapes]
         self.dtypes = [np.dtype(d) for d in dtypes]
         for i, d in enumerate(self.dtypes):
@@ -430,59 +431,144 @@ class _GpuCopier:
 # The prefetch thread.
 
 _ITEM, _END, _ERROR = 0, 1, 2
+_POLL_SECONDS = 0.05  # how often a waiting prefetch thread looks at ``stop`` when not woken
+
+# Datasets whose reading runs no user code (no map/filter function, no generator, no file):
+# the consumer may read their next element itself (``_Prefetcher`` docstring).
+_PURE_DATASETS = frozenset({
+    "TensorSlices", "Tensors", "Range", "Zip", "Batch", "PaddedBatch", "Unbatch", "Repeat",
+    "Take", "Skip", "Shard", "Concatenate", "Enumerate", "Shuffle", "Cache",
+    "_AssertCardinality"})
+
+
+def _reads_run_no_user_code(source: _Source) -> bool:
+    """Whether reading ``source`` only slices and copies arrays: an ``ipu_gpu.data.Dataset``
+    built from the transformations in ``_PURE_DATASETS`` alone."""
+    if source.kind != "ipu_gpu.data.Dataset":
+        return False
+    todo = [source.dataset]
+    while todo:
+        ds = todo.pop()
+        if type(ds).__name__ not in _PURE_DATASETS:
+            return False
+        todo.extend(ds._inputs)
+    return True
 
 
 class _Prefetcher:
-    """Reads the source on a daemon thread and keeps up to ``depth`` copied elements ready."""
+    """Keeps up to ``depth`` read and copied elements ready, read by a daemon thread.
+
+    The thread reads whenever fewer than ``depth`` elements wait and nobody else is reading.
+    When reading runs no user code and copies on the host (``_reads_run_no_user_code``, the
+    CPU backend), the consumer tops the buffer up itself after each ``get`` (and reads the
+    element it needs itself when none is ready) instead of waking the thread: such a read
+    takes microseconds and holds the GIL throughout, so handing it to another thread costs
+    two thread switches and a wait for the GIL, never overlap. Either way one reader at a
+    time advances the source, so the elements come in the dataset's order, and ``depth``
+    elements wait after the thread's first fill and after every ``get``.
+    """
 
     def __init__(self, source: _Source, depth: int, name: str):
         self.source = source
-        self.queue: _queue.Queue = _queue.Queue(maxsize=depth)
+        self.depth = depth
+        self.items: deque = deque()  # (kind, value): _ITEM elements, then _END or _ERROR
+        lock = threading.Lock()
+        self.has_item = threading.Condition(lock)  # the consumer waits on it
+        self.has_room = threading.Condition(lock)  # the thread waits on it
+        self.reading = False  # a thread holds the source (under cond)
+        self.finished = False  # _END or _ERROR was read: nothing more to read
         self.stop = threading.Event()
         self.copier = _GpuCopier() if _backend.backend_name() == "gpu" else _HostCopier()
+        self.inline = isinstance(self.copier, _HostCopier) and _reads_run_no_user_code(source)
+        self._flat = None  # the source's iterator, made by the first read
+        self._count = 0  # elements read
         self.thread = threading.Thread(target=self._run, name=f"ipu_gpu-{name}-prefetch",
                                        daemon=True)
         self.thread.start()
 
-    def _put(self, item) -> bool:
-        while not self.stop.is_set():
-            try:
-                self.queue.put(item, timeout=0.05)
-                return True
-            except _queue.Full:
-                continue
-        return False
+    def _read(self):
+        """The next (kind, value) of the source; called by the reader only."""
+        try:
+            if self._flat is None:
+                self._flat = self.source.flat_elements()
+            flat = next(self._flat, None)
+            if flat is None:
+                return _END, self._count
+            self.source.spec.check(flat, self._count)
+            item = _ITEM, self.copier(flat)
+        except BaseException as e:  # handed to the consumer, raised there
+            return _ERROR, e
+        self._count += 1
+        return item
+
+    def _claim(self) -> bool:
+        """Become the reader (under the lock) when nobody reads and the source has not
+        ended."""
+        if self.reading or self.finished:
+            return False
+        self.reading = True
+        return True
+
+    def _store(self, item) -> None:
+        """Keep the reader's item (under the lock) and stop being the reader."""
+        self.reading = False
+        self.items.append(item)
+        if item[0] != _ITEM:
+            self.finished = True
 
     def _run(self):
-        count = 0
         try:
-            for flat in self.source.flat_elements():
-                if self.stop.is_set():
-                    return
-                self.source.spec.check(flat, count)
-                if not self._put((_ITEM, self.copier(flat))):
-                    return
-                count += 1
-            self._put((_END, count))
-        except BaseException as e:  # handed to the consumer, raised there
-            self._put((_ERROR, e))
+            while True:
+                with self.has_room:
+                    while not self.stop.is_set() and (len(self.items) >= self.depth
+                                                      or not self._claim()):
+                        self.has_room.wait(_POLL_SECONDS)
+                    if self.stop.is_set():
+                        return
+                item = self._read()
+                with self.has_item:
+                    if self.stop.is_set():
+                        self.reading = False
+                        return
+                    self._store(item)
+                    self.has_item.notify()
+                    if self.finished:
+                        return
         finally:
             self.copier.close()
 
     def get(self):
-        return self.queue.get()
+        """The next (kind, value), waiting for it when none is ready."""
+        with self.has_item:
+            item = None
+            while item is None:
+                if self.items:
+                    item = self.items.popleft()
+                elif self.inline and self._claim():
+                    break
+                else:
+                    self.has_item.wait()
+            if item is not None:
+                if not self.inline:
+                    self.has_room.notify()  # for the thread to read into
+                    return item
+                if len(self.items) >= self.depth or not self._claim():
+                    return item
+        read = self._read()  # as the reader: the element needed, or the next one to keep
+        with self.has_item:
+            self._store(read)
+            if len(self.items) < self.depth + (item is None):
+                self.has_room.notify()  # the thread's first fill goes on
+            return self.items.popleft() if item is None else item
 
     def ready(self) -> int:
         """Elements prefetched and waiting."""
-        return self.queue.qsize()
+        return len(self.items)
 
     def close(self) -> None:
         self.stop.set()
-        while True:  # unblock a producer waiting on a full queue
-            try:
-                self.queue.get_nowait()
-            except _queue.Empty:
-                break
+        with self.has_room:
+            self.has_room.notify()
         self.thread.join(timeout=5)
 
 
@@ -673,15 +759,19 @@ class IPUInfeedQueue:
             n_rep, r = int(ctx.replication_factor), int(ctx.replica_index)
         with self._lock:
             self._dequeued = True
-            self._start()
+            if self._prefetcher is None and self._synthetic is None:
+                self._start()
             synthetic = self._synthetic
             if synthetic is None:
                 flat = self._take(n_rep, r)
         if synthetic is not None:  # no host data: nothing to count, never ends
             flat = synthetic.element(ctx)
-        else:
+        elif ctx is not None and flat and type(flat[0]) is not np.ndarray:
             flat = self._to_replica_device(flat, ctx)
-        return _nest.pack_sequence_as(self._source.spec.structure, [wrap(a) for a in flat])
+        spec = self._source.spec
+        if spec.flat_tuple:
+            return tuple([wrap(a) for a in flat])
+        return _nest.pack_sequence_as(spec.structure, [wrap(a) for a in flat])
 
     def _ready(self) -> int:
         """Elements prefetched and waiting (for tests and benchmarks)."""
@@ -715,6 +805,11 @@ class IPUInfeedQueue:
         if self._replication != n_rep:
             self._change_replication(n_rep)
         k = self._replica_step[r]
+        if n_rep == 1:  # one replica: each element is a step of its own, kept nowhere
+            flat = self._pull_for(r, k, [])
+            self._filled_steps = k + 1
+            self._replica_step[r] = k + 1
+            return flat
         while self._filled_steps <= k:
             self._fill_step(r, k)
         entry = self._steps[k]
@@ -755,27 +850,33 @@ class IPUInfeedQueue:
         raise value
 
     def _fill_step(self, r: int, k: int) -> None:
-        n_rep = self._replication
         got = []
-        for _ in range(n_rep):
-            try:
-                flat = self._pull()
-            except BaseException:
-                self._leftover.extendleft(reversed(got))
-                raise
-            if flat is None:
-                self._leftover.extendleft(reversed(got))
-                rep = f" with replication factor {n_rep}" if n_rep > 1 else ""
-                left = (f"; {len(got)} element{'s' if len(got) != 1 else ''} left, "
-                        f"{n_rep} needed") if got else ""
-                raise OutOfRangeError(
-                    f"End of sequence: IPUInfeedQueue {self._name!r} has no element for "
-                    f"replica {r} at step {k}{rep}: its dataset ended after {self._end} "
-                    f"elements{left}. Repeat the dataset (dataset.repeat()) or run fewer "
-                    "iterations.")
-            got.append(flat)
+        for _ in range(self._replication):
+            got.append(self._pull_for(r, k, got))
         self._steps[self._filled_steps] = [got, 0]
         self._filled_steps += 1
+
+    def _pull_for(self, r: int, k: int, got: list):
+        """The next element of the step being filled for replica r's step k, of which
+        ``got`` were taken; when there is none (or the dataset fails), ``got`` goes back to
+        the front of the leftovers and OutOfRangeError (the dataset's error) is raised."""
+        try:
+            flat = self._pull()
+        except BaseException:
+            self._leftover.extendleft(reversed(got))
+            raise
+        if flat is None:
+            self._leftover.extendleft(reversed(got))
+            n_rep = self._replication
+            rep = f" with replication factor {n_rep}" if n_rep > 1 else ""
+            left = (f"; {len(got)} element{'s' if len(got) != 1 else ''} left, "
+                    f"{n_rep} needed") if got else ""
+            raise OutOfRangeError(
+                f"End of sequence: IPUInfeedQueue {self._name!r} has no element for "
+                f"replica {r} at step {k}{rep}: its dataset ended after {self._end} "
+                f"elements{left}. Repeat the dataset (dataset.repeat()) or run fewer "
+                "iterations.")
+        return flat
 
     @staticmethod
     def _to_replica_device(flat, ctx):
