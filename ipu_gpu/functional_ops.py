@@ -4,7 +4,8 @@ the first axis of (nested structures of) Tensors.
 Composites of ``unstack`` and ``stack``: the function runs once per element, eagerly, so a
 GradientTape differentiates through it. ``parallel_iterations``, ``back_prop``,
 ``swap_memory`` and ``infer_shape`` are accepted and change nothing (iterations run in
-order). In a TF1 graph the whole call is one node, run on each ``Session.run``'s values.
+order). In a TF1 graph the whole call is one node, run on each ``Session.run``'s values (the
+graph tensors and variables ``fn`` captures are inputs of the node, read in the run).
 
 As TensorFlow: scalars are refused (ValueError), the elements of a structure must have the
 same first dimension (ValueError), results of another dtype than the declared

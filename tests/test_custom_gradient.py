@@ -203,7 +203,7 @@ def test_method_decorated_binds_self():
     assert Scale.__call__.__name__ == "__call__"
 
 
-def test_tf1_graph_variables_as_arguments_and_captured_ones_refused():
+def test_tf1_graph_variables_as_arguments_and_captured_ones_need_variables():
     from ipu_gpu.compat import v1
 
     @tf.custom_gradient
@@ -231,5 +231,7 @@ def test_tf1_graph_variables_as_arguments_and_captured_ones_refused():
         @tf.custom_gradient
         def captures(x):
             return x * w, lambda dy: dy
-        with pytest.raises(TypeError, match="must compute its outputs from its arguments"):
+        # a captured variable needs grad_fn's `variables`, as TF checks at graph construction
+        # (tests/test_graph_captures.py: captured tensors and variables in a graph)
+        with pytest.raises(TypeError, match="must accept keyword argument 'variables'"):
             captures(x)

@@ -452,6 +452,7 @@ def _infer(fn, inputs, static, leaves, unknown):
 def _probe(fn, inputs, static, sizes):
     runs, sequence = [], False
     for size in sizes:
+        _local.probe_size = size
         stand_ins = nest.map_structure(lambda x, s=size: _stand_in(x, s), list(inputs))
         out = fn(*stand_ins, **static)
         sequence = isinstance(out, (list, tuple))
@@ -533,7 +534,11 @@ class Kernel:
 
 
 def record(op, inputs, static):
-    """The registry's hook: ``op(*inputs, **static)`` on graph tensors becomes a node."""
+    """The registry's hook: ``op(*inputs, **static)`` on graph tensors becomes a node (or,
+    inside a function node's run, is computed on the captured tensors' values)."""
+    resolve = getattr(_local, "resolve", None)
+    if resolve is not None:
+        return op(*_resolved(resolve, list(inputs)), **static)
     graph = _graph_of(inputs)
     specs, sequence = infer_outputs(op, inputs, static)
     node = add_node(graph, _TYPE_NAMES.get(op.name, op.name),
@@ -574,15 +579,83 @@ def record_function(fn, args, kwargs):
     """A public function called with graph tensors it cannot pass to an op as they are
     (``registry.symbolic_call``): one node that calls it on the run's values. A named
     ``constant`` (``registry.recorded_call``) is a ``Const`` node holding its value."""
+    resolve = getattr(_local, "resolve", None)
+    if resolve is not None:
+        a, k = _resolved(resolve, [list(args), dict(kwargs)])
+        return fn(*a, **k)
     if getattr(fn, "__name__", "") == "constant" and fn.__module__ == "ipu_gpu.core.convert":
         return _const_node(fn, args, kwargs)
     inputs = [list(args), dict(kwargs)]
     graph = _graph_of(inputs)
-    specs, sequence = infer_outputs(lambda a, k: fn(*a, **k), inputs, {})
+    captured: list = []
+    with _discovering(captured):
+        specs, sequence = infer_outputs(lambda a, k: fn(*a, **k), inputs, {})
     type_name = getattr(fn, "__name__", "Call").title().replace("_", "")
-    node = add_node(graph, type_name, _node_name(type_name), inputs,
-                    lambda a, k: fn(*a, **k), specs)
+    if captured:  # fn reads graph tensors it was not given: they become inputs too
+        def run(a, k, values):
+            with resolving(dict(zip(map(id, captured), values))):
+                return fn(*a, **k)
+        node = add_node(graph, type_name, _node_name(type_name), [*inputs, captured], run,
+                        specs)
+        node.captured = list(captured)
+    else:
+        node = add_node(graph, type_name, _node_name(type_name), inputs,
+                        lambda a, k: fn(*a, **k), specs)
     return list(node.outputs) if sequence else node.outputs[0]
+
+
+def _resolved(resolve, structure):
+    return nest.map_structure(lambda x: resolve(x) if isinstance(x, GraphTensor) else x,
+                              structure)
+
+
+@contextlib.contextmanager
+def resolving(values: dict):
+    """Inside the block a graph tensor reaching an op (or converted to an array) is its value
+    in ``values`` (id of graph tensor -> value): a function node's run, where the function
+    reads tensors of the graph it did not take as arguments.
+
+    Raises (inside the block):
+      TypeError: a graph tensor not in ``values``."""
+    def resolve(t):
+        try:
+            return values[id(t)]
+        except KeyError:
+            raise TypeError(f"Cannot convert a symbolic graph tensor ({t.name}) to a numpy "
+                            "array: run it in a tf.compat.v1.Session") from None
+    previous = getattr(_local, "resolve", None)
+    _local.resolve = resolve
+    try:
+        yield
+    finally:
+        _local.resolve = previous
+
+
+@contextlib.contextmanager
+def _discovering(captured: list):
+    """Inside the block (a function's shape probe) a graph tensor reaching an op is noted in
+    ``captured`` and stands in as zeros of its shape (unknown dimensions at the probe's
+    size)."""
+    stand_ins: dict = {}
+
+    def resolve(t):
+        if not any(c is t for c in captured):
+            captured.append(t)
+        found = stand_ins.get(id(t))
+        if found is None:
+            found = _stand_in(t, getattr(_local, "probe_size", _PROBE_SIZES[0]), 2)
+            if t.op.type == "VariableV2":  # a variable: a variable (tapes see it read)
+                from ..core.tensor import Variable
+
+                found = Variable(found, trainable=getattr(t, "trainable", True))
+            stand_ins[id(t)] = found
+        return found
+    previous = getattr(_local, "resolve", None)
+    _local.resolve = resolve
+    try:
+        yield
+    finally:
+        _local.resolve = previous
 
 
 def _const_node(fn, args, kwargs) -> GraphTensor:

@@ -14,9 +14,11 @@ keyword ``variables`` (TypeError at the call otherwise) and return ``(input_grad
 variable_grads)`` with one gradient per variable (ValueError otherwise). Keyword arguments
 reach ``f`` but get no gradient.
 
-In a TF1 graph the call is one node that runs ``f`` and ``grad_fn`` on each run's values: ``f``
-must read graph tensors and variables through its arguments (they then get ``grad_fn``'s
-gradients); one it captures from an enclosing scope raises TypeError saying so.
+In a TF1 graph the call is one node that runs ``f`` and ``grad_fn`` on each run's values;
+graph tensors and variables ``f`` captures from an enclosing scope are inputs of the node too
+(``graph/core.record_function``), read in the run: a captured variable is one of the
+``variables`` ``grad_fn`` must take (TypeError at graph construction otherwise, as TF); a
+captured tensor gets no gradient.
 """
 
 from __future__ import annotations
