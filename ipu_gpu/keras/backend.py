@@ -423,5 +423,7 @@ def stack(x, axis=0):
 
 from .backend_ops import *  # noqa: E402,F401,F403  # issue 16: the rest of keras.backend
 from .backend_ops import __all__ as _ops_all  # noqa: E402
+from .backend_ctc import *  # noqa: E402,F401,F403
+from .backend_ctc import __all__ as _ctc_all  # noqa: E402
 
-__all__ += _ops_all  # issue 16
+__all__ += _ops_all + _ctc_all  # issue 16
