@@ -20,9 +20,20 @@ preallocated output; twin of serialized_matmul_gpu.
   path saves per slice OpenBLAS's zeroing pass over the buffer and the add's three
   output-sized passes: F = 8 (s = 256) went from 1.20-1.23 to 1.05-1.06 times one np.matmul.
   F = 4 and F = 2 (s = 512, 1024: two or more k-blocks) need p_i rounded on its own, so
-  they keep the buffer: 1.08-1.11 and 1.04-1.05. (Measured and dropped for them: a buffer
-  kept zeroed for beta = 1 GEMMs with a fused add-and-clear pass, no faster; a 2-thread
-  Numba add, 1.3x, as its spinning OpenMP threads stall the next GEMM.)
+  they keep the buffer: 1.08-1.11 and 1.04-1.05. Their slice GEMMs together cost what one
+  GEMM does (4 x 0.25 of it at F = 4: the 256-long k-blocks are not the cost); most of the
+  excess is the F - 1 adds, each three output-sized passes through DRAM (about 1.5 ms of one
+  thread per add at 2048^2, about 4.5% of the 2-thread GEMM at F = 4). Measured and dropped
+  for them: a buffer kept zeroed for beta = 1 GEMMs with a fused add-and-clear pass, no
+  faster; a 2-thread Numba add, 1.3x, as its spinning OpenMP threads stall the next GEMM;
+  the add as OpenBLAS's own threaded ``saxpy`` (alpha = 1 is bitwise ``np.add``, no second
+  pool): its best times 1.5x faster than np.add's, but with the cores shared (load 7-9 on
+  the 2-core EPYC) its worker often missed its turn and the whole call got 1.10x slower
+  (median of 20 interleaved pairs); row or column panels of the output, so the buffer stays
+  in cache: OpenBLAS's m/n blocking moves p_i's bits (the ordered sum of the slices' numpy
+  products no longer holds) and the panels' repacking made them 1.05-2.6x slower; all F - 1
+  products kept and summed in one fused pass (5 passes instead of 9 at F = 4: 2.6 instead of
+  4.5 ms of thread time) needs F - 1 output-sized buffers, not one.
 
 No full-size copies of the operands: slices are views (BLAS takes their strides and
 transposes). A product that must be reduced over broadcast batch axes or rounded to float16
