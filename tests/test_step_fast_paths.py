@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import ipu_gpu as tf
+from ipu_gpu.core.tensor import Tensor
 from ipu_gpu.core import host_memory
 from ipu_gpu.kernels import elementwise_cpu
 
@@ -271,3 +272,113 @@ def test_tape_keeps_only_what_gradients_need():
     dz = 2 * np.maximum(zz, 0) * (zz > 0)
     np.testing.assert_allclose(gw.numpy(), x.numpy().T @ dz, rtol=1e-5)
     np.testing.assert_allclose(gb.numpy(), dz.sum(axis=0), rtol=1e-5)
+
+
+# ---- relu's gradient written into the tape's own cotangent ---------------------------------
+def _counting_owned_relu(monkeypatch):
+    from ipu_gpu.core import tape as tape_module
+    from ipu_gpu.ops import nn
+
+    calls = []
+    rule = tape_module._OWNED_BACKWARD[nn._RELU]
+    monkeypatch.setitem(tape_module._OWNED_BACKWARD, nn._RELU,
+                        lambda *a, **k: (calls.append(1), rule(*a, **k))[1])
+    return calls
+
+
+def test_relu_gradient_in_place_in_a_dense_stack(monkeypatch):
+    calls = _counting_owned_relu(monkeypatch)
+    g = np.random.default_rng(9)
+    x = g.standard_normal((8, 5)).astype(np.float32)
+    w1, w2 = g.standard_normal((5, 6)).astype(np.float32), g.standard_normal((6, 3))
+    b1 = g.standard_normal(6).astype(np.float32)
+    vs = [tf.Variable(w1), tf.Variable(b1), tf.Variable(w2.astype(np.float32))]
+    with tf.GradientTape() as tape:
+        h = tf.nn.relu(tf.nn.bias_add(tf.matmul(tf.constant(x), vs[0]), vs[1]))
+        loss = tf.reduce_sum(tf.matmul(h, vs[2]))
+    gw1, gb1, gw2 = tape.gradient(loss, vs)
+    assert calls == [1]  # the matmul's input gradient was the tape's alone
+    z = x.astype(np.float64) @ w1 + b1
+    dz = (np.ones((8, 3)) @ w2.T) * (z > 0)
+    np.testing.assert_allclose(gw1.numpy(), x.T @ dz, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gb1.numpy(), dz.sum(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gw2.numpy(), np.maximum(z, 0).T @ np.ones((8, 3)), rtol=1e-5)
+
+
+def test_relu_gradient_not_in_place_when_the_cotangent_is_shared(monkeypatch):
+    """A cotangent that is also a requested gradient (identity hands it on unchanged), or
+    that the caller passed in, is never overwritten."""
+    calls = _counting_owned_relu(monkeypatch)
+    x = tf.constant(np.array([[1.0, -2.0, 3.0, -4.0]], np.float32))
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.nn.relu(x)
+        yi = tf.identity(y)
+        loss = tf.reduce_sum(yi * 2.0)
+    g_yi, g_x = tape.gradient(loss, [yi, x])
+    np.testing.assert_array_equal(g_yi.numpy(), [[2, 2, 2, 2]])
+    np.testing.assert_array_equal(g_x.numpy(), [[2, 0, 2, 0]])
+    seed = np.full((1, 4), 3.0, np.float32)
+    np.testing.assert_array_equal(tape.gradient(y, x, output_gradients=seed).numpy(),
+                                  [[3, 0, 3, 0]])
+    np.testing.assert_array_equal(seed, np.full((1, 4), 3.0, np.float32))
+    assert calls == []
+
+
+# ---- lr * g pending until assign_sub applies it in one pass -----------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scalar_first", [True, False])
+def test_pending_product_gives_the_multiply_ops_bits(dtype, scalar_first):
+    g = _inputs(dtype, (33, 7), 10)
+    t = tf.constant(g)
+    for s in (0.01, -3, 1e-30, 2**53):
+        p = s * t if scalar_first else t * s
+        with np.errstate(all="ignore"):
+            want = np.multiply(np.asarray(s, dtype), g)
+        assert isinstance(p, tf.Tensor)
+        np.testing.assert_array_equal(p.numpy(), want)
+        assert type(p) is Tensor and p.dtype == dtype  # a plain Tensor once read
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_assign_sub_of_a_pending_product_is_one_pass_with_the_same_bits(dtype):
+    w = _inputs(dtype, (64, 9), 11)
+    g = _inputs(dtype, (64, 9), 12)
+    with np.errstate(all="ignore"):
+        want = w - np.multiply(np.asarray(0.01, dtype), g)
+    v = tf.Variable(w)
+    buf = id(v._value)
+    v.assign_sub(0.01 * tf.constant(g))
+    assert id(v._value) == buf  # in place
+    np.testing.assert_array_equal(v.numpy(), want)
+    held = v.read_value()  # an earlier read: the update must leave it alone
+    before = held.numpy()
+    v.assign_sub(0.01 * tf.constant(g))
+    np.testing.assert_array_equal(held.numpy(), before)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(v.numpy(), want - np.multiply(np.asarray(0.01, dtype), g))
+
+
+def test_pending_product_reads_the_values_it_was_made_from():
+    v = tf.Variable(np.array([1.0, 2.0], np.float32))
+    p = 2.0 * v.read_value()
+    v.assign_sub(tf.constant(np.array([5.0, 5.0], np.float32)))
+    v.assign_add(p)  # computed now, from the read before the update
+    np.testing.assert_array_equal(v.numpy(), [-2.0, 1.0])
+    q = 3.0 * tf.constant(np.array([1.0], np.float32))
+    assert type(tf.convert_to_tensor(q)) is Tensor
+    assert "Tensor" in repr(0.5 * tf.constant(np.ones(2, np.float32)))
+
+
+def test_no_pending_product_under_a_tape_or_for_a_variable():
+    x = tf.constant(np.array([1.0, 2.0], np.float32))
+    v = tf.Variable(np.array([1.0, 2.0], np.float32))
+    assert type(v * 2.0) is Tensor  # a variable's value may change in place
+    assert type(x * np.float32(2.0)) is Tensor  # a numpy scalar: the op
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = 3.0 * x
+        assert type(y) is Tensor
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [3.0, 3.0])
+    with pytest.raises(TypeError):  # errors unchanged: a float beside an int tensor
+        _ = 0.5 * tf.constant(np.array([1, 2], np.int32))

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import sys
 import threading
 
 import numpy as np
 
 from . import backend, nest
+from . import tensor as _tensor_module
 from .indexed_slices import IndexedSlices, densify
 from .tensor import Tensor, Variable, wrap
 
@@ -40,6 +42,7 @@ class _Local(threading.local):
 
 
 _local = _Local()
+_tensor_module._tape_local = _local  # a Tensor times a number stays pending only off tapes
 _tensor_ops = None  # array-API namespace over Tensors, installed by ipu_gpu.ops
 
 
@@ -47,6 +50,18 @@ def set_tensor_namespace(namespace) -> None:
     """Install the Tensor-level namespace that nested-tape gradients run backward rules on."""
     global _tensor_ops
     _tensor_ops = namespace
+
+
+# op -> a second backward rule, ``rule(k, xp, residuals, g, **static)``, that may write its
+# input gradient into its cotangent ``g``; the tape uses it when ``g`` is a numpy array that
+# nothing but the tape holds (relu: TF's ReluGrad in place, no full-size temporary).
+_OWNED_BACKWARD: dict = {}
+_OWNED_REFS = 2  # sys.getrefcount of such a cotangent in _backprop: its local and the call
+
+
+def set_owned_backward(op, rule) -> None:
+    """Give ``op`` a backward rule that may overwrite its (single, dense) cotangent."""
+    _OWNED_BACKWARD[op] = rule
 
 
 def recording_tapes() -> list:
@@ -293,12 +308,14 @@ class GradientTape:
             else:
                 g = _seed_array(seed, t)
             accumulate(t._id, g)
+        g = None
 
         # Only sources the tape watches (watched Tensors and variables, outputs of recorded
         # ops) get gradients, as in TF: a record kept for one watched input must not hand a
         # gradient to an unwatched input beside it (a frozen variable, a constant).
         watched = self._watched
-        reach = {s._id for s in sources if s._id in watched}
+        source_ids = {s._id for s in sources}
+        reach = {i for i in source_ids if i in watched}
         records = self._records
         for rec in records:
             for i in rec.in_ids:
@@ -306,11 +323,25 @@ class GradientTape:
                     reach.update(rec.out_ids)
                     break
 
+        owned_rules = _OWNED_BACKWARD if not nested else {}
         for rec in reversed(records):
             out_ids = rec.out_ids
             if len(out_ids) == 1:  # most ops: one output
-                c = grads.get(out_ids[0])
+                o = out_ids[0]
+                # every use of the output came later and has been played back: its gradient
+                # is final, and the tape lets go of it unless it is asked for
+                c = grads.pop(o, None) if o not in source_ids else grads.get(o)
                 if c is None:
+                    continue
+                rule = owned_rules.get(rec.op)
+                if (rule is not None and type(c) is np.ndarray and o not in source_ids
+                        and c.base is None and sys.getrefcount(c) == _OWNED_REFS
+                        and c.flags.writeable and not reach.isdisjoint(rec.in_ids)):
+                    # nothing else holds the cotangent (no other node's gradient, no
+                    # caller's array): the rule may write the input gradient into it
+                    in_grads = rule(rec.op.kernels(rec.xp), rec.xp, rec.residuals, c,
+                                    **rec.static)
+                    self._store(grads, rec, in_grads, reach, nested)
                     continue
                 cots = [c]
             else:
@@ -337,14 +368,21 @@ class GradientTape:
                     needed = tuple([i in reach and d.kind == "f"
                                     for i, d in zip(rec.in_ids, rec.in_dtypes)])
                 in_grads = _run_backward(rec, cots, nested, needed)
-            for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
-                if g is None or dtype.kind != "f" or node not in reach:
-                    continue
-                if g.dtype is not dtype and g.dtype != dtype:
-                    g = _cast(g, dtype)
-                old = grads.get(node)
-                grads[node] = g if old is None else _add_grads(old, g, nested)
+            self._store(grads, rec, in_grads, reach, nested)
+            in_grads = cots = None  # hold no gradient past its record (see _OWNED_REFS)
         return grads
+
+    @staticmethod
+    def _store(grads: dict, rec: Record, in_grads, reach: set, nested: bool) -> None:
+        """Add a record's input gradients to ``grads`` (those of inputs that lead to a
+        source and are floating-point), cast to the inputs' dtypes."""
+        for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
+            if g is None or dtype.kind != "f" or node not in reach:
+                continue
+            if g.dtype is not dtype and g.dtype != dtype:
+                g = _cast(g, dtype)
+            old = grads.get(node)
+            grads[node] = g if old is None else _add_grads(old, g, nested)
 
 
 def _leaves(structure) -> list:

@@ -289,9 +289,17 @@ class Tensor:
         return OPS["subtract"](other, self)
 
     def __mul__(self, other):
+        if type(other) is float or type(other) is int:  # ``g * lr``: maybe a pending product
+            p = _pending_product(self, other, False)
+            if p is not None:
+                return p
         return OPS["multiply"](self, other)
 
     def __rmul__(self, other):
+        if type(other) is float or type(other) is int:  # ``lr * g``
+            p = _pending_product(self, other, True)
+            if p is not None:
+                return p
         return OPS["multiply"](other, self)
 
     def __truediv__(self, other):
@@ -368,6 +376,81 @@ class Tensor:
 
     def __getitem__(self, key):
         return OPS["getitem"](self, key)
+
+
+# ---- a product not computed yet ----------------------------------------------------------
+_SLOT = Tensor.__dict__["_value"]  # the slot under Tensor._value (a pending product's operands)
+_tape_local = None  # core.tape's thread-local state (its ``tapes``), set when tape loads
+_EXACT_INT = 2**53  # ints a float64 holds exactly, as the multiply op converts them
+_FLOAT_MAX = {np.dtype(np.float32): float(np.finfo(np.float32).max),
+              np.dtype(np.float64): float(np.finfo(np.float64).max)}
+
+
+class _Product(Tensor):
+    """``x * s``, a float32/float64 Tensor times a Python number, not computed yet, so that
+    ``Variable.assign_sub(lr * g)`` updates the variable in one pass (the SGD kernel of
+    ``kernels/optimizer_cpu``) without writing the product to memory and reading it back.
+
+    Made by ``Tensor.__mul__``/``__rmul__`` only where the multiply op would record nothing
+    and charge nothing (no tape recording in this thread, no allocation hook). The first
+    read of its value computes the product exactly as the multiply op does, and the object
+    becomes a plain Tensor; until then it holds the operands ``(array, scalar, scalar first)``.
+    """
+
+    __slots__ = ()
+
+    @property
+    def _value(self):
+        pending = _SLOT.__get__(self)
+        if type(pending) is not tuple:  # another thread computed it meanwhile
+            return pending
+        a, s, scalar_first = pending
+        with np.errstate(all="ignore"):  # inf and NaN without warnings, as the op
+            z = np.multiply(s, a) if scalar_first else np.multiply(a, s)
+        if type(z) is not np.ndarray:  # a 0-d product comes back as a numpy scalar
+            z = np.asarray(z)
+        _SLOT.__set__(self, z)
+        self.__class__ = Tensor
+        return z
+
+    @_value.setter
+    def _value(self, v):
+        _SLOT.__set__(self, v)
+        self.__class__ = Tensor
+
+    def _pending(self):
+        """The operands ``(array, scalar array)`` while not computed, else None."""
+        pending = _SLOT.__get__(self)
+        return pending[:2] if type(pending) is tuple else None
+
+    def __repr__(self) -> str:
+        self._value  # noqa: B018  # computed: a plain Tensor from here on
+        return Tensor.__repr__(self)
+
+    __str__ = __repr__
+
+
+def _pending_product(t, s, scalar_first: bool):
+    """A ``_Product`` of the Tensor ``t`` and the Python number ``s``, or None where the
+    multiply op must run now (a tape records, an allocation hook charges, the operand is not
+    a C-contiguous float32/float64 numpy array, or ``s`` does not convert exactly as the op
+    converts it)."""
+    if type(t) is not Tensor or _allocation_hook is not None or _tape_local is None:
+        return None
+    a = _SLOT.__get__(t)
+    if type(a) is not np.ndarray or _tape_local.tapes:
+        return None
+    big = _FLOAT_MAX.get(a.dtype)
+    if (big is None or not a.flags.c_contiguous or not -big <= s <= big
+            or (type(s) is int and not -_EXACT_INT <= s <= _EXACT_INT)):
+        return None
+    p = object.__new__(_Product)
+    _SLOT.__set__(p, (a, np.array(s, dtype=a.dtype), scalar_first))
+    p._id = _next_id()
+    return p
+
+
+_optimizer_kernels = []  # kernels/optimizer_cpu, imported on first use (it loads Numba)
 
 
 class Variable(Tensor):
@@ -483,8 +566,30 @@ class Variable(Tensor):
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         """Subtract ``delta`` from the value. Returns the variable."""
+        if type(delta) is _Product and self._subtract_product(delta):
+            return self
         self._update(self._new_value(delta, "assign_sub"), "subtract")
         return self
+
+    def _subtract_product(self, delta) -> bool:
+        """``value -= a * s`` in place in one pass for a pending product ``delta`` (the same
+        bits as computing it, then subtracting); False where ``_update`` would not update in
+        place or the kernel does not take the arrays (the caller then takes the general
+        path)."""
+        pending = delta._pending()
+        if pending is None or not self._owns_buffer():
+            return False
+        a, s = pending
+        value = self._value
+        if (type(value) is not np.ndarray or value.dtype != a.dtype or value.shape != a.shape
+                or not value.flags.c_contiguous):
+            return False
+        if not _optimizer_kernels:
+            _optimizer_kernels.append(backend.kernels_for("optimizer", np))
+        _optimizer_kernels[0].sgd(value.reshape(-1), a.reshape(-1), s.reshape(1))
+        if self._copies:
+            self._copies.clear()
+        return True
 
     def scatter_add(self, sparse_delta, use_locking=False, name=None):
         """Add ``sparse_delta`` (an IndexedSlices) to the rows it names, repeated indices

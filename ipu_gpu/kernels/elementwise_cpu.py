@@ -43,9 +43,11 @@ def _relu_grad(g, x, out):
         out[i] = g[i] * (one if x[i] > 0 else zero)  # a multiply: NaN in g stays NaN, as TF
 
 
-def relu_grad(g, x):
-    """g * (x > 0) elementwise (TF's ReluGrad); g, x of one shape as ``fits`` requires."""
-    out = np.empty_like(g)
+def relu_grad(g, x, out=None):
+    """g * (x > 0) elementwise (TF's ReluGrad); g, x of one shape as ``fits`` requires.
+    ``out`` may be ``g`` itself (each element is read before it is written)."""
+    if out is None:
+        out = np.empty_like(g)
     _relu_grad(g.reshape(-1), x.reshape(-1), out.reshape(-1))
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes
+from ..core import tape as _tape
 from ..core.registry import register
 from ..errors import InvalidArgumentError
 from . import creation as _creation
@@ -94,8 +95,18 @@ def _relu_backward(k, xp, res, g):
     return (_relu_grad(xp, g, res[0]),)
 
 
+def _relu_backward_owned(k, xp, res, g):
+    # the tape holds the only reference to g: the gradient is written into it
+    y = res[0]
+    k = _elementwise_cpu(xp, g, y)
+    if k is not None and g.shape == y.shape:
+        return (k.relu_grad(g, y, out=g),)
+    return (_relu_grad(xp, g, y),)
+
+
 _RELU = register("relu", args=("features",), check=_check_relu, forward=_relu_forward,
                  backward=_relu_backward, twice_differentiable=True)
+_tape.set_owned_backward(_RELU, _relu_backward_owned)
 _LEAKY_RELU = _activation(
     "leaky_relu", lambda xp, x, alpha: xp.where(x > 0, x, x * alpha),
     lambda xp, g, x, y, alpha: xp.where(x > 0, g, g * alpha), _check_alpha)
