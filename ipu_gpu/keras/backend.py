@@ -425,5 +425,7 @@ from .backend_ops import *  # noqa: E402,F401,F403  # issue 16: the rest of kera
 from .backend_ops import __all__ as _ops_all  # noqa: E402
 from .backend_ctc import *  # noqa: E402,F401,F403
 from .backend_ctc import __all__ as _ctc_all  # noqa: E402
+from .backend_nn import *  # noqa: E402,F401,F403
+from .backend_nn import __all__ as _nn_all  # noqa: E402
 
-__all__ += _ops_all + _ctc_all  # issue 16
+__all__ += _ops_all + _ctc_all + _nn_all  # issue 16

@@ -23,17 +23,17 @@ __all__ = [
     "batch_normalization", "bias_add", "binary_crossentropy", "categorical_crossentropy",
     "constant", "conv1d", "conv2d", "conv2d_transpose", "conv3d", "cos", "cumprod", "cumsum",
     "depthwise_conv2d", "dot", "dropout", "elu", "equal", "eval", "eye", "flatten", "foldl",
-    "foldr", "gather", "greater", "greater_equal", "hard_sigmoid", "in_test_phase",
-    "in_top_k", "in_train_phase", "is_sparse", "l2_normalize", "less", "less_equal",
-    "manual_variable_initialization", "map_fn", "moving_average_update", "name_scope",
-    "normalize_batch_in_training", "not_equal", "one_hot", "ones", "ones_like",
-    "permute_dimensions", "pool2d", "pool3d", "pow", "print_tensor", "prod", "random_bernoulli",
-    "random_binomial", "random_normal", "random_normal_variable", "random_uniform",
-    "random_uniform_variable", "repeat", "repeat_elements", "resize_images", "resize_volumes",
-    "reverse", "round", "shape", "sign", "sin", "softplus", "softsign",
+    "foldr", "function", "gather", "gradients", "greater", "greater_equal", "hard_sigmoid",
+    "in_test_phase", "in_top_k", "in_train_phase", "is_sparse", "l2_normalize", "less",
+    "less_equal", "manual_variable_initialization", "map_fn", "moving_average_update",
+    "name_scope", "normalize_batch_in_training", "not_equal", "one_hot", "ones", "ones_like",
+    "permute_dimensions", "placeholder", "pool2d", "pool3d", "pow", "print_tensor", "prod",
+    "random_bernoulli", "random_binomial", "random_normal", "random_normal_variable",
+    "random_uniform", "random_uniform_variable", "repeat", "repeat_elements", "resize_images",
+    "resize_volumes", "reverse", "round", "shape", "sign", "sin", "softplus", "softsign",
     "sparse_categorical_crossentropy", "spatial_2d_padding", "spatial_3d_padding", "squeeze",
-    "std", "stop_gradient", "switch", "temporal_padding", "tile", "truncated_normal", "update",
-    "update_add", "update_sub", "var", "variable", "zeros", "zeros_like",
+    "std", "stop_gradient", "switch", "temporal_padding", "tile", "to_dense", "truncated_normal",
+    "update", "update_add", "update_sub", "var", "variable", "zeros", "zeros_like",
 ]
 
 _MANUAL_INIT = [False]
@@ -105,6 +105,67 @@ def is_sparse(tensor) -> bool:
     """Whether ``tensor`` is a SparseTensor."""
     return isinstance(tensor, _tf.sparse.SparseTensor) or bool(getattr(tensor, "_is_sparse",
                                                                        False))
+
+
+def to_dense(tensor):
+    """A SparseTensor as a dense tensor; anything else unchanged."""
+    return _tf.sparse.to_dense(tensor) if is_sparse(tensor) else tensor
+
+
+def placeholder(shape=None, ndim=None, dtype=None, sparse=False, name=None, ragged=False):
+    """A symbolic Keras input of ``shape`` (batch included; ``ndim`` Nones when no shape) and
+    ``dtype`` (floatx by default), as tf-keras makes outside a TF1 graph.
+
+    Raises:
+      ValueError: both ``sparse`` and ``ragged``.
+    """
+    from .engine.input_layer import Input
+
+    if sparse and ragged:
+        raise ValueError("Cannot set both sparse and ragged to True when creating a "
+                         "placeholder.")
+    if not shape and ndim:
+        shape = (None,) * ndim
+    x = Input(batch_shape=tuple(shape or ()), dtype=_floatx(dtype), name=name, sparse=sparse,
+              ragged=ragged)
+    x._is_backend_placeholder = True
+    return x
+
+
+def function(inputs, outputs, updates=None, name=None, **kwargs):
+    """A callable running the graph from the Keras inputs ``inputs`` to ``outputs`` (a
+    functional Model) and returning numpy values (a list when ``outputs`` is a list of one).
+
+    Raises:
+      ValueError: session keyword arguments or ``updates`` (TF2 Keras's messages).
+    """
+    from .engine.functional import Functional
+
+    if kwargs:
+        raise ValueError("Session keyword arguments are not supported during eager "
+                         f"execution. You passed: {kwargs}")
+    if updates:
+        raise ValueError("`updates` argument is not supported during eager execution. You "
+                         f"passed: {updates}")
+    model = Functional(inputs=inputs, outputs=outputs)
+    wrap_outputs = isinstance(outputs, list) and len(outputs) == 1
+
+    def func(model_inputs):
+        outs = model(model_inputs)
+        if wrap_outputs:
+            outs = [outs]
+        if isinstance(outs, (list, tuple)):
+            return [o.numpy() for o in outs]
+        return outs.numpy()
+    return func
+
+
+def gradients(loss, variables):
+    """The gradients of ``loss`` with respect to ``variables`` in a TF1 graph
+    (``tf.compat.v1.gradients``)."""
+    from ..compat import v1
+
+    return v1.gradients(loss, variables)
 
 
 def manual_variable_initialization(value) -> None:
