@@ -64,6 +64,7 @@ again with ``run()`` does nothing).
 from __future__ import annotations
 
 import itertools
+import queue as _queue
 import sys
 import threading
 import warnings
@@ -431,144 +432,59 @@ class _GpuCopier:
 # The prefetch thread.
 
 _ITEM, _END, _ERROR = 0, 1, 2
-_POLL_SECONDS = 0.05  # how often a waiting prefetch thread looks at ``stop`` when not woken
-
-# Datasets whose reading runs no user code (no map/filter function, no generator, no file):
-# the consumer may read their next element itself (``_Prefetcher`` docstring).
-_PURE_DATASETS = frozenset({
-    "TensorSlices", "Tensors", "Range", "Zip", "Batch", "PaddedBatch", "Unbatch", "Repeat",
-    "Take", "Skip", "Shard", "Concatenate", "Enumerate", "Shuffle", "Cache",
-    "_AssertCardinality"})
-
-
-def _reads_run_no_user_code(source: _Source) -> bool:
-    """Whether reading ``source`` only slices and copies arrays: an ``ipu_gpu.data.Dataset``
-    built from the transformations in ``_PURE_DATASETS`` alone."""
-    if source.kind != "ipu_gpu.data.Dataset":
-        return False
-    todo = [source.dataset]
-    while todo:
-        ds = todo.pop()
-        if type(ds).__name__ not in _PURE_DATASETS:
-            return False
-        todo.extend(ds._inputs)
-    return True
 
 
 class _Prefetcher:
-    """Keeps up to ``depth`` read and copied elements ready, read by a daemon thread.
-
-    The thread reads whenever fewer than ``depth`` elements wait and nobody else is reading.
-    When reading runs no user code and copies on the host (``_reads_run_no_user_code``, the
-    CPU backend), the consumer tops the buffer up itself after each ``get`` (and reads the
-    element it needs itself when none is ready) instead of waking the thread: such a read
-    takes microseconds and holds the GIL throughout, so handing it to another thread costs
-    two thread switches and a wait for the GIL, never overlap. Either way one reader at a
-    time advances the source, so the elements come in the dataset's order, and ``depth``
-    elements wait after the thread's first fill and after every ``get``.
-    """
+    """Reads the source on a daemon thread and keeps up to ``depth`` copied elements ready."""
 
     def __init__(self, source: _Source, depth: int, name: str):
         self.source = source
-        self.depth = depth
-        self.items: deque = deque()  # (kind, value): _ITEM elements, then _END or _ERROR
-        lock = threading.Lock()
-        self.has_item = threading.Condition(lock)  # the consumer waits on it
-        self.has_room = threading.Condition(lock)  # the thread waits on it
-        self.reading = False  # a thread holds the source (under cond)
-        self.finished = False  # _END or _ERROR was read: nothing more to read
+        self.queue: _queue.Queue = _queue.Queue(maxsize=depth)
         self.stop = threading.Event()
         self.copier = _GpuCopier() if _backend.backend_name() == "gpu" else _HostCopier()
-        self.inline = isinstance(self.copier, _HostCopier) and _reads_run_no_user_code(source)
-        self._flat = None  # the source's iterator, made by the first read
-        self._count = 0  # elements read
         self.thread = threading.Thread(target=self._run, name=f"ipu_gpu-{name}-prefetch",
                                        daemon=True)
         self.thread.start()
 
-    def _read(self):
-        """The next (kind, value) of the source; called by the reader only."""
-        try:
-            if self._flat is None:
-                self._flat = self.source.flat_elements()
-            flat = next(self._flat, None)
-            if flat is None:
-                return _END, self._count
-            self.source.spec.check(flat, self._count)
-            item = _ITEM, self.copier(flat)
-        except BaseException as e:  # handed to the consumer, raised there
-            return _ERROR, e
-        self._count += 1
-        return item
-
-    def _claim(self) -> bool:
-        """Become the reader (under the lock) when nobody reads and the source has not
-        ended."""
-        if self.reading or self.finished:
-            return False
-        self.reading = True
-        return True
-
-    def _store(self, item) -> None:
-        """Keep the reader's item (under the lock) and stop being the reader."""
-        self.reading = False
-        self.items.append(item)
-        if item[0] != _ITEM:
-            self.finished = True
+    def _put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.05)
+                return True
+            except _queue.Full:
+                continue
+        return False
 
     def _run(self):
+        count = 0
         try:
-            while True:
-                with self.has_room:
-                    while not self.stop.is_set() and (len(self.items) >= self.depth
-                                                      or not self._claim()):
-                        self.has_room.wait(_POLL_SECONDS)
-                    if self.stop.is_set():
-                        return
-                item = self._read()
-                with self.has_item:
-                    if self.stop.is_set():
-                        self.reading = False
-                        return
-                    self._store(item)
-                    self.has_item.notify()
-                    if self.finished:
-                        return
+            for flat in self.source.flat_elements():
+                if self.stop.is_set():
+                    return
+                self.source.spec.check(flat, count)
+                if not self._put((_ITEM, self.copier(flat))):
+                    return
+                count += 1
+            self._put((_END, count))
+        except BaseException as e:  # handed to the consumer, raised there
+            self._put((_ERROR, e))
         finally:
             self.copier.close()
 
     def get(self):
-        """The next (kind, value), waiting for it when none is ready."""
-        with self.has_item:
-            item = None
-            while item is None:
-                if self.items:
-                    item = self.items.popleft()
-                elif self.inline and self._claim():
-                    break
-                else:
-                    self.has_item.wait()
-            if item is not None:
-                if not self.inline:
-                    self.has_room.notify()  # for the thread to read into
-                    return item
-                if len(self.items) >= self.depth or not self._claim():
-                    return item
-        read = self._read()  # as the reader: the element needed, or the next one to keep
-        with self.has_item:
-            self._store(read)
-            if len(self.items) < self.depth + (item is None):
-                self.has_room.notify()  # the thread's first fill goes on
-            return self.items.popleft() if item is None else item
+        return self.queue.get()
 
     def ready(self) -> int:
         """Elements prefetched and waiting."""
-        return len(self.items)
+        return self.queue.qsize()
 
     def close(self) -> None:
         self.stop.set()
-        with self.has_room:
-            self.has_room.notify()
+        while True:  # unblock a producer waiting on a full queue
+            try:
+                self.queue.get_nowait()
+            except _queue.Empty:
+                break
         self.thread.join(timeout=5)
 
 
