@@ -149,3 +149,60 @@ def test_a_training_loop_over_get_next_consumes_the_dataset_once():
         want -= 0.1 * 2 * xb.T @ (xb @ want - yb) / 4
     assert steps == 3
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def _fed(tf, c):
+    """Placeholders fed to an initializable iterator's initializer (TF's way of feeding numpy
+    arrays to a pipeline), re-initialized with other arrays; the errors of an unfed
+    initializer and of a one-shot iterator."""
+    out = []
+    with c.Graph().as_default():
+        xp = c.placeholder(tf.float32, [None, 2], name="features")
+        yp = c.placeholder(tf.int32, [None], name="labels")
+        ds = tf.data.Dataset.from_tensor_slices((xp, yp)).map(lambda x, y: (x * 2.0, y))
+        ds = ds.batch(2)
+        out.append([(s.shape.as_list(), s.dtype.name) for s in tf.nest.flatten(
+            ds.element_spec)])
+        it = c.data.make_initializable_iterator(ds)
+        x, _ = it.get_next()
+        total = tf.reduce_sum(x)
+        with c.Session() as sess:
+            for rows in (XS, XS[:3] + 100.0):
+                sess.run(it.initializer, feed_dict={xp: rows[:, :2], yp: YS[:len(rows)]})
+                while True:
+                    try:
+                        out.append(float(sess.run(total)))
+                    except tf.errors.OutOfRangeError:
+                        out.append("end")
+                        break
+            try:
+                sess.run(it.initializer, feed_dict={yp: YS})
+            except tf.errors.InvalidArgumentError as e:
+                out.append(("unfed", "features" in str(e)))
+        try:
+            c.data.make_one_shot_iterator(ds)
+        except ValueError as e:
+            out.append(str(e))
+    return out
+
+
+def test_placeholders_fed_to_an_initializer_as_tf(real_tf):
+    ours = _fed(ig, v1)
+    assert ours == _fed(real_tf, real_tf.compat.v1)
+    # numpy: batches of 2 rows of the first two columns, doubled, summed
+    sums = [float(2 * XS[i:i + 2, :2].sum()) for i in range(0, 5, 2)]
+    assert ours[1:5] == [*sums, "end"]
+    assert ("unfed", True) in ours
+    assert ours[-1] == "Cannot capture a placeholder (name:features, type:Placeholder) by value."
+
+
+def test_from_tensors_of_a_fed_placeholder():
+    with v1.Graph().as_default():
+        p = v1.placeholder(ig.int64, [3])
+        it = v1.data.make_initializable_iterator(ig.data.Dataset.from_tensors(p).repeat(2))
+        nxt = it.get_next()
+        with v1.Session() as sess:
+            sess.run(it.initializer, {p: [1, 2, 3]})
+            assert [sess.run(nxt).tolist() for _ in range(2)] == [[1, 2, 3]] * 2
+            with pytest.raises(errors.OutOfRangeError):
+                sess.run(nxt)

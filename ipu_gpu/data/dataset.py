@@ -223,16 +223,20 @@ class Dataset:
         """Elements are slices of ``tensors`` along their first dimension (every component must
         have the same first dimension). The arrays are copied when the dataset is made, as TF
         embeds them."""
+        from .iterators import fed_source
         from .sources import TensorSlices
 
-        return TensorSlices(tensors)
+        fed = fed_source(tensors, slices=True)  # TF1: placeholders fed to an initializer
+        return TensorSlices(tensors) if fed is None else fed
 
     @staticmethod
     def from_tensors(tensors, name=None) -> Dataset:
         """A dataset of one element, ``tensors``."""
+        from .iterators import fed_source
         from .sources import Tensors
 
-        return Tensors(tensors)
+        fed = fed_source(tensors, slices=False)  # TF1: placeholders fed to an initializer
+        return Tensors(tensors) if fed is None else fed
 
     @staticmethod
     def from_generator(generator, output_types=None, output_shapes=None, args=None,

@@ -5,16 +5,25 @@ it; while a TF1 graph is built ``get_next()`` is an ``IteratorGetNext`` node giv
 element at each ``Session.run`` that computes it (``OutOfRangeError`` at the end, as TF) and
 ``initializer``/``make_initializer`` are ``MakeIterator`` operations of the graph. The
 iterator's position is the Python object's, shared by the Sessions of the graph (TF keeps one
-per Session)."""
+per Session).
+
+``from_tensor_slices``/``from_tensors`` of graph tensors (placeholders fed when the
+initializer runs: TF's way of feeding numpy arrays to a pipeline) is a ``FedSource``: its
+spec comes from the tensors' static shapes, and each run of an initializer whose dataset
+reads it binds the tensors' values of that run, from which the source is made afresh.
+A one-shot iterator refuses such a dataset, with TF's error."""
 
 from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from .. import errors
 from ..core import nest
+from ..core.spec import TensorSpec
 from . import structure
-from .dataset import Dataset
+from .dataset import UNKNOWN, Dataset
 
 
 def _end_of_sequence() -> errors.OutOfRangeError:
@@ -27,17 +36,116 @@ def _building() -> bool:
     return core is not None and core.building()
 
 
-def _make_iterator_op(name: str, fn):
-    """The operation running ``fn`` (restarting an iterator): a graph node while a graph is
-    built, else an ``IteratorOp`` that ``run()`` performs at once."""
-    if not _building():
+def _make_iterator_op(name: str, fn, dataset=None):
+    """The operation running ``fn`` (restarting an iterator on ``dataset``): a graph node
+    while a graph is built (binding the values of the graph tensors ``dataset``'s fed sources
+    read), else an ``IteratorOp`` that ``run()`` performs at once."""
+    fed = _fed_sources(dataset)
+    if not _building() and not fed:
         return IteratorOp(name, fn)
     from ..graph.core import add_node, get_default_graph
 
-    def run():
+    tensors = [t for source in fed for t in source._graph_leaves]
+
+    def run(*values):
+        values = iter(values)
+        for source in fed:
+            source._bound = [next(values) for _ in source._graph_leaves]
         fn()
         return []
-    return add_node(get_default_graph(), "MakeIterator", name, [], run, [])
+    return add_node(get_default_graph(), "MakeIterator", name, tensors, run, [])
+
+
+def _graph_tensor_type():
+    core = sys.modules.get("ipu_gpu.graph.core")
+    return None if core is None else core.GraphTensor
+
+
+def _fed_sources(dataset) -> list:
+    """The ``FedSource``s ``dataset`` reads (through its inputs), in order, each once."""
+    found, todo, seen = [], [dataset] if dataset is not None else [], set()
+    while todo:
+        ds = todo.pop()
+        if id(ds) in seen:
+            continue
+        seen.add(id(ds))
+        if isinstance(ds, FedSource):
+            found.append(ds)
+        todo.extend(getattr(ds, "_inputs", ()) or ())
+    return found
+
+
+def fed_source(tensors, slices: bool):
+    """A ``FedSource`` when ``tensors`` holds graph tensors, else None."""
+    graph_tensor = _graph_tensor_type()
+    if graph_tensor is None or not _building():  # graph tensors exist only in a graph
+        return None
+    leaves = nest.flatten(tensors)
+    if not any(isinstance(x, graph_tensor) for x in leaves):
+        return None
+    return FedSource(tensors, slices)
+
+
+class FedSource(Dataset):
+    """``from_tensor_slices`` (``slices``) or ``from_tensors`` of a structure holding graph
+    tensors: made afresh from the values an initializer's run binds (see the module
+    docstring).
+
+    Raises:
+      ValueError: a scalar sliced, or components of different known first dimensions."""
+
+    def __init__(self, tensors, slices: bool):
+        graph_tensor = _graph_tensor_type()
+        self._tensors, self._slices = tensors, slices
+        self._graph_leaves = [x for x in nest.flatten(tensors) if isinstance(x, graph_tensor)]
+        self._bound = None
+        firsts = set()
+        for x in nest.flatten(tensors):
+            shape = x.shape.as_list() if isinstance(x, graph_tensor) else list(np.shape(x))
+            if slices:
+                if shape is not None and len(shape) == 0:
+                    raise ValueError("Unbatching a tensor is only supported for rank >= 1")
+                if shape and shape[0] is not None:
+                    firsts.add(shape[0])
+        if len(firsts) > 1:
+            a, b = sorted(firsts)[:2]
+            raise ValueError(f"Dimensions {a} and {b} are not compatible")
+
+    def _compute_spec(self):
+        graph_tensor = _graph_tensor_type()
+
+        def spec(x):
+            if isinstance(x, graph_tensor):
+                shape = x.shape.as_list()
+                return TensorSpec(None if shape is None else shape[1:] if self._slices
+                                  else shape, x.dtype)
+            a = structure.normalize(x, "from_tensor_slices")
+            return TensorSpec(a.shape[1:] if self._slices else a.shape,
+                              structure.string if a.dtype == object else a.dtype)
+        return nest.map_structure(spec, self._tensors)
+
+    def _cardinality(self) -> int:
+        return UNKNOWN if self._slices else 1
+
+    def _source(self) -> Dataset:
+        """The source made from the bound values."""
+        if self._bound is None:
+            raise TypeError(f"Cannot convert a symbolic graph tensor "
+                            f"({self._graph_leaves[0].name}) to a numpy array: run the "
+                            "initializer of an iterator over this dataset, feeding it")
+        graph_tensor = _graph_tensor_type()
+        values = iter(self._bound)
+        tensors = nest.map_structure(
+            lambda x: np.asarray(next(values)) if isinstance(x, graph_tensor) else x,
+            self._tensors)
+        return Dataset.from_tensor_slices(tensors) if self._slices \
+            else Dataset.from_tensors(tensors)
+
+    def _index_plan(self):
+        return None if self._bound is None else self._source()._index_plan()
+
+    def _iter_elements(self):
+        yield from self._source()._elements()
 
 
 class OwnedIterator:
@@ -172,9 +280,17 @@ class _TF1Iterator:
 
 
 class OneShotIterator(_TF1Iterator):
-    """``make_one_shot_iterator``: iterates the dataset once, started when made."""
+    """``make_one_shot_iterator``: iterates the dataset once, started when made.
+
+    Raises:
+      ValueError: the dataset reads fed graph tensors (TF's message)."""
 
     def __init__(self, dataset: Dataset):
+        fed = _fed_sources(dataset)
+        if fed:
+            t = fed[0]._graph_leaves[0]
+            raise ValueError(f"Cannot capture a placeholder (name:{t.op.name}, "
+                             f"type:{t.op.type}) by value.")
         self._spec = dataset.element_spec
         self._start(dataset)
 
@@ -186,7 +302,7 @@ class InitializableIterator(_TF1Iterator):
         self._spec = dataset.element_spec
         self._initial = dataset
         self.initializer = _make_iterator_op("MakeIterator",
-                                             lambda: self._start(self._initial))
+                                             lambda: self._start(self._initial), dataset)
 
 
 class Iterator(_TF1Iterator):
@@ -223,7 +339,8 @@ class Iterator(_TF1Iterator):
                 for a, b in zip(nest.flatten(spec), nest.flatten(self._spec))):
             raise TypeError(f"Expected output types {self.output_types} and shapes "
                             f"{self.output_shapes} but got dataset with element_spec {spec}")
-        return _make_iterator_op(name or "MakeIterator", lambda: self._start(dataset))
+        return _make_iterator_op(name or "MakeIterator", lambda: self._start(dataset),
+                                 dataset)
 
 
 def make_one_shot_iterator(dataset: Dataset) -> OneShotIterator:
