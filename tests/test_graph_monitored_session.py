@@ -227,3 +227,37 @@ def test_coordinator_keeps_the_first_error_and_stops():
     clean = v1.train.Coordinator()
     clean.request_stop(ig.errors.OutOfRangeError("End of sequence"))
     clean.join()  # a clean stop is no error
+
+
+def _summaries(tf, c, directory):
+    with c.Graph().as_default():
+        step, loss, train, _ = _model(tf, c)
+        c.summary.scalar("loss", loss)
+        with c.train.MonitoredTrainingSession(
+                checkpoint_dir=directory, save_summaries_steps=2, save_checkpoint_secs=None,
+                log_step_count_steps=None,
+                hooks=[c.train.StopAtStepHook(last_step=5)]) as sess:
+            while not sess.should_stop():
+                sess.run(train)
+    c.summary.FileWriterCache.clear()
+
+
+def _loss_events(real_tf, directory):
+    out = []
+    for name in sorted(os.listdir(directory)):
+        if "tfevents" not in name:
+            continue
+        for event in real_tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+            for value in event.summary.value:
+                if value.tag == "loss":
+                    out.append((event.step, round(value.simple_value, 5)))
+    return out
+
+
+def test_summary_saver_hook_writes_the_steps_tf_writes(real_tf, tmp_path):
+    _summaries(ig, v1, str(tmp_path / "ours"))
+    _summaries(real_tf, real_tf.compat.v1, str(tmp_path / "tf"))
+    ours = _loss_events(real_tf, str(tmp_path / "ours"))
+    theirs = _loss_events(real_tf, str(tmp_path / "tf"))
+    assert [s for s, _ in ours] == [s for s, _ in theirs] == [1, 3, 5]
+    assert [v for _, v in ours] == pytest.approx([v for _, v in theirs], rel=1e-4, abs=1e-5)

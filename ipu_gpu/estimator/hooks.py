@@ -332,7 +332,9 @@ class SummarySaverHook(SessionRunHook):
         return SessionRunArgs(fetches)
 
     def after_run(self, run_context, run_values):
-        step = int(run_values.results["global_step"])
+        step = int(run_values.results["global_step"]) + 1  # fetched before the increment
+        if self._next_step is None or self._request:
+            step = int(run_context.session.run(self._global_step))
         if self._request:
             self._timer.update_last_triggered_step(step)
             if self._writer is not None:
