@@ -371,8 +371,9 @@ _PROBE_SIZES = (2, 3)
 
 def _stand_in(x, size, rank=None):
     if isinstance(x, GraphTensor):
-        if x.op.type == "Const":  # its value is known: shapes may depend on it
-            return x.op.const_value
+        value = getattr(x.op, "const_value", None)
+        if value is not None:  # a Const node: its value is known, shapes may depend on it
+            return value
         if x.shape.rank is None:  # unknown rank: probed at ``rank`` dimensions of ``size``
             return Tensor(np.zeros([size] * rank, x._dtype))
         shape = [size if d is None else d for d in x.shape.as_list()]
