@@ -35,6 +35,9 @@ def test_relu_kernels_match_numpy(dtype, shape):
         want_g = g * (x > 0).astype(dtype)
     np.testing.assert_array_equal(elementwise_cpu.relu(x), want_y)
     np.testing.assert_array_equal(elementwise_cpu.relu_grad(g, x), want_g)  # NaN * 0 = NaN
+    into = g.copy()
+    assert elementwise_cpu.relu_grad_into(into, x) is into
+    np.testing.assert_array_equal(into, want_g)
     assert elementwise_cpu.relu(x).dtype == dtype
 
 
