@@ -638,27 +638,25 @@ def _pool_nd(op, pool1d, pool2d, input, ksize, strides, padding, data_format):  
     if rank == 4:
         return pool2d(input, ksize, strides, padding, data_format or "NHWC")
     if rank == 5:
-        from . import conv3d  # issue 16
-
-        pool3d = conv3d.max_pool3d if op == "max_pool" else conv3d.avg_pool3d
-        return pool3d(input, ksize, strides, padding, data_format or "NDHWC")
+        raise NotImplementedError(f"{op}: 3-D pooling (a rank-5 input) is not supported, got "
+                                  f"shape {list(_shape(input))}")
     raise ValueError(f"{op}: input must have rank 3, 4 or 5, got shape {list(_shape(input))}")
 
 
 def max_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
     """Max pooling for any spatial rank (``tf.nn.max_pool``): a rank-3 input goes to
-    ``max_pool1d`` (data_format 'NWC'/'NCW'), rank 4 to ``max_pool2d`` ('NHWC'/'NCHW'), rank 5
-    to ``max_pool3d`` ('NDHWC'/'NCDHW').
+    ``max_pool1d`` (data_format 'NWC'/'NCW'), rank 4 to ``max_pool2d`` ('NHWC'/'NCHW').
 
     Raises:
-      ValueError: another rank, or what the 1-D/2-D/3-D op raises."""
+      NotImplementedError: a rank-5 input (3-D pooling).
+      ValueError: another rank, or what the 1-D/2-D op raises."""
     return _pool_nd("max_pool", max_pool1d, _pooling.max_pool2d, input, ksize, strides,
                     padding, data_format)
 
 
 def avg_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
     """Average pooling for any spatial rank (``tf.nn.avg_pool``), dispatching as
-    ``max_pool`` does to ``avg_pool1d``, ``avg_pool2d`` or ``avg_pool3d``."""
+    ``max_pool`` does to ``avg_pool1d`` or ``avg_pool2d``."""
     return _pool_nd("avg_pool", avg_pool1d, _pooling.avg_pool2d, input, ksize, strides,
                     padding, data_format)
 
