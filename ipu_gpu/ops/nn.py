@@ -100,7 +100,7 @@ def _relu_backward_owned(k, xp, res, g):
     y = res[0]
     k = _elementwise_cpu(xp, g, y)
     if k is not None and g.shape == y.shape:
-        return (k.relu_grad_into(g, y),)
+        return (k.relu_grad(g, y, out=g),)
     return (_relu_grad(xp, g, y),)
 
 
@@ -638,25 +638,27 @@ def _pool_nd(op, pool1d, pool2d, input, ksize, strides, padding, data_format):  
     if rank == 4:
         return pool2d(input, ksize, strides, padding, data_format or "NHWC")
     if rank == 5:
-        raise NotImplementedError(f"{op}: 3-D pooling (a rank-5 input) is not supported, got "
-                                  f"shape {list(_shape(input))}")
+        from . import conv3d  # issue 16
+
+        pool3d = conv3d.max_pool3d if op == "max_pool" else conv3d.avg_pool3d
+        return pool3d(input, ksize, strides, padding, data_format or "NDHWC")
     raise ValueError(f"{op}: input must have rank 3, 4 or 5, got shape {list(_shape(input))}")
 
 
 def max_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
     """Max pooling for any spatial rank (``tf.nn.max_pool``): a rank-3 input goes to
-    ``max_pool1d`` (data_format 'NWC'/'NCW'), rank 4 to ``max_pool2d`` ('NHWC'/'NCHW').
+    ``max_pool1d`` (data_format 'NWC'/'NCW'), rank 4 to ``max_pool2d`` ('NHWC'/'NCHW'), rank 5
+    to ``max_pool3d`` ('NDHWC'/'NCDHW').
 
     Raises:
-      NotImplementedError: a rank-5 input (3-D pooling).
-      ValueError: another rank, or what the 1-D/2-D op raises."""
+      ValueError: another rank, or what the 1-D/2-D/3-D op raises."""
     return _pool_nd("max_pool", max_pool1d, _pooling.max_pool2d, input, ksize, strides,
                     padding, data_format)
 
 
 def avg_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
     """Average pooling for any spatial rank (``tf.nn.avg_pool``), dispatching as
-    ``max_pool`` does to ``avg_pool1d`` or ``avg_pool2d``."""
+    ``max_pool`` does to ``avg_pool1d``, ``avg_pool2d`` or ``avg_pool3d``."""
     return _pool_nd("avg_pool", avg_pool1d, _pooling.avg_pool2d, input, ksize, strides,
                     padding, data_format)
 

@@ -147,9 +147,19 @@ def avg_pool1d(input, ksize, strides, padding, data_format="NWC"):  # noqa: A002
     return _pool1d(input, ksize, strides, padding, data_format, np.mean)
 
 
+def _pool3d(x, ksize, strides, padding, kind):
+    from .conv3d import pool3d
+
+    def three(v):
+        return (v,) * 3 if isinstance(v, int) else tuple(v)
+    return pool3d(x, three(ksize), three(strides), padding, kind)
+
+
 def max_pool(input, ksize, strides, padding, data_format=None):  # noqa: A002
     if np.ndim(input) == 3:
         return max_pool1d(input, ksize, strides, padding, data_format or "NWC")
+    if np.ndim(input) == 5:  # NDHWC
+        return _pool3d(input, ksize, strides, padding, "max")
     from .pooling import max_pool2d
     return max_pool2d(input, ksize, strides, padding, data_format or "NHWC")
 
@@ -157,6 +167,8 @@ def max_pool(input, ksize, strides, padding, data_format=None):  # noqa: A002
 def avg_pool(input, ksize, strides, padding, data_format=None):  # noqa: A002
     if np.ndim(input) == 3:
         return avg_pool1d(input, ksize, strides, padding, data_format or "NWC")
+    if np.ndim(input) == 5:  # NDHWC
+        return _pool3d(input, ksize, strides, padding, "avg")
     from .pooling import avg_pool2d
     return avg_pool2d(input, ksize, strides, padding, data_format or "NHWC")
 
