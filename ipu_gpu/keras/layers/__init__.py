@@ -29,6 +29,8 @@ from .rnn import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNN, S
 from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, Reshape,
                         UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
 from .reshaping3d import Cropping3D, UpSampling3D, ZeroPadding3D
+from .spatial_dropout import SpatialDropout1D, SpatialDropout3D
+from .unit_activation import ThresholdedReLU, UnitNormalization
 
 __all__ = [
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells",
@@ -51,7 +53,8 @@ __all__ = [
 __all__ += ["AveragePooling3D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convolution3D",
             "Convolution3DTranspose", "Cropping3D", "GlobalAveragePooling3D", "GlobalAvgPool3D",
             "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool3D", "MaxPooling3D", "UpSampling3D",
-            "ZeroPadding3D"]  # issue 16
+            "ZeroPadding3D", "SpatialDropout1D", "SpatialDropout3D", "ThresholdedReLU",
+            "UnitNormalization"]  # issue 16
 
 
 def serialize(layer) -> dict:
