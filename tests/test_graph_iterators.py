@@ -206,3 +206,18 @@ def test_from_tensors_of_a_fed_placeholder():
             assert [sess.run(nxt).tolist() for _ in range(2)] == [[1, 2, 3]] * 2
             with pytest.raises(errors.OutOfRangeError):
                 sess.run(nxt)
+
+
+def test_a_fed_placeholder_of_unknown_rank():
+    with v1.Graph().as_default():
+        p = v1.placeholder(ig.float32, None)
+        ds = ig.data.Dataset.from_tensor_slices(p)
+        assert ds.element_spec.shape.rank is None
+        it = v1.data.make_initializable_iterator(ds)
+        nxt = it.get_next()
+        with v1.Session() as sess:
+            sess.run(it.initializer, {p: [[1.0, 2.0], [3.0, 4.0]]})
+            np.testing.assert_array_equal(sess.run(nxt), [1.0, 2.0])
+    with v1.Graph().as_default():
+        with pytest.raises(ValueError, match="rank >= 1"):
+            ig.data.Dataset.from_tensor_slices(v1.placeholder(ig.float32, []))

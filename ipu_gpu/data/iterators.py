@@ -86,6 +86,13 @@ def fed_source(tensors, slices: bool):
     return FedSource(tensors, slices)
 
 
+def _static_shape(x, graph_tensor):
+    """A graph tensor's static dimensions (None: unknown rank), else the value's shape."""
+    if isinstance(x, graph_tensor):
+        return None if x.shape.rank is None else x.shape.as_list()
+    return list(np.shape(x))
+
+
 class FedSource(Dataset):
     """``from_tensor_slices`` (``slices``) or ``from_tensors`` of a structure holding graph
     tensors: made afresh from the values an initializer's run binds (see the module
@@ -101,7 +108,7 @@ class FedSource(Dataset):
         self._bound = None
         firsts = set()
         for x in nest.flatten(tensors):
-            shape = x.shape.as_list() if isinstance(x, graph_tensor) else list(np.shape(x))
+            shape = _static_shape(x, graph_tensor)
             if slices:
                 if shape is not None and len(shape) == 0:
                     raise ValueError("Unbatching a tensor is only supported for rank >= 1")
@@ -116,7 +123,7 @@ class FedSource(Dataset):
 
         def spec(x):
             if isinstance(x, graph_tensor):
-                shape = x.shape.as_list()
+                shape = _static_shape(x, graph_tensor)
                 return TensorSpec(None if shape is None else shape[1:] if self._slices
                                   else shape, x.dtype)
             a = structure.normalize(x, "from_tensor_slices")
