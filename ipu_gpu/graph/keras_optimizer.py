@@ -20,14 +20,9 @@ from ..core import nest
 from .core import GraphTensor, add_node
 from .nodes import GraphVariable, _graph_for, gradients
 
-__all__ = ["apply_gradients", "compute_gradients", "get_gradients", "in_graph", "weights"]
+__all__ = ["apply_gradients", "compute_gradients", "get_gradients", "new_weight", "weights"]
 
 _local = threading.local()  # .graph: the graph whose variables new optimizer weights become
-
-
-def in_graph(*values) -> bool:
-    """Whether any of ``values`` (nested) is a graph tensor: the graph path applies."""
-    return any(isinstance(x, GraphTensor) for x in nest.flatten(list(values)))
 
 
 @contextlib.contextmanager
@@ -56,7 +51,7 @@ def compute_gradients(loss, var_list, grad_loss=None) -> list:
     return list(zip(gradients([loss], var_list, grad_ys=grad_ys), var_list))
 
 
-def get_gradients(optimizer, loss, params) -> list:
+def get_gradients(loss, params) -> list:
     """Keras's ``get_gradients``: ``tf.gradients(loss, params)`` in a graph.
 
     Raises:

@@ -614,7 +614,7 @@ class OptimizerV2:
           ValueError: a parameter has no gradient (Keras's message)."""
         from ...graph import keras_optimizer
 
-        return keras_optimizer.get_gradients(self, loss, params)
+        return keras_optimizer.get_gradients(loss, params)
 
     def get_updates(self, loss, params) -> list:
         """``[apply_gradients(zip(get_gradients(loss, params), params))]``: the update
