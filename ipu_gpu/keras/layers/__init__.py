@@ -29,6 +29,7 @@ from .rnn import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNN, S
 from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, Reshape,
                         UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
 from .reshaping3d import Cropping3D, UpSampling3D, ZeroPadding3D
+from .dense_attention import AdditiveAttention, Attention
 from .spatial_dropout import SpatialDropout1D, SpatialDropout3D
 from .unit_activation import ThresholdedReLU, UnitNormalization
 
@@ -54,7 +55,7 @@ __all__ += ["AveragePooling3D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convo
             "Convolution3DTranspose", "Cropping3D", "GlobalAveragePooling3D", "GlobalAvgPool3D",
             "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool3D", "MaxPooling3D", "UpSampling3D",
             "ZeroPadding3D", "SpatialDropout1D", "SpatialDropout3D", "ThresholdedReLU",
-            "UnitNormalization"]  # issue 16
+            "UnitNormalization", "AdditiveAttention", "Attention"]  # issue 16
 
 
 def serialize(layer) -> dict:
