@@ -294,21 +294,17 @@ class GradientTape:
         grads: dict = {}
         arrays_type = Tensor if nested else np.ndarray  # a cotangent that needs no work
 
-        def accumulate(node, g):
-            old = grads.get(node)
-            grads[node] = g if old is None else _add_grads(old, g, nested)
-
         for t, seed in zip(targets, seeds):
             if seed is None:
-                xp = backend.xp_of(t._value)
-                g = xp.ones_like(t._value)
+                g = _ones_like(t._value)
                 g = wrap(g) if nested else g
             elif nested:
                 g = seed if isinstance(seed, Tensor) else wrap(_seed_array(seed, t))
             else:
                 g = _seed_array(seed, t)
-            accumulate(t._id, g)
-        g = None
+            old = grads.get(t._id)
+            grads[t._id] = g if old is None else _add_grads(old, g, nested)
+        g = old = None
 
         # Only sources the tape watches (watched Tensors and variables, outputs of recorded
         # ops) get gradients, as in TF: a record kept for one watched input must not hand a
@@ -326,31 +322,31 @@ class GradientTape:
         owned_rules = _OWNED_BACKWARD if not nested else {}
         for rec in reversed(records):
             out_ids = rec.out_ids
+            in_grads = None
             if len(out_ids) == 1:  # most ops: one output
                 o = out_ids[0]
                 # every use of the output came later and has been played back: its gradient
                 # is final, and the tape lets go of it unless it is asked for
                 c = grads.pop(o, None) if o not in source_ids else grads.get(o)
-                if c is None:
+                if c is None or reach.isdisjoint(rec.in_ids):
                     continue
                 rule = owned_rules.get(rec.op)
                 if (rule is not None and type(c) is np.ndarray and o not in source_ids
                         and c.base is None and sys.getrefcount(c) == _OWNED_REFS
-                        and c.flags.writeable and not reach.isdisjoint(rec.in_ids)):
+                        and c.flags.writeable):
                     # nothing else holds the cotangent (no other node's gradient, no
                     # caller's array): the rule may write the input gradient into it
                     in_grads = rule(rec.op.kernels(rec.xp), rec.xp, rec.residuals, c,
                                     **rec.static)
-                    self._store(grads, rec, in_grads, reach, nested)
-                    continue
                 cots = [c]
             else:
                 cots = [grads.get(o) for o in out_ids]
-                if all(c is None for c in cots):
+                if all(c is None for c in cots) or reach.isdisjoint(rec.in_ids):
                     continue
-            if reach.isdisjoint(rec.in_ids):
-                continue
-            if len(cots) > 1 or type(cots[0]) is not arrays_type:  # else: a dense cotangent
+            c = None
+            if in_grads is not None:
+                pass
+            elif len(cots) > 1 or type(cots[0]) is not arrays_type:  # else: dense, as it is
                 for j, c in enumerate(cots):
                     if c is None:
                         shape, dtype = rec.out_meta[j]
@@ -360,7 +356,10 @@ class GradientTape:
                         if rec.op.name in _SPARSE_PASSTHROUGH and len(cots) == 1:
                             break  # handed on below
                         cots[j] = _dense(c, nested)
-            if type(cots[0]) is IndexedSlices:
+                c = None
+            if in_grads is not None:
+                pass
+            elif type(cots[0]) is IndexedSlices:
                 in_grads = (cots[0] if rec.in_dtypes[0].kind == "f" else None,)
             else:
                 needed = None
@@ -368,21 +367,26 @@ class GradientTape:
                     needed = tuple([i in reach and d.kind == "f"
                                     for i, d in zip(rec.in_ids, rec.in_dtypes)])
                 in_grads = _run_backward(rec, cots, nested, needed)
-            self._store(grads, rec, in_grads, reach, nested)
-            in_grads = cots = None  # hold no gradient past its record (see _OWNED_REFS)
+            for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
+                if g is None or dtype.kind != "f" or node not in reach:
+                    continue
+                if g.dtype is not dtype and g.dtype != dtype:
+                    g = _cast(g, dtype)
+                old = grads.get(node)
+                grads[node] = g if old is None else _add_grads(old, g, nested)
+            # hold no gradient past its record: a cotangent's reference count tells the
+            # next record whether the tape alone holds it (_OWNED_REFS)
+            in_grads = cots = g = old = None
         return grads
 
-    @staticmethod
-    def _store(grads: dict, rec: Record, in_grads, reach: set, nested: bool) -> None:
-        """Add a record's input gradients to ``grads`` (those of inputs that lead to a
-        source and are floating-point), cast to the inputs' dtypes."""
-        for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
-            if g is None or dtype.kind != "f" or node not in reach:
-                continue
-            if g.dtype is not dtype and g.dtype != dtype:
-                g = _cast(g, dtype)
-            old = grads.get(node)
-            grads[node] = g if old is None else _add_grads(old, g, nested)
+
+def _ones_like(v):
+    """The seed gradient of a target: ones shaped and laid out as ``v``."""
+    if type(v) is np.ndarray and v.flags.c_contiguous:
+        g = np.empty(v.shape, v.dtype)
+        g.fill(1)
+        return g
+    return backend.xp_of(v).ones_like(v)
 
 
 def _leaves(structure) -> list:
