@@ -735,3 +735,29 @@ def test_conv2d_bias_is_the_three_ops(case, relu):
     for k in range(3):
         np.testing.assert_array_equal(got[k], want[k], err_msg=f"result {k}")
     np.testing.assert_allclose(got[3], want[3], rtol=1e-5, atol=1e-3, err_msg="bias gradient")
+
+
+@pytest.mark.parametrize("case", [((2, 9, 8, 16), (3, 3, 16, 5), 1, "SAME"),
+                                  ((2, 9, 8, 1), (3, 3, 1, 4), 2, "VALID")])
+@pytest.mark.parametrize("relu", [True, False])
+def test_conv2d_bias_gpu_path_matches_cpu(gpu_conv, case, relu):
+    """conv2d_bias's device path (the conv kernels of conv_gpu, then bias and relu as array
+    ops) through the emulator, against the CPU path."""
+    import types
+
+    x_shape, f_shape, stride, padding = case
+    rng = np.random.default_rng(22)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    f = rng.standard_normal(f_shape).astype(np.float32)
+    b = rng.standard_normal(f_shape[3]).astype(np.float32)
+    xp = types.SimpleNamespace(**{name: getattr(np, name) for name in (
+        "ascontiguousarray", "empty", "where", "zeros", "sum")})  # not numpy: the device path
+    static = {"strides": (stride, stride), "dilations": (1, 1), "padding": padding,
+              "relu": relu}
+    y_cpu, res_cpu = conv._conv2d_bias_forward(conv_cpu, np, x, f, b, **static)
+    y_gpu, res_gpu = conv._conv2d_bias_forward(gpu_conv, xp, x, f, b, **static)
+    np.testing.assert_allclose(y_gpu, y_cpu, rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal(y_cpu.shape).astype(np.float32)
+    for a, c in zip(conv._conv2d_bias_backward(gpu_conv, xp, res_gpu, g, **static),
+                    conv._conv2d_bias_backward(conv_cpu, np, res_cpu, g, **static)):
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-4)
