@@ -101,6 +101,26 @@ def recorded_call(fn, args: tuple, kwargs: dict):
     return _function_hooks[owner][1](fn, args, kwargs)
 
 
+_variable_read_probe = None  # _recording_probe, once a process builds graphs; else None
+
+
+def set_variable_read_probe(probe) -> None:
+    """Install ``probe()`` (as ``set_recording_probe``) for ops reading variables: the graph
+    package installs it when it makes its first node, so eager programs never call it."""
+    global _variable_read_probe
+    _variable_read_probe = probe
+
+
+def _record_variable_read(op, inputs, static):
+    """An op reading a variable while a TF1 graph is being built is a node of that graph
+    (it reads the variable's value when the graph runs, and gradients reach the variable,
+    as a TF1 read op), not a constant folded at construction; else NotImplemented."""
+    owner = _variable_read_probe()
+    if owner is None or owner not in _handlers:
+        return NotImplemented
+    return _handlers[owner][1](op, inputs, static)
+
+
 def symbolic_call(fn, args: tuple, kwargs: dict):
     """``fn(*args, **kwargs)`` recorded by the hook of its symbolic arguments' owner (a TF1
     graph node), or NotImplemented when no argument is symbolic or no hook takes it. A
@@ -162,6 +182,10 @@ class Op:
                 a = x._value
                 ids[j] = x._id
             elif tx is Variable or isinstance(x, Tensor):
+                if _variable_read_probe is not None and isinstance(x, Variable):
+                    result = _record_variable_read(self, inputs, static)
+                    if result is not NotImplemented:
+                        return result
                 if tx is not Variable and getattr(tx, "_reads_cast", False):  # AutoCastVariable
                     x = x.read_value()
                 elif tape._local.tapes and isinstance(x, Variable):

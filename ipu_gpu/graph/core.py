@@ -371,8 +371,8 @@ _PROBE_SIZES = (2, 3)
 
 def _stand_in(x, size, rank=None):
     if isinstance(x, GraphTensor):
-        value = getattr(x.op, "const_value", None)
-        if value is not None:  # a Const node: its value is known, shapes may depend on it
+        value = _folded(x, size, rank)
+        if value is not None:  # a Const or a shape computation: shapes may depend on it
             return value
         if x.shape.rank is None:  # unknown rank: probed at ``rank`` dimensions of ``size``
             return Tensor(np.zeros([size] * rank, x._dtype))
@@ -382,20 +382,89 @@ def _stand_in(x, size, rank=None):
 
 
 _PROBE_RANKS = (1, 2, 3, 4)
+_SHAPE_OPS = {"Shape": lambda shape: shape, "Size": lambda shape: int(np.prod(shape)),
+              "Rank": len}
+
+
+def _folded(t, size, rank=None):
+    """``t``'s value at a probe of ``size`` when the graph fixes it (TF's constant folding
+    of shape arithmetic): a Const's value; a Shape, Size or Rank of any tensor (its unknown
+    dimensions at ``size``, an unknown rank at ``rank``); an integer op of a registered kernel
+    whose inputs all fold. None for anything else (its stand-in is zeros)."""
+    op = t.op
+    value = getattr(op, "const_value", None)
+    if value is not None:
+        return value
+    shape_of = _SHAPE_OPS.get(op.type)
+    if shape_of is not None and len(op.inputs) == 1:
+        x = op.inputs[0]
+        if x.shape.rank is None:
+            dims = [size] * (size if rank is None else rank)
+        else:
+            dims = [size if d is None else d for d in x.shape.as_list()]
+        return Tensor(np.asarray(shape_of(dims), t._dtype))
+    kernel = op.kernel
+    if (t._dtype.kind not in "iu" or kernel is None or kernel.pass_run
+            or not isinstance(kernel.fn, registry.Op) or not op.inputs):
+        return None
+    values = {}
+    for x in op.inputs:
+        v = _folded(x, size, rank)
+        if v is None:
+            return None
+        values[id(x)] = v
+    with eager_scope():
+        return op.compute(_ById(values))[t.value_index]
+
+
+class _ById(dict):
+    """A run's values keyed by the graph tensors' ids (what ``compute`` reads them with)."""
+
+    def __getitem__(self, t):
+        return dict.__getitem__(self, id(t))
+
+
+def _varies(x) -> bool:
+    """True for a graph tensor whose folded value depends on an unknown dimension."""
+    if not isinstance(x, GraphTensor) or x._dtype.kind not in "iu" or x.op.type == "Const":
+        return False
+    a, b = (_folded(x, size) for size in _PROBE_SIZES)
+    return a is not None and not np.array_equal(np.asarray(a), np.asarray(b))
 
 
 def infer_outputs(fn, inputs, static):
     """([(dtype, shape)] of ``fn(*inputs, **static)``'s outputs, whether it returns a
     sequence), from runs on stand-ins: an unknown dimension is probed at two sizes (output
-    dimensions that follow it are unknown); when the op refuses those (a constant input fixes
-    the size), at the sizes the constant inputs have."""
+    dimensions that follow it are unknown); when the op refuses those (a constant input or a
+    static argument fixes the size), at the sizes the constant inputs have, else at the first
+    probe size it takes."""
     leaves = nest.flatten(list(inputs))
     with eager_scope():  # the stand-in runs compute; nothing they call is recorded
         if any(isinstance(x, GraphTensor) and x.shape.rank is None for x in leaves):
             return _infer_unknown_rank(fn, inputs, static)
         unknown = any(isinstance(x, GraphTensor) and None in x.shape.as_list()
-                      for x in leaves)
-        return _infer(fn, inputs, static, leaves, unknown)
+                      for x in leaves) or any(_varies(x) for x in leaves)
+        specs, sequence = _infer(fn, inputs, static, leaves, unknown)
+    return _data_dependent(getattr(fn, "name", None), specs, static), sequence
+
+
+# registered ops whose output sizes depend on their inputs' values: TF's shape functions
+# leave those dimensions unknown (op name -> {output: dimensions}, from the static args)
+_DATA_DEPENDENT = {"where_indices": lambda static: {0: (0,)},
+                   "unique": lambda static: {0: (0,)},
+                   "boolean_mask": lambda static: {0: (static["axis"],)}}
+
+
+def _data_dependent(name, specs, static):
+    dims_of = _DATA_DEPENDENT.get(name)
+    if dims_of is None:
+        return specs
+    specs = list(specs)
+    for j, dims in dims_of(static).items():
+        dtype, shape = specs[j]
+        if shape is not None:
+            specs[j] = (dtype, [None if i in dims else d for i, d in enumerate(shape)])
+    return specs
 
 
 def _infer_unknown_rank(fn, inputs, static):
@@ -437,6 +506,7 @@ def _infer(fn, inputs, static, leaves, unknown):
             raise
         sizes = sorted({int(d) for x in leaves if not isinstance(x, GraphTensor)
                         for d in getattr(x, "shape", ()) if int(d) > 0})
+        sizes += [size for size in _PROBE_SIZES if size not in sizes]  # a static arg fixes it
         for size in sizes:
             try:
                 runs, sequence = _probe(fn, inputs, static, (size,))
@@ -500,6 +570,8 @@ def add_node(graph: Graph, type_name: str, name: str | None, inputs, run, specs,
     """A new operation of ``graph`` computing ``run(*evaluated inputs)`` (``run(the run,
     *evaluated inputs)`` with ``pass_run``: a node reading the run's tape) with outputs of
     ``specs`` [(dtype, shape)]; its outputs are ``op.outputs``."""
+    if registry._variable_read_probe is None:  # graphs are built: ops reading variables too
+        registry.set_variable_read_probe(_recording_owner)
     evaluate = _evaluator(inputs)
     if pass_run:
         def compute(values):
@@ -541,12 +613,23 @@ def record(op, inputs, static):
     if resolve is not None:
         return op(*_resolved(resolve, list(inputs)), **static)
     graph = _graph_of(inputs)
-    specs, sequence = infer_outputs(op, inputs, static)
+    specs, sequence = _reshape_specs(op, inputs, static) or infer_outputs(op, inputs, static)
     node = add_node(graph, _TYPE_NAMES.get(op.name, op.name),
                     _node_name(_TYPE_NAMES.get(op.name, op.name)), inputs,
                     lambda *xs: op(*xs, **static), specs)
     node.kernel.fn, node.kernel.kwargs = op, (dict(static) if static else None)
     return list(node.outputs) if sequence else node.outputs[0]
+
+
+def _reshape_specs(op, inputs, static):
+    """Reshape's output spec when its input has an unknown size and the target a -1: that
+    dimension is unknown (TF's shape function; a probe at stand-in sizes may not divide)."""
+    if op.name != "reshape" or -1 not in static["shape"]:
+        return None
+    x = inputs[0]
+    if not isinstance(x, GraphTensor) or x.shape.rank is None or None not in x.shape.as_list():
+        return None
+    return [(x.dtype, [None if d == -1 else d for d in static["shape"]])], False
 
 
 # the default node names TF 1 gives these ops' functions (an op not here keeps its own name)

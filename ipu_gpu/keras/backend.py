@@ -235,9 +235,23 @@ def learning_phase_scope(value):
 
 
 # ---- tensors -----------------------------------------------------------------------------------
+def is_graph_tensor(x) -> bool:
+    """Whether ``x`` is a TF1 graph tensor (a value only a ``Session.run`` computes)."""
+    graph = sys.modules.get("ipu_gpu.graph")
+    return graph is not None and isinstance(x, graph.GraphTensor)
+
+
+def as_tensor(x):
+    """``x`` as a Tensor; a TF1 graph tensor as it is (the ops it meets record nodes)."""
+    return x if is_graph_tensor(x) else _convert(x)
+
+
 def _constant_like(value, x, dtype=None) -> Tensor:
     """``value`` (a number or a numpy array) as a Tensor of x's dtype (or ``dtype``) on the
-    device x lives on, so it can meet x in an op on either backend."""
+    device x lives on, so it can meet x in an op on either backend (a numpy constant of the
+    node for a TF1 graph tensor)."""
+    if is_graph_tensor(x):
+        return np.asarray(value, dtype=np.dtype(x.dtype) if dtype is None else dtype)
     a = x._value if isinstance(x, Tensor) else x
     xp = _array_backend.xp_of(a)
     return wrap(xp.asarray(value, dtype=a.dtype if dtype is None else dtype))

@@ -26,6 +26,7 @@ from . import backend as _backend
 from ..core.convert import constant, convert_to_tensor
 from ..core.tensor import Tensor
 from ..errors import InvalidArgumentError
+from ..ops.array import size
 from ..ops.indexing import where
 from ..ops.math import (abs, add, cast, clip_by_value, equal, log, logical_or, maximum, multiply,
                         not_equal, softplus, square)
@@ -119,12 +120,20 @@ def _num_elements(x) -> int:
     return int(np.prod(x.shape, dtype=np.int64))
 
 
+def _known_dims(x) -> tuple:
+    """x's shape, a TF1 graph tensor's unknown dimensions as 1 (compatible with any)."""
+    return tuple(1 if d is None else d for d in x.shape)
+
+
 def reduce_weighted_loss(weighted_losses, reduction=Reduction.SUM_OVER_BATCH_SIZE):
     """The reduced loss: as is (NONE), the sum (SUM), or the sum over the number of
     elements, 0 when there are none (SUM_OVER_BATCH_SIZE)."""
     if reduction == Reduction.NONE:
         return weighted_losses
     loss = reduce_sum(weighted_losses)
+    if reduction == Reduction.SUM_OVER_BATCH_SIZE and None in tuple(weighted_losses.shape):
+        n = cast(size(weighted_losses), loss.dtype)  # a TF1 graph tensor's size in the run
+        return loss / maximum(n, 1.0)  # divide_no_nan: an empty batch's sum is 0
     if reduction == Reduction.SUM_OVER_BATCH_SIZE:
         n = _num_elements(weighted_losses)
         loss = loss / float(n) if n else loss * 0.0  # divide_no_nan
@@ -142,7 +151,7 @@ def compute_weighted_loss(losses, sample_weight=None, reduction=Reduction.SUM_OV
     Reduction.validate(reduction)
     if reduction == Reduction.AUTO:
         reduction = Reduction.SUM_OVER_BATCH_SIZE
-    losses = convert_to_tensor(losses)
+    losses = _backend.as_tensor(losses)
     input_dtype = losses.dtype
     if input_dtype.kind != "f":
         losses = cast(losses, "float32")
@@ -153,7 +162,7 @@ def compute_weighted_loss(losses, sample_weight=None, reduction=Reduction.SUM_OV
     sample_weight = cast(sample_weight, losses.dtype)
     losses, _, sample_weight = squeeze_or_expand_dimensions(losses, None, sample_weight)
     try:
-        np.broadcast_shapes(tuple(losses.shape), tuple(sample_weight.shape))
+        np.broadcast_shapes(_known_dims(losses), _known_dims(sample_weight))
     except ValueError:
         raise InvalidArgumentError(
             f"Incompatible shapes: {list(losses.shape)} vs. {list(sample_weight.shape)}: "
@@ -509,6 +518,8 @@ def mean_squared_logarithmic_error(y_true, y_pred):
 def _maybe_convert_labels(y_true):
     """0/1 labels become -1/1 (hinge losses); other labels are left alone."""
     is_binary = reduce_all(logical_or(equal(y_true, 0), equal(y_true, 1)))
+    if _backend.is_graph_tensor(is_binary):  # a TF1 graph: decided in the run
+        return where(is_binary, 2.0 * y_true - 1.0, y_true)
     if bool(is_binary):  # syncs device
         return 2.0 * y_true - 1.0
     return y_true
@@ -694,7 +705,7 @@ def poisson(y_true, y_pred):
 def cosine_similarity(y_true, y_pred, axis=-1):
     """``-sum(l2_normalize(y_true) * l2_normalize(y_pred), axis)``: -1 for parallel vectors,
     0 for orthogonal ones and where either is zero."""
-    y_pred = convert_to_tensor(y_pred)
+    y_pred = _backend.as_tensor(y_pred)
     y_true = l2_normalize(_follow(y_true, y_pred), axis=axis)
     y_pred = l2_normalize(y_pred, axis=axis)
     return -reduce_sum(y_true * y_pred, axis=axis)

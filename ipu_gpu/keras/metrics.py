@@ -33,7 +33,9 @@ For the trainer, resolving ``metrics=[...]`` entries as ``Model.compile`` does:
 from __future__ import annotations
 
 import enum
+import functools
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -41,6 +43,7 @@ import numpy as np
 from . import backend as _backend
 from . import losses as _losses
 from .losses import _follow, floatx, squeeze_or_expand_dimensions
+from ..core import nest
 from ..core.convert import constant, convert_to_tensor
 from ..core.dtypes import as_dtype
 from ..core.tensor import Tensor, Variable
@@ -87,6 +90,45 @@ def _broadcast_weights(weights, values):
     return weights * ones_like(values)
 
 
+# ---- TF1 graphs -------------------------------------------------------------------------------
+
+def _graph_core():
+    return sys.modules.get("ipu_gpu.graph.core")
+
+
+def _graph_update_state(update_state):
+    """``update_state`` that, given TF1 graph tensors, returns an op of their graph which
+    runs it on each run's values (as TF-Keras's metric update ops in a graph)."""
+    @functools.wraps(update_state)
+    def wrapper(self, *args, **kwargs):
+        inputs = [list(args), dict(kwargs)]
+        if not any(_backend.is_graph_tensor(x) for x in nest.flatten(inputs)):
+            return update_state(self, *args, **kwargs)
+        core = _graph_core()
+        object.__setattr__(self, "_graph_updated", True)
+
+        def run(run_args, run_kwargs):
+            update_state(self, *run_args, **run_kwargs)
+            return []
+        return core.add_node(core._graph_of(inputs), "UpdateState",
+                             f"{self.name}/update_state", inputs, run, [])
+    wrapper._graph_wrapped = True
+    return wrapper
+
+
+def _graph_result(result):
+    """``result`` that, for a metric updated in the TF1 graph being built, is a node of it
+    computing the result from the state when it runs."""
+    @functools.wraps(result)
+    def wrapper(self):
+        core = _graph_core()
+        if getattr(self, "_graph_updated", False) and core is not None and core.building():
+            return core.record_function(result, (self,), {})
+        return result(self)
+    wrapper._graph_wrapped = True
+    return wrapper
+
+
 # ---- the Metric base ----------------------------------------------------------------------------
 
 class Metric:
@@ -97,6 +139,13 @@ class Metric:
       name: the metric's name (default: the class name in snake case, made unique).
       dtype: the dtype of the state and result (default ``floatx``, float32).
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, wrap in (("update_state", _graph_update_state), ("result", _graph_result)):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_graph_wrapped", False):
+                setattr(cls, name, wrap(fn))
 
     def __init__(self, name=None, dtype=None, **kwargs):
         self._name = name if name else _unique_name(_snake(type(self).__name__))
@@ -117,8 +166,13 @@ class Metric:
         return self._dtype
 
     def __call__(self, *args, **kwargs):
-        """``update_state(*args, **kwargs)``, then ``result()``."""
-        self.update_state(*args, **kwargs)
+        """``update_state(*args, **kwargs)``, then ``result()`` (in a TF1 graph, the result
+        of a run that first runs the update)."""
+        update = self.update_state(*args, **kwargs)
+        core = _graph_core()
+        if core is not None and isinstance(update, core.Operation):
+            with sys.modules["ipu_gpu.graph.program"].control_dependencies([update]):
+                return self.result()
         return self.result()
 
     def __str__(self) -> str:

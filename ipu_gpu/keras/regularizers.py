@@ -8,7 +8,6 @@ import math
 
 
 from .. import ops as _ops  # noqa: F401  # registers every op
-from ..core.convert import convert_to_tensor
 from ..ops import math as _m
 from ..ops import nn as _nn
 from ..ops import reduction as _r
@@ -76,7 +75,7 @@ class L1L2(Regularizer):
         self.l2 = backend.cast_to_floatx(l2)
 
     def __call__(self, x):
-        x = convert_to_tensor(x)
+        x = backend.as_tensor(x)
         regularization = backend._constant_like(0, x)
         if self.l1:
             regularization = regularization + _factor(self.l1, x) * _r.reduce_sum(_m.abs(x))
@@ -95,7 +94,7 @@ class L1(Regularizer):
         self.l1 = _single_factor(l1, kwargs)
 
     def __call__(self, x):
-        x = convert_to_tensor(x)
+        x = backend.as_tensor(x)
         return _factor(self.l1, x) * _r.reduce_sum(_m.abs(x))
 
     def get_config(self) -> dict:
@@ -109,7 +108,7 @@ class L2(Regularizer):
         self.l2 = _single_factor(l2, kwargs)
 
     def __call__(self, x):
-        x = convert_to_tensor(x)
+        x = backend.as_tensor(x)
         return _factor(2.0 * self.l2, x) * _nn.l2_loss(x)  # l2 * sum(x**2), as Keras computes it
 
     def get_config(self) -> dict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes
-from ..core.registry import register
+from ..core.registry import register, symbolic_call
 from .multi_conv import current_options, options_scope
 from .shape import reshape
 
@@ -569,6 +569,11 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None,  
     if c < f_shape[1] or c % f_shape[1]:
         raise ValueError(f"{op}: filters must have an input depth that divides the input depth "
                          f"{c}, got {f_shape[1]} (filters shape {list(f_shape)})")
+    if None in x_shape:  # a TF1 graph tensor of unknown size: one node reshaping in the run
+        node = symbolic_call(conv1d, (input, filters, stride, padding),
+                             dict(data_format=data_format, dilations=dilations))
+        if node is not NotImplemented:
+            return node
     batch = x_shape[:-2]
     nb = int(np.prod(batch, dtype=np.int64))
     if data_format == "NWC":

@@ -29,6 +29,7 @@ from ...core import nest
 from ...core.convert import convert_to_tensor
 from ...core.spec import TensorShape, as_shape
 from ...core.tensor import Tensor, Variable
+from ...ops import array as _array
 from ...ops import math as _m
 from .. import backend
 from . import call_context, pipelining, policy
@@ -440,8 +441,12 @@ class Layer:
 
     def _handle_activity_regularization(self, inputs, outputs) -> None:
         for output in nest.flatten(outputs):
-            loss = convert_to_tensor(self._activity_regularizer(output))
+            loss = backend.as_tensor(self._activity_regularizer(output))
             batch = output.shape[0] if output.ndim else 0
+            if batch is None:  # a TF1 graph tensor's batch: its size in the run
+                batch = _m.cast(_array.shape(output)[0], loss.dtype)  # an empty batch's loss is 0
+                self.add_loss(loss / _m.maximum(batch, backend._constant_like(1, batch)))
+                continue
             # divide_no_nan by the batch size, as Keras
             self.add_loss(loss / backend._constant_like(batch, loss) if batch else loss * 0)
 
@@ -664,6 +669,8 @@ class Layer:
                 continue
             if isinstance(loss, KerasTensor):
                 symbolic.append(loss)
+            elif backend.is_graph_tensor(loss):  # a TF1 graph's: the layer keeps the tensor
+                self._losses.append(loss)
             else:
                 if not isinstance(loss, Tensor):
                     loss = convert_to_tensor(np.asarray(loss, dtype=backend.floatx()))
@@ -733,10 +740,25 @@ class Layer:
         metric.update_state(value)
 
     def add_update(self, updates) -> None:
-        """Run zero-argument callables (updates already happened eagerly otherwise)."""
+        """Run zero-argument callables (updates already happened eagerly otherwise); keep
+        TF1 graph update ops (run when fetched: ``updates``)."""
         for update in nest.flatten(updates):
             if callable(update):
                 update()
+            elif update is not None:
+                graph_updates = self.__dict__.get("_graph_updates")
+                if graph_updates is None:
+                    graph_updates = []
+                    object.__setattr__(self, "_graph_updates", graph_updates)
+                graph_updates.append(update)
+
+    @property
+    def updates(self) -> list:
+        """The TF1 graph update ops of this layer and its sublayers that are trainable or
+        stateful (BatchNormalization's moving statistics, made when called on graph tensors
+        in training), as Keras's ``layer.updates``; eager updates happen at once."""
+        return [u for layer in self._flatten_layers() if layer.trainable or layer.stateful
+                for u in layer.__dict__.get("_graph_updates", ())]
 
     # ---- attributes and tracking -------------------------------------------------------------
     def __setattr__(self, name, value):

@@ -12,6 +12,7 @@ from .. import activations, regularizers
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from . import conv_utils
+from ._graph_shapes import call_on_values, unknown_dims
 from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "Convolution1D", "Convolution2D",
@@ -265,6 +266,8 @@ class Conv2DTranspose(Conv2D):
                 for i, size in enumerate((height, width))]
 
     def call(self, inputs):
+        if unknown_dims(inputs):  # conv2d_transpose takes the run's batch size
+            return call_on_values(self.call, inputs, reads=self.weights)
         first = self.data_format == "channels_first"
         h_axis, w_axis = (2, 3) if first else (1, 2)
         out_h, out_w = self._out_sizes(inputs.shape[h_axis], inputs.shape[w_axis])

@@ -7,6 +7,7 @@ from ...core.spec import TensorShape, as_shape
 from ...ops import conv3d as _conv3d
 from ..engine.input_spec import InputSpec
 from . import conv_utils
+from ._graph_shapes import call_on_values, unknown_dims
 from .convolutional import Conv
 
 __all__ = ["Conv3D", "Conv3DTranspose", "Convolution3D", "Convolution3DTranspose"]
@@ -86,6 +87,8 @@ class Conv3DTranspose(Conv3D):
                 for i, size in enumerate(sizes)]
 
     def call(self, inputs):
+        if unknown_dims(inputs):  # conv3d_transpose takes the run's batch size
+            return call_on_values(self.call, inputs, reads=self.weights)
         dims = list(inputs.shape)
         axes = self._spatial_axes()
         spatial = self._out_sizes([dims[a] for a in axes])

@@ -23,6 +23,7 @@ from .. import activations, backend
 from ..engine.call_context import set_mask
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
+from ._graph_shapes import reshape_dims
 from ._weight_args import add_kernel_and_bias, set_weight_args, weight_args_config
 
 
@@ -70,7 +71,8 @@ class Dense(Layer):
         else:  # tensordot over the last axis
             lead = tuple(inputs.shape[:-1])
             flat = _shape.reshape(inputs, (-1, inputs.shape[-1]))
-            outputs = _shape.reshape(_matmul.matmul(flat, self.kernel), lead + (self.units,))
+            outputs = _shape.reshape(_matmul.matmul(flat, self.kernel),
+                                     reshape_dims(lead + (self.units,)))
         if self.use_bias:
             outputs = _nn.bias_add(outputs, self.bias)
         if self.activation is not None:

@@ -256,6 +256,7 @@ def _batch_dot(x, y, axes):
     py = 1
     for d in y_rest:
         py *= d
+    batch = -1 if batch is None else batch  # a graph tensor's unknown batch
     out = _matmul.matmul(_shape.reshape(xt, (batch, px, k)), _shape.reshape(yt, (batch, k, py)))
     shape = [batch, *x_rest, *y_rest]
     if len(shape) == 1:

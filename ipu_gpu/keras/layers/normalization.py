@@ -5,6 +5,7 @@ differentiates through the batch statistics."""
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 
 import numpy as np
@@ -306,7 +307,10 @@ class BatchNormalization(Layer):
             if self.renorm:
                 r, d = self._renorm_correction(new_mean, new_variance)
                 scale, offset = _compose(broadcast(r), broadcast(d), scale, offset)
-            self._update_moving_averages(x, new_mean, new_variance, reduction_axes)
+            if backend.is_graph_tensor(new_mean):  # TF1: an op of layer.updates, as TF's
+                self.add_update(self._graph_update(x, new_mean, new_variance, reduction_axes))
+            else:
+                self._update_moving_averages(x, new_mean, new_variance, reduction_axes)
         else:
             mean, variance = self.moving_mean, self.moving_variance
         outputs = _normalize(x, broadcast(_m.cast(mean, x.dtype)),
@@ -331,14 +335,27 @@ class BatchNormalization(Layer):
         if dmax is not None:
             d = _m.maximum(d, backend._constant_like(-dmax, d))
             d = _m.minimum(d, backend._constant_like(dmax, d))
-        self._move(self.renorm_mean, mean, self.renorm_momentum)
-        self._move(self.renorm_stddev, stddev, self.renorm_momentum)
+        if not backend.is_graph_tensor(mean):  # in a TF1 graph, the update op moves them
+            self._move(self.renorm_mean, mean, self.renorm_momentum)
+            self._move(self.renorm_stddev, stddev, self.renorm_momentum)
         return _m.stop_gradient(r), _m.stop_gradient(d)
 
     def _move(self, variable, value, momentum):
         decay = backend._constant_like(1.0 - momentum, variable)
         value = _m.stop_gradient(_m.cast(value, variable.dtype))
         variable.assign_sub((variable - value) * decay)
+
+    def _graph_update(self, x, mean, variance, reduction_axes):
+        """A TF1 graph op that moves the moving statistics by a run's batch statistics."""
+        core = sys.modules["ipu_gpu.graph.core"]
+
+        def move(x, mean, variance):
+            if self.renorm:
+                self._renorm_correction(mean, variance)
+            self._update_moving_averages(x, mean, variance, reduction_axes)
+            return []
+        return core.add_node(mean.graph, "AssignMovingAvg", f"{self.name}/AssignMovingAvg",
+                             [x, mean, variance], move, [])
 
     def _update_moving_averages(self, x, mean, variance, reduction_axes):
         if self.fused:  # TF's fused kernel moves the variance by the unbiased estimate

@@ -17,6 +17,7 @@ from .. import backend, regularizers
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from . import conv_utils
+from ._graph_shapes import call_on_values
 
 __all__ = ["ActivityRegularization", "Dropout", "GaussianDropout", "GaussianNoise",
            "SpatialDropout2D"]
@@ -112,9 +113,9 @@ class GaussianNoise(_RandomLayer):
             training = backend.learning_phase()
         if not training:
             return inputs
-        noise = _random.normal(list(inputs.shape), mean=0.0, stddev=self.stddev,
-                               dtype=inputs.dtype, seed=self._legacy_seed())
-        return inputs + noise
+        seed = self._legacy_seed()
+        return call_on_values(lambda x: x + _random.normal(
+            list(x.shape), mean=0.0, stddev=self.stddev, dtype=x.dtype, seed=seed), inputs)
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -143,9 +144,9 @@ class GaussianDropout(_RandomLayer):
         if not training or not 0 < self.rate < 1:
             return inputs
         stddev = (self.rate / (1.0 - self.rate)) ** 0.5
-        noise = _random.normal(list(inputs.shape), mean=1.0, stddev=stddev,
-                               dtype=inputs.dtype, seed=self._legacy_seed())
-        return inputs * noise
+        seed = self._legacy_seed()
+        return call_on_values(lambda x: x * _random.normal(
+            list(x.shape), mean=1.0, stddev=stddev, dtype=x.dtype, seed=seed), inputs)
 
     def get_config(self) -> dict:
         config = super().get_config()

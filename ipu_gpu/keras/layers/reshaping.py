@@ -16,6 +16,7 @@ from .. import backend
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from . import _resize, conv_utils
+from ._graph_shapes import call_on_values, reshape_dims
 
 __all__ = ["Cropping1D", "Cropping2D", "Flatten", "Permute", "RepeatVector", "Reshape",
            "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D"]
@@ -37,7 +38,10 @@ class Flatten(_ShapeLayer):
     def call(self, inputs):
         if self.data_format == "channels_first" and inputs.ndim > 1:
             inputs = _shape.transpose(inputs, [0, *range(2, inputs.ndim), 1])
-        return _shape.reshape(inputs, (inputs.shape[0], -1))
+        dims = tuple(inputs.shape)
+        if dims[0] is None and None not in dims[1:]:  # a graph tensor's unknown batch
+            return _shape.reshape(inputs, (-1, math.prod(dims[1:])))
+        return call_on_values(lambda v: _shape.reshape(v, (v.shape[0], -1)), inputs)
 
     def compute_output_shape(self, input_shape):
         dims = as_shape(input_shape).as_list()
@@ -83,7 +87,7 @@ class Reshape(_ShapeLayer):
 
     def call(self, inputs):
         target = self._fix_unknown_dimension(list(inputs.shape[1:]), self.target_shape)
-        return _shape.reshape(inputs, (inputs.shape[0], *target))
+        return _shape.reshape(inputs, reshape_dims((inputs.shape[0], *target)))
 
     def compute_output_shape(self, input_shape):
         dims = as_shape(input_shape).as_list()
@@ -318,6 +322,8 @@ class Cropping2D(_ShapeLayer):
 
 def _repeat(x, axis, times):
     """``x`` with each index of ``axis`` repeated ``times`` times (nearest upsampling)."""
+    if None in tuple(x.shape):  # a graph tensor's unknown size: reshaped in the run
+        return call_on_values(lambda v: _repeat(v, axis, times), x)
     shape = list(x.shape)
     expanded = _shape.expand_dims(x, axis + 1)
     tiled = _array.broadcast_to(expanded, shape[:axis + 1] + [times] + shape[axis + 1:])

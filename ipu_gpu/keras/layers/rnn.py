@@ -31,6 +31,7 @@ from ..engine import call_context
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from ..engine.keras_tensor import KerasTensor
+from ._graph_shapes import call_on_values, reshape_dims
 from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell",
@@ -104,7 +105,7 @@ class _Cell(Layer):
         bias = self._input_bias()
         if bias is not None:
             out = _nn.bias_add(out, bias)
-        return _shape.reshape(out, lead + (out.shape[-1],))
+        return _shape.reshape(out, reshape_dims(lead + (out.shape[-1],)))
 
     def _input_bias(self):
         return self.bias if self.use_bias else None
@@ -533,7 +534,10 @@ class RNN(Layer):
             return states
         if self.stateful:
             return [s.read_value() for s in self._states]
-        return [_creation.zeros((x.shape[0], s), x.dtype) for s in _state_sizes(self.cell)]
+        sizes = _state_sizes(self.cell)
+        zeros = call_on_values(
+            lambda v: [_creation.zeros((v.shape[0], s), v.dtype) for s in sizes], x)
+        return list(zeros)
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
         if isinstance(mask, list):
@@ -905,14 +909,18 @@ class TimeDistributed(Layer):
 
     def call(self, inputs, training=None, mask=None):
         batch, time = inputs.shape[0], inputs.shape[1]
-        flat = _shape.reshape(inputs, (batch * time, *inputs.shape[2:]))
+        if None in tuple(inputs.shape)[1:]:  # a graph tensor's unknown time or feature sizes
+            return call_on_values(lambda v: self.call(v, training, mask), inputs,
+                                  reads=self.weights)
+        flat_batch = -1 if batch is None else batch * time  # a graph tensor's unknown batch
+        flat = _shape.reshape(inputs, (flat_batch, *inputs.shape[2:]))
         kwargs = {}
         if self.layer._call_spec.expects_training_arg:
             kwargs["training"] = training
         if mask is not None and self.layer._call_spec.expects_mask_arg:
-            kwargs["mask"] = _shape.reshape(mask, (batch * time, *mask.shape[2:]))
+            kwargs["mask"] = _shape.reshape(mask, (flat_batch, *mask.shape[2:]))
         out = self.layer(flat, **kwargs)
-        return _shape.reshape(out, (batch, time, *out.shape[1:]))
+        return _shape.reshape(out, reshape_dims((batch, time, *out.shape[1:])))
 
     def compute_output_shape(self, input_shape):
         dims = as_shape(input_shape).as_list()
