@@ -100,6 +100,10 @@ TARGETS = [
     ("tf1_graph_train", "tensorflow", 1.0, "TF1 graph mode: Session.run of a compiled "
      "100-iteration loops.repeat MLP training loop over an infeed at most 1.0× real TF1 graph "
      "mode running 100 sess.run(train_op) (issue 17)"),
+    ("poptorch_train-S16_", "torch", 1.05, "PopTorch `trainingModel` call (MLP 784-256-10 at "
+     "micro-batch 32, small CNN at 16; SGD) with deviceIterations 16, gradientAccumulation 1/4, "
+     "replicationFactor 1/2 at most 1.05× the plain PyTorch loop doing the same arithmetic "
+     "(issue 18)"),
     ("step_vs_kernels", "kernels", 1.15, "an eager training step at most 1.15× its own GEMMs "
      "and convolutions run back to back through the same kernels (issue 15)"),
     ("ctc_loss_fwd_bwd", "torch", 0.5, "CTC loss fwd+bwd at most 0.5× torch's time (issue 3)"),

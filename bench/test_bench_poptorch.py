@@ -3,7 +3,7 @@ work: how much the emulated wrapper (splitting the batch into micro-batches, fin
 loss, scaling it, reducing gradients, applying the update, assembling the outputs) adds on
 top of the model's own forward, backward and optimizer step.
 
-Groups (``poptorch_train-<model>-S<s>_A<a>_R<r>``), for deviceIterations S in {1, 16},
+Groups (``poptorch_train-S<s>_A<a>_R<r>-<model>``), for deviceIterations S in {1, 16},
 gradientAccumulation A in {1, 4}, replicationFactor R in {1, 2}:
 * ipu_gpu: ``poptorch.trainingModel(model, opts, torch.optim.SGD(lr))`` called on a batch of
   ``S * A * R * B`` rows (the default output mode, Final);
@@ -18,7 +18,7 @@ float32 rounding: PopART's SGD update ``w -= lr * g`` rounds differently from to
 ``w + (-lr) * g``). The ipu_gpu row interleaves the torch loop (bench/conftest.py ``run``).
 
 Target: at most 1.05x the torch loop for S >= 16 (the wrapper's per-call work is then spread
-over at least 16 optimizer steps).
+over at least 16 optimizer steps): bench/report.py's TARGETS, prefix ``poptorch_train-S16_``.
 """
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ def _torch_loop(net, x, y, s, a, r, b):
 
 @pytest.mark.parametrize("impl", ["ipu_gpu", "torch"])
 @pytest.mark.parametrize("case", [
-    pytest.param((m, s, a, r), id=f"{m}-S{s}_A{a}_R{r}",
-                 marks=pytest.mark.benchmark(group=f"poptorch_train-{m}-S{s}_A{a}_R{r}"))
+    pytest.param((m, s, a, r), id=f"S{s}_A{a}_R{r}-{m}",
+                 marks=pytest.mark.benchmark(group=f"poptorch_train-S{s}_A{a}_R{r}-{m}"))
     for m in MODELS for (s, a, r) in CASES])
 def test_training_call(run, case, impl):
     require("torch")

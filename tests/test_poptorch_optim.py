@@ -734,3 +734,32 @@ def test_program_trains_with_lamb(tmp_path):
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]
+
+
+def test_one_pass_sgd_update_is_bit_for_bit_the_two_torch_ops():
+    """fused_sgd.sgd_step (one pass, on the CPU) rounds lr * g, then w - that, as PopART's
+    ``w -= lr * g`` and the torch ops ``w.sub_(lr * g)`` do; tensors it does not take
+    (small, float16, non-contiguous) are left to the torch ops."""
+    from ipu_gpu.poptorch.fused_sgd import MIN_SIZE, sgd_step
+
+    g = torch.Generator().manual_seed(11)
+    for dtype in (torch.float32, torch.float64):
+        n = MIN_SIZE * 3 + 7
+        tiny = 1e-40 if dtype == torch.float32 else 1e-310  # subnormal values too
+        w = torch.randn(n, generator=g, dtype=dtype) * torch.logspace(-30, 30, n, dtype=dtype)
+        w[:5] = tiny
+        grad = torch.randn(n, generator=g, dtype=dtype)
+        for lr in (0.01, 1 / 3, 7.0):
+            want = w.clone().sub_(lr * grad)
+            got = torch.nn.Parameter(w.clone())
+            before = got._version
+            with torch.no_grad():
+                assert sgd_step(got, grad, lr)
+            bits = torch.int32 if dtype == torch.float32 else torch.int64
+            assert torch.equal(got.detach().view(bits), want.view(bits))
+            assert got._version > before
+    w = torch.randn(MIN_SIZE * 2, generator=g)
+    assert not sgd_step(w[:10].clone(), torch.ones(10), 0.1)  # small
+    assert not sgd_step(w.half(), w.half(), 0.1)  # float16
+    assert not sgd_step(w.view(2, -1).t(), w.view(2, -1).t(), 0.1)  # not contiguous
+    assert not sgd_step(w, w.double(), 0.1)  # mixed dtypes

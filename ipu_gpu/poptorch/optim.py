@@ -49,6 +49,7 @@ from typing import Any
 import torch
 
 from .errors import Error
+from .fused_sgd import sgd_step
 from .log_level import logger
 
 __all__ = ["LAMB", "SGD", "Adam", "AdamW", "AttributeTracker", "Optimizer", "RMSprop",
@@ -417,7 +418,9 @@ def _sgd_update(opt):
             if no_velocity and mm == 0:
                 # without weight decay ``g + 0 * w`` is ``g`` bit for bit (for finite w):
                 # skipping it saves two weight-sized temporaries per update
-                p.sub_(lr * (1 - dm) * (g if wd == 0 else g + wd * p))
+                step = lr * (1 - dm)
+                if wd != 0 or not sgd_step(p, g, step):
+                    p.sub_(step * (g if wd == 0 else g + wd * p))
                 continue
             state = opt.state[p]
             if combined:
