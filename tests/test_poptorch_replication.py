@@ -6,6 +6,8 @@ References are plain PyTorch loops written out by hand."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -552,7 +554,11 @@ def test_synthetic_data_feeds_the_model_without_reading_the_host():
     y = torch.full((2 * 2 * 8,), -7, dtype=torch.int64)
     out, loss = model(x, y)
     model(x, y)
-    assert len(seen) >= 8  # 2 calls of S * R micro-batches (plus the compile-time trace)
+    assert len(seen) >= 8  # 2 calls of S * R micro-batches (plus the compile-time traces)
+    # the labels PopART draws (rounded normal samples) include negatives, which torch's
+    # cross_entropy rejects: after the first trace the labels are zeros (see below)
+    assert (seen[0][1] < 0).any()
+    seen = seen[1:]
     x0, y0 = seen[0]
     assert x0.shape == (8, 64) and x0.dtype == torch.float32
     assert y0.shape == (8,) and y0.dtype == torch.int64 and torch.equal(y0, torch.zeros(8,
@@ -584,26 +590,110 @@ def test_synthetic_zeros_mode_and_inference():
     assert all(torch.equal(x, torch.zeros(2, 3, dtype=torch.float16)) for x in seen)
 
 
+def _round_half_away(x):
+    """numpy reference of C's roundf (halves away from zero)."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
 def test_synthetic_random_normal_per_input_as_popart():
     """PopART restarts its normal generator for every input and converts each sample to the
-    input's type: two float inputs of one shape see the same values, bool inputs are True
-    (sample != 0); integer inputs are zeros in ipu_gpu (see synthetic_micro_batches)."""
+    input's type (``convertFloatToDataType``): two float inputs of one shape see the same
+    values, bool inputs are True (sample != 0), integer inputs are roundf(sample), an
+    unsigned one wrapped around."""
     seen = []
 
     class Echo(torch.nn.Module):
-        def forward(self, a, b, mask, idx, h):
-            seen.append((a, b, mask, idx, h))
+        def forward(self, a, b, mask, idx, h, u):
+            seen.append((a, b, mask, idx, h, u))
             return a + b
 
     opts = poptorch.Options().deviceIterations(2).enableSyntheticData(True)
     poptorch.inferenceModel(Echo(), opts)(
         torch.zeros(4, 5), torch.zeros(4, 5), torch.zeros(4, 5, dtype=torch.bool),
-        torch.full((4, 2), 9, dtype=torch.int32), torch.zeros(4, 5, dtype=torch.float16))
-    a, b, mask, idx, h = seen[-1]
+        torch.full((4, 5), 9, dtype=torch.int32), torch.zeros(4, 5, dtype=torch.float16),
+        torch.zeros(4, 5, dtype=torch.uint8))
+    a, b, mask, idx, h, u = seen[-1]
     assert torch.equal(a, b) and a.shape == (2, 5) and a.std() > 0.3
     assert mask.dtype == torch.bool and bool(mask.all())
-    assert idx.dtype == torch.int32 and torch.equal(idx, torch.zeros(2, 2, dtype=torch.int32))
+    want = _round_half_away(a.numpy().astype(np.float64))
+    assert idx.dtype == torch.int32 and np.array_equal(idx.numpy(), want.astype(np.int32))
+    assert (idx < 0).any() and (idx != 0).any()  # the rounded samples, not zeros
+    assert u.dtype == torch.uint8 and np.array_equal(u.numpy(), (want.astype(np.int64) % 256))
     assert h.dtype == torch.float16 and torch.equal(h, a.half())
+
+
+def test_synthetic_integers_round_halves_away_from_zero():
+    from ipu_gpu.poptorch.device_state import _round_half_away as ours
+
+    x = torch.tensor([-2.5, -1.5, -0.5, -0.49, 0.0, 0.5, 1.5, 2.5, 2.49], dtype=torch.float32)
+    assert np.array_equal(ours(x).numpy(), _round_half_away(x.numpy()))
+    assert not torch.equal(ours(x), torch.round(x))  # torch.round rounds halves to even
+
+
+def test_synthetic_random_uniform_covers_each_dtype_range():
+    """PopART's RandomUniform (syntheticDataMode 3): float16 in [-65504, 65504], float32
+    over its finite range, integers over their whole range (int64 as the int32 PopTorch
+    streams), bool both values."""
+    seen = []
+
+    class Echo(torch.nn.Module):
+        def forward(self, f, h, i, b, u):
+            seen.append((f, h, i, b, u))
+            return f
+
+    opts = poptorch.Options()
+    opts._Popart.set("syntheticDataMode", 3)
+    n = 4096
+    poptorch.inferenceModel(Echo(), opts)(
+        torch.zeros(n), torch.zeros(n, dtype=torch.float16), torch.zeros(n, dtype=torch.int64),
+        torch.zeros(n, dtype=torch.bool), torch.zeros(n, dtype=torch.uint8))
+    f, h, i, b, u = seen[-1]
+    f64 = f.double().numpy()
+    assert np.isfinite(f64).all() and f64.min() < -1e37 and f64.max() > 1e37
+    assert torch.isfinite(h).all() and h.min() < -30000 and h.max() > 30000
+    assert i.dtype == torch.int64
+    assert int(i.min()) >= -2 ** 31 and int(i.max()) < 2 ** 31
+    assert int(i.min()) < -2 ** 30 and int(i.max()) > 2 ** 30
+    assert b.dtype == torch.bool and bool(b.any()) and not bool(b.all())
+    assert u.dtype == torch.uint8 and int(u.min()) < 8 and int(u.max()) > 247
+
+
+def test_synthetic_labels_torch_rejects_fall_back_to_zeros(caplog):
+    """Rounded normal labels include negatives: torch's cross_entropy raises where the IPU
+    reads them out of range; the model then trains on zero labels, with a warning."""
+    seen = []
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(6, 3)
+
+        def forward(self, x, y):
+            seen.append(y.clone())
+            out = self.fc(x)
+            return out, F.cross_entropy(out, y)
+
+    torch.manual_seed(3)
+    net = Classifier()
+    opts = poptorch.Options().deviceIterations(2).enableSyntheticData(True)
+    model = poptorch.trainingModel(net, opts, poptorch.optim.SGD(net.parameters(), lr=0.1))
+    with caplog.at_level(logging.WARNING, logger="poptorch::python"):
+        model(torch.zeros(8, 6), torch.ones(8, dtype=torch.int64))
+    assert "index-checked ops reject" in caplog.text
+    assert (seen[0] < 0).any()  # the first trace saw PopART's rounded samples
+    assert all(torch.equal(y, torch.zeros(4, dtype=torch.int64)) for y in seen[1:])
+    assert all(torch.isfinite(p).all() for p in net.parameters())
+
+
+def test_synthetic_data_does_not_hide_the_models_own_errors():
+    class Broken(torch.nn.Module):
+        def forward(self, x, idx):
+            return x @ torch.ones(3, 3)  # x has 4 columns
+
+    opts = poptorch.Options().enableSyntheticData(True)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        poptorch.inferenceModel(Broken(), opts)(torch.zeros(2, 4),
+                                                torch.zeros(2, dtype=torch.int64))
 
 
 def _train_fp32(configure):
@@ -844,6 +934,52 @@ def test_automatic_loss_scaling_update_period_and_settings():
                                              r"current value is 1\.5, but it should be in the "
                                              r"range \[0, 1\]\."):
         model(x[:4], y[:4])
+
+
+def test_automatic_loss_scaling_update_period_counts_steps_across_calls():
+    """PopART's counters start with the executable and count steps, not calls: with
+    updatePeriod 2 and 3 device iterations per call, steps 0, 2 and 4 (the second call's
+    middle step) gather statistics and update."""
+    x, y = _als_data(6 * 4, seed=4)
+    _, factors, final = _als_reference(x, y, steps=6, lr=0.0, loss_scaling=64.0, period=2)
+    _, opt, model = _als_model(
+        3, 0.0, 64.0,
+        configure=lambda o: o._Popart.set("automaticLossScalingSettings.updatePeriod", 2))
+    model(x[:12], y[:12])
+    assert float(opt.state_dict()["ipu_state"]["lossScaleUpdateFactor"]) == factors[3]
+    model(x[12:], y[12:])
+    assert float(opt.state_dict()["ipu_state"]["lossScaleUpdateFactor"]) == final
+
+
+def test_automatic_loss_scaling_counts_in_float32_as_popart():
+    """Each micro-batch's histogram sum is cast to float32 and accumulated in float32 (per
+    replica, then over the replicas): 2**24 + 1 elements below the edge count 2**24, and
+    the halving test is float32's upper > lower * t / (1 - t)."""
+    from ipu_gpu.poptorch.loss_scaling import AutomaticLossScaling
+
+    opts = poptorch.Options()
+    opts._Popart.set("automaticLossScalingSettings.thresholdUpperCountProportion", 0.5)
+    net = torch.nn.Linear(1, 1).half()
+    als = AutomaticLossScaling(opts, net, 1)
+    big = torch.full((2 ** 24 + 2,), 60000.0, dtype=torch.float16)  # all above the edge
+    with als.tracking(0):
+        als._count(torch.zeros(2 ** 24, dtype=torch.float16))
+    with als.tracking(0):  # a second accumulation step: 2**24 + 1 rounds to 2**24
+        als._count(torch.zeros(1, dtype=torch.float16))
+    with als.tracking(1):
+        als._count(big)
+    lower, upper = als.counts()
+    assert lower.dtype == np.float32 and float(lower) == 2.0 ** 24
+    assert float(upper) == 2.0 ** 24 + 2
+    als.update()  # f = 1: 2**24 + 2 > 2**24 halves
+    assert als.factor == 0.5 and als.counts() == (0.0, 0.0)
+    with als.tracking(0):
+        als._count(torch.zeros(2 ** 24, dtype=torch.float16))
+    with als.tracking(1):
+        als._count(big[: 2 ** 24 + 1])
+    # exact counts would halve (2**24 + 1 > 2**24); in float32 both are 2**24: doubles
+    als.update()
+    assert als.factor == 1.0
 
 
 def test_automatic_loss_scaling_needs_float16_gradients():

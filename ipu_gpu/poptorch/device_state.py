@@ -27,8 +27,8 @@ from .errors import Error
 from .input_groups import host_micro_batches
 
 __all__ = ["CompileChecks", "DeviceRandom", "DeviceState", "HalfUpdatesInFloat32",
-           "ReplicaBuffers", "stochastic_round_half", "synthetic_batch",
-           "synthetic_micro_batches"]
+           "ReplicaBuffers", "draws_integers", "stochastic_round_half", "synthetic_batch",
+           "synthetic_micro_batches", "synthetic_mode"]
 
 # The modules PopTorch lets change their buffers inside forward (its _impl.BUFFERS_CAN_CHANGE);
 # Graphcore's CNN examples train BatchNorm models replicated with broadcastBuffers left on.
@@ -268,49 +268,95 @@ class HalfUpdatesInFloat32:
 
 
 # PopART's SyntheticDataMode values (options._Popart "syntheticDataMode")
-SYNTHETIC_OFF, SYNTHETIC_ZEROS, SYNTHETIC_RANDOM_NORMAL = 0, 1, 2
+SYNTHETIC_OFF, SYNTHETIC_ZEROS, SYNTHETIC_RANDOM_NORMAL, SYNTHETIC_RANDOM_UNIFORM = 0, 1, 2, 3
+_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 
 
-def synthetic_micro_batches(leaves, n: int, mode: int) -> list:
+def _round_half_away(x: torch.Tensor) -> torch.Tensor:
+    """C's ``roundf``: halves away from zero (``torch.round`` rounds them to even)."""
+    return torch.where(x < 0, torch.ceil(x - 0.5), torch.floor(x + 0.5))
+
+
+def _uniform(shape, dtype, gen) -> torch.Tensor:
+    """PopART's RandomUniform (``Ir::generateSyntheticUniformData``): float16 in
+    [-65504, 65504), float32 over its finite range, integers over their whole range, bool
+    False or True."""
+    if dtype.is_floating_point:
+        high = 65504.0 if dtype in (torch.float16, torch.bfloat16) else _FLOAT32_MAX
+        u = torch.rand(shape, generator=gen, dtype=torch.float64)
+        return (u * (2 * high) - high).clamp(-high, high).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    # PopTorch streams int64 inputs as int32
+    info = torch.iinfo(torch.int32 if dtype == torch.int64 else dtype)
+    return torch.randint(info.min, info.max + 1, shape, generator=gen,
+                         dtype=torch.int64).to(dtype)
+
+
+def _normal(shape, dtype, gen) -> torch.Tensor:
+    """PopART's RandomNormal: N(0, 1) float samples converted as ``convertFloatToDataType``
+    converts them: floats take them, bool is ``sample != 0``, integers ``roundf(sample)``
+    (an unsigned type wraps a negative value around, as C's conversion does on x86)."""
+    sample = torch.randn(shape, generator=gen, dtype=torch.float32)
+    if dtype.is_floating_point:
+        return sample.to(dtype)
+    if dtype == torch.bool:
+        return sample != 0
+    return _round_half_away(sample).to(torch.int64).to(dtype)
+
+
+def synthetic_micro_batches(leaves, n: int, mode: int, integers: bool = True) -> list:
     """One micro-batch tensor per input tensor in ``leaves`` (dim 0 divided by ``n``; a
     0-dim input keeps its shape), with the input's dtype and device, filled once (PopART's
     ``Ir`` sets each synthetic stream's data at compile time and the device reads that same
     micro-batch every iteration).
 
     ``SYNTHETIC_ZEROS``: zeros. ``SYNTHETIC_RANDOM_NORMAL`` (what ``enableSyntheticData(True)``
-    sets): PopART draws standard-normal samples from a generator restarted for every input
-    (two inputs of one shape get the same values) and converts each with
-    ``convertFloatToDataType``: floating inputs take the samples (the emulator's come from a
-    fixed-seed torch generator, not PopART's mt19937 and Boost), bool inputs are
-    ``sample != 0`` (True everywhere, as on the IPU). Integer inputs get
-    ``round(sample)`` on the IPU (mostly -2..2); the emulator feeds zeros instead, a
-    deliberate difference: negative or too-large labels and indices make torch's checked
-    ops (``cross_entropy``, ``embedding``, ``index_select``) raise where the IPU reads out
-    of range without an error, and 0 is the one index every such op accepts."""
+    sets) and ``SYNTHETIC_RANDOM_UNIFORM``: PopART's values (``_normal``, ``_uniform``) from a
+    generator restarted for every input, so two inputs of one shape and dtype get the same
+    values; the emulator's generator is a fixed-seed torch generator, not PopART's mt19937
+    with Boost's distributions, so the values differ and their distribution does not.
+
+    ``integers=False``: integer inputs get zeros instead (the executor's fallback when
+    torch's index-checked ops reject the random labels or indices that the IPU reads out
+    of range without an error)."""
     out = []
     for t in leaves:
         shape = (t.shape[0] // n, *t.shape[1:]) if t.dim() else ()
-        if mode == SYNTHETIC_RANDOM_NORMAL and t.is_floating_point():
-            gen = torch.Generator().manual_seed(0)  # restarted per input, as PopART's
-            values = torch.randn(shape, generator=gen, dtype=torch.float32)
-            out.append(values.to(device=t.device, dtype=t.dtype))
-        elif mode == SYNTHETIC_RANDOM_NORMAL and t.dtype == torch.bool:
-            out.append(torch.ones(shape, dtype=t.dtype, device=t.device))
+        integer = not t.is_floating_point() and t.dtype != torch.bool
+        gen = torch.Generator().manual_seed(0)  # restarted per input, as PopART's
+        if mode == SYNTHETIC_ZEROS or (integer and not integers):
+            values = torch.zeros(shape, dtype=t.dtype)
+        elif mode == SYNTHETIC_RANDOM_UNIFORM:
+            values = _uniform(shape, t.dtype, gen)
         else:
-            out.append(torch.zeros(shape, dtype=t.dtype, device=t.device))
+            values = _normal(shape, t.dtype, gen)
+        out.append(values.to(t.device))
     return out
 
 
-def synthetic_batch(options, args, kwargs, map_leaves, factors):
+def synthetic_mode(options) -> int:
+    """``_Popart`` ``syntheticDataMode`` (``SYNTHETIC_OFF`` when unset)."""
+    return int(options._Popart.options.get("syntheticDataMode", SYNTHETIC_OFF))
+
+
+def draws_integers(options, args, kwargs) -> bool:
+    """Whether synthetic data fills an integer input with random values."""
+    return synthetic_mode(options) in (SYNTHETIC_RANDOM_NORMAL, SYNTHETIC_RANDOM_UNIFORM) and any(
+        not t.is_floating_point() and t.dtype != torch.bool
+        for t in tensor_leaves([list(args), kwargs]))
+
+
+def synthetic_batch(options, args, kwargs, map_leaves, factors, integers: bool = True):
     """``(args, kwargs)`` as the device sees them: unchanged without synthetic data, else
     every tensor replaced by the synthetic micro-batch repeated to the call's batch (what
     the compile-time trace reads)."""
-    mode = int(options._Popart.options.get("syntheticDataMode", SYNTHETIC_OFF))
+    mode = synthetic_mode(options)
     if mode == SYNTHETIC_OFF:
         return args, kwargs
     n = host_micro_batches(options, *factors)
     leaves = tensor_leaves([list(args), kwargs])
-    it = iter(synthetic_micro_batches(leaves, n, mode))
+    it = iter(synthetic_micro_batches(leaves, n, mode, integers))
 
     def full(_):
         micro = next(it)
@@ -420,9 +466,10 @@ class DeviceState:
         self.random = DeviceRandom(seed, r, cuda)
         self.checks = CompileChecks(model, r, bool(opts.broadcast_buffers), params)
         self.stochastic_rounding = bool(popart.get("enableStochasticRounding", False))
-        synthetic = int(popart.get("syntheticDataMode", SYNTHETIC_OFF))
+        synthetic = synthetic_mode(opts)
+        integers = getattr(executor, "_synthetic_integers", True)
         self.synthetic = (synthetic_micro_batches(leaves, host_micro_batches(opts, s, r, a),
-                                                  synthetic)
+                                                  synthetic, integers)
                           if synthetic != SYNTHETIC_OFF else None)
         self.loss_scaling = None  # Training.setAutomaticLossScaling
         if executor.training and loss_scaling.enabled(opts):

@@ -41,7 +41,7 @@ import torch
 from . import device_pool, input_groups, loss_scaling
 from ._tensor_tree import tensor_leaves
 from .anchors import Anchors
-from .device_state import DeviceState, HalfUpdatesInFloat32, synthetic_batch
+from .device_state import DeviceState, HalfUpdatesInFloat32, draws_integers, synthetic_batch
 from .enums import CommGroupType, OutputMode, ReductionType
 from .errors import Error
 from .ops import _running
@@ -167,6 +167,7 @@ class PoplarExecutor:
         self._grouped_weights = None  # their ReplicaGroupedWeights once compiled
         # per-replica buffers, random stream, synthetic inputs of the compiled executable
         self._device_state = None
+        self._synthetic_integers = True  # integer inputs get random synthetic values
         self._lifecycle_init()
 
     # ---- PopTorch's methods: device lifecycle, weights, optimizer, executables ----------
@@ -266,8 +267,7 @@ class PoplarExecutor:
             self, self.training and loss_scaling.enabled(self.options)) or None
         with _module_flags({self.model: self._wrap_flag}):
             # PopTorch's trace: placement and its checks (on the synthetic inputs if any)
-            _trace_placement(self, *synthetic_batch(self.options, args, kwargs, _map,
-                                                    self._factors()))
+            self._trace_synthetic(_trace_placement, args, kwargs)
         self._signature = signature
         try:
             self._compiled(ConnectionType)
@@ -276,6 +276,28 @@ class PoplarExecutor:
             raise
         if bar is not None:
             bar(100, 100)
+
+    def _trace_synthetic(self, trace, args, kwargs) -> None:
+        """``trace(self, args, kwargs)`` on the inputs the device reads. Synthetic random
+        integers (PopART's rounded normal or uniform samples) may be negative or too large
+        for torch's index-checked ops (``cross_entropy``, ``embedding``, ``one_hot``...),
+        which raise where the IPU reads out of range without an error: then the trace runs
+        again, and the device runs, with zeros for the integer inputs, and a warning says
+        so. An error that remains with zeros is the model's own and is raised."""
+        self._synthetic_integers = True
+        try:
+            trace(self, *synthetic_batch(self.options, args, kwargs, _map, self._factors()))
+        except (IndexError, RuntimeError) as error:
+            if isinstance(error, Error) or not draws_integers(self.options, args, kwargs):
+                raise
+            logger.warning(
+                "%s: with enableSyntheticData the integer inputs are PopART's random "
+                "integers, which torch's index-checked ops reject (%s); the IPU reads such "
+                "labels or indices out of range without an error. ipu_gpu feeds zeros to "
+                "the integer inputs instead.", self._holder(), str(error).splitlines()[0])
+            self._synthetic_integers = False
+            trace(self, *synthetic_batch(self.options, args, kwargs, _map, self._factors(),
+                                         integers=False))
 
     def _compiled(self, connection_types) -> None:
         from . import executable_cache
@@ -936,7 +958,7 @@ class PoplarExecutor:
                         if grouped is not None:
                             with self._replica_weights(ri), _running(self, xs, kw), \
                                     torch.set_grad_enabled(training), \
-                                    (als.tracking() if als is not None
+                                    (als.tracking(ri) if als is not None
                                      else contextlib.nullcontext()):
                                 out = self.model(*xs, **kw)
                                 if training:
@@ -947,7 +969,7 @@ class PoplarExecutor:
                             if als is not None and first and si == ai == ri == 0:
                                 als.check_tracked()
                         elif training and als is not None:
-                            with als.tracking():
+                            with als.tracking(ri):
                                 with _running(self, xs, kw):
                                     out = self.model(*xs, **kw)
                                 if checks is not None:

@@ -10,8 +10,16 @@ micro-batch, summed over gradient accumulation and replicas: ``lower`` below the
 ``upper`` at or above it. After the step the factor is halved when
 ``upper > t / (1 - t) * lower`` (``t = thresholdUpperCountProportion``, default 1e-7) and
 doubled otherwise. With ``updatePeriod`` P > 1 the statistics are gathered, and the factor
-updated, on the first step of every P only. PopTorch shows the factor as
+updated, on the first step of every P only (PopART's ``executeOpNTimesEveryMTimes``: the
+histograms run for the first A of every A * P micro-batches, the update for the first of
+every P steps, both counters starting with the executable). PopTorch shows the factor as
 ``optimizer.state_dict()['ipu_state']['lossScaleUpdateFactor']``.
+
+The counts are kept as PopART keeps them: a micro-batch's histograms are summed in uint32
+(over the tracked tensors) and cast to float32, accumulated in float32 over the
+gradient-accumulation steps of each replica, summed over the replicas in float32, and the
+comparison is float32's ``upper > lower * f`` with ``f = t / (1 - t)`` computed in float32
+(``LossScaleUpdateOpx``), so counts beyond 2**24 round as on the IPU.
 
 Tracked tensors: PopART tracks every float16 gradient tensor of the backward pass that is
 not a view change, does not read a weight or an optimizer tensor, and leads to a weight
@@ -26,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 
+import numpy as np
 import torch
 
 from ._tensor_tree import tensor_leaves
@@ -68,7 +77,9 @@ class AutomaticLossScaling:
             raise Error("[AutomaticLossScale transform] updatePeriod must be at least 1, got "
                         f"{self.period}")
         self.edge = edge * _FLOAT16_MAX
-        self.ratio = threshold / (1.0 - threshold) if threshold < 1.0 else float("inf")
+        t = np.float32(threshold)
+        with np.errstate(divide="ignore"):  # t = 1: f is inf, as float division gives
+            self.ratio = t / (np.float32(1.0) - t)
         # the emulator back-propagates each micro-batch's loss already divided by the
         # accumulation and replica count (ReductionType.Mean); PopART's gradient tensors
         # are not: compare them at that scale
@@ -76,7 +87,8 @@ class AutomaticLossScaling:
         self.model = model
         self.factor = 1.0
         self.steps = 0
-        self.lower = self.upper = 0
+        self._micro = [0, 0]  # this micro-batch's uint32 [lower, upper] sums
+        self._replicas = {}  # replica -> float32 [lower, upper] accumulated this step
         self.seen_fp16 = False
 
     def loss_scale(self, optimizer) -> float:
@@ -92,12 +104,14 @@ class AutomaticLossScaling:
         self.seen_fp16 = True
         if self._counting():
             upper = int((grad.abs().float() * self.accumulated >= self.edge).sum())
-            self.upper += upper
-            self.lower += grad.numel() - upper
+            micro = self._micro
+            micro[0] = (micro[0] + grad.numel() - upper) & 0xFFFFFFFF
+            micro[1] = (micro[1] + upper) & 0xFFFFFFFF
 
     @contextlib.contextmanager
-    def tracking(self):
-        """Around one micro-batch's forward and backward: count its tracked gradients."""
+    def tracking(self, replica: int = 0):
+        """Around one micro-batch's forward and backward on ``replica``: count its tracked
+        gradients."""
         handles = [p.register_hook(self._hook) for p in self.model.parameters()
                    if p.requires_grad and p.dtype == torch.float16]
         hooked = set()  # a tensor several modules return is one gradient tensor
@@ -110,11 +124,16 @@ class AutomaticLossScaling:
                     handles.append(t.register_hook(self._hook))
 
         handles.append(torch.nn.modules.module.register_module_forward_hook(on_output))
+        self._micro = [0, 0]
         try:
             yield
         finally:
             for h in handles:
                 h.remove()
+            if self._counting():
+                stats = self._replicas.setdefault(
+                    replica, np.zeros(2, dtype=np.float32))
+                stats += np.array(self._micro, dtype=np.uint32).astype(np.float32)
 
     def _hook(self, grad):
         self._count(grad)
@@ -125,9 +144,19 @@ class AutomaticLossScaling:
         if not self.seen_fp16:
             raise Error(_NO_FP16)
 
+    def counts(self):
+        """This step's float32 ``(lower, upper)`` summed over the replicas so far."""
+        total = np.zeros(2, dtype=np.float32)
+        for replica in sorted(self._replicas):
+            total += self._replicas[replica]
+        return total[0], total[1]
+
     def update(self) -> None:
         """After a step: the update factor for the next one."""
         if self._counting():
-            self.factor *= 0.5 if self.upper > self.ratio * self.lower else 2.0
-            self.lower = self.upper = 0
+            lower, upper = self.counts()
+            with np.errstate(invalid="ignore"):  # 0 * inf is NaN: not greater, scale up
+                down = bool(upper > lower * self.ratio)
+            self.factor *= 0.5 if down else 2.0
+            self._replicas = {}
         self.steps += 1

@@ -903,11 +903,12 @@ class Options(OptionsDict):
 
     def enableSyntheticData(self, enabled: bool) -> Options:
         """Device-generated inputs instead of host I/O (PopART syntheticDataMode
-        RandomNormal=2 / Off=0): the host's data is not read, the model sees the same
-        standard-normal micro-batch every iteration (bool inputs True; integer inputs zeros
-        in ipu_gpu where the IPU rounds the normal samples: see
-        ``device_state.synthetic_micro_batches``), and the outputs carry no results (zeros in
-        ipu_gpu)."""
+        RandomNormal=2 / Off=0; ``_Popart.set("syntheticDataMode", 1)`` is Zeros, 3
+        RandomUniform): the host's data is not read, the model sees the same standard-normal
+        micro-batch every iteration (bool inputs True, integer inputs the rounded samples;
+        zeros where torch's index checks reject them: see ``device_state``'s
+        ``synthetic_micro_batches`` and ``PoplarExecutor._trace_synthetic``), and the outputs
+        carry no results (zeros in ipu_gpu)."""
         self._Popart.set("syntheticDataMode", 2 if enabled else 0)
         return self
 
