@@ -159,7 +159,7 @@ def test_errors():
         g.cast_native_to_gfloat(np.ones(2, np.float16), storage_type="int4")
     with pytest.raises(ValueError, match="round_mode must be one of"):
         g.cast_native_to_gfloat(np.ones(2, np.float16), round_mode="RX")
-    with pytest.raises(NotImplementedError, match="sr_density 'Laplace' is not emulated"):
-        g.cast_native_to_gfloat(np.ones(2, np.float16), round_mode="SR", sr_density="Laplace")
+    with pytest.raises(ValueError, match="sr_density must be one of .* got 'Gaussian'"):
+        g.cast_native_to_gfloat(np.ones(2, np.float16), sr_density="Gaussian")
     with pytest.raises(ValueError, match="exp must be in"):
         GenericFloat(3, 0, 0)

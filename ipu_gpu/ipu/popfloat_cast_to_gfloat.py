@@ -6,13 +6,16 @@ denormal and Inf/NaN support.
 The values are those of the format (``ipu_gpu.ops.gfloat`` describes the grid, the rounding
 modes, overflow and the packed layout). Formats of fewer than 16 bits whose values are not a
 native type are stored packed in int8/int16 (``is_packed_float``); ``cast_gfloat_to_native``
-unpacks them. Stochastic rounding draws its noise from ``tf.random`` (the IPU's hardware
-generator cannot be reproduced): uniform (``sr_density`` 'Invalid' or 'Uniform') over
-``[sr_norm_min, sr_norm_max)`` resolved to ``sr_bits`` bits, 'Normal' (``sr_norm_offset +
-sr_norm_scale * N(0, 1)`` clipped to the same range), or 'Bernoulli' (round down with
-probability ``sr_prob``). Graphcore's packed bit layout and the internal parameter vector of
-its codelets are not documented and not reproduced; the gradient of both casts passes
-straight through, as Graphcore registers it.
+unpacks them. Stochastic rounding ('SR'; 'SX' is the same) draws its noise from
+``tf.random`` (the IPU's hardware generator cannot be reproduced) with the ``sr_density``
+densities of PopFloat: 'Invalid' (plain), 'Uniform', 'Normal', 'TruncatedNormal', 'Laplace',
+'TruncatedLaplace', 'Logistic', 'TruncatedLogistic', 'LogitNormal', 'TruncatedLogitNormal'
+(``ipu_gpu.ops.gfloat_noise`` defines each from ``sr_norm_offset``, ``sr_norm_scale``,
+``sr_norm_min``, ``sr_norm_max``, resolved to ``sr_bits`` bits) and 'Bernoulli' (round down
+with probability ``sr_prob``). A stochastic cast gives one of the two representable values
+around each input, and leaves representable inputs unchanged. Graphcore's packed bit layout
+and the internal parameter vector of its codelets are not documented and not reproduced; the
+gradient of both casts passes straight through, as Graphcore registers it.
 """
 
 from __future__ import annotations
@@ -20,13 +23,11 @@ from __future__ import annotations
 import numpy as np
 
 from ipu_gpu.core import dtypes
-from ipu_gpu.ops import gfloat
+from ipu_gpu.ops import gfloat, gfloat_noise
 from ipu_gpu.ops import math as math_ops
 from ipu_gpu.ops import random as random_ops
 
 __all__ = ["GenericFloat"]
-
-_SR_DENSITIES = ("Invalid", "Uniform", "Normal", "Bernoulli")
 
 
 class GenericFloat:
@@ -132,8 +133,11 @@ class GenericFloat:
         Raises:
           RuntimeWarning: ``en_nanoo`` for a format without Inf/NaN (Graphcore raises it).
           RuntimeError: parameters changed without ``reset``; an unknown ``storage_type``.
-          ValueError: an unknown ``round_mode``.
-          NotImplementedError: an ``sr_density`` the emulator does not draw.
+          ValueError: an unknown ``round_mode`` or ``sr_density``; for stochastic rounding
+            (the other modes ignore them), ``sr_bits`` negative, ``sr_prob`` outside [0, 1]
+            (Bernoulli), ``sr_norm_scale`` not positive, ``sr_norm_min`` / ``sr_norm_max``
+            outside the density's range ([-0.5, 0.5], or [0, 1] for the logit-normal
+            densities) or in the wrong order (the message names the argument).
         """
         if en_nanoo and not self._en_inf:
             raise RuntimeWarning("Gfloat format's Infs and Nans are not enabled. Input Nans and "
@@ -188,28 +192,17 @@ class GenericFloat:
             raise RuntimeError("Gfloat storage format not supported")
         return out
 
-    @staticmethod
-    def _noise(x, round_mode, density, sr_bits, offset, scale, lo, hi, prob):
-        """The noise of a stochastic rounding (as ``u`` in ``floor(q + u)``) and the
-        Bernoulli probability, or (an empty array, None) for deterministic modes."""
+    def _noise(self, x, round_mode, density, sr_bits, offset, scale, lo, hi, prob):
+        """The noise of a stochastic rounding (``n`` in ``gfloat_noise``) and the Bernoulli
+        probability, or (an empty array, None) for deterministic modes."""
+        gfloat_noise.check_density(density)
         if round_mode not in ("SR", "SX"):
             return np.zeros(0, np.float32), None
-        if density not in _SR_DENSITIES:
-            raise NotImplementedError(f"cast_native_to_gfloat: sr_density {density!r} is not "
-                                      f"emulated; use one of {', '.join(_SR_DENSITIES)}")
-        shape = list(x.shape)
-        u = random_ops.uniform(shape, dtype=dtypes.float32)
+        gfloat_noise.check(density, sr_bits, offset, scale, lo, hi, prob)
         if density == "Bernoulli":
-            return u, float(prob)
-        if density == "Normal":
-            n = random_ops.normal(shape, mean=float(offset), stddev=float(scale),
-                                  dtype=dtypes.float32)
-        else:
-            n = math_ops.add(math_ops.multiply(u, float(hi) - float(lo)), float(lo))
-        n = math_ops.clip_by_value(n, float(lo), float(hi))
-        resolution = float(2 ** int(sr_bits))
-        n = math_ops.divide(math_ops.floor(math_ops.multiply(n, resolution)), resolution)
-        return math_ops.add(n, 0.5), None
+            return random_ops.uniform(list(x.shape), dtype=dtypes.float64), float(prob)
+        return gfloat_noise.noise(x.shape, density, sr_bits, offset, scale, lo, hi,
+                                  self._gfloat_calc_dtype), None
 
     # ---- properties -------------------------------------------------------------------------
     def get_gfloat_storage_dtype(self):

@@ -6,11 +6,12 @@ The grid: normal values ``(1 + m / 2^man) * 2^e`` for ``1 - bias <= e <= max_e``
 ``max_e = 2^exp - 1 - bias`` (one less when the all-ones exponent is kept for Inf/NaN),
 denormals ``m * 2^(1 - bias - man)`` when enabled (else only 0 below ``2^(1 - bias)``).
 Rounding modes: RZ (toward zero), RN (nearest, ties to even), RA (nearest, ties away), RU
-(toward +inf), RD (toward -inf), SR / SX (stochastic: up with probability equal to the
-dropped fraction, the noise resolved to ``sr_bits`` bits; a Bernoulli density rounds down
-with probability ``sr_prob``). Overflow gives NaN when Inf/NaN are enabled and ``en_nanoo``
-is set, else the largest value of that sign; NaN and Inf inputs stay NaN and Inf, or become
-0 when the format has no Inf/NaN. The gradient of both casts passes straight through, as
+(toward +inf), RD (toward -inf), SR / SX (stochastic: a value with a dropped fraction ``f >
+0`` of the step rounds up when ``f + n >= 1`` for its noise ``n`` in [0, 1], which
+``gfloat_noise`` draws; a Bernoulli density rounds down with probability ``sr_prob``).
+Overflow gives NaN when Inf/NaN are enabled and ``en_nanoo`` is set, else the largest value
+of that sign; NaN and Inf inputs stay NaN and Inf, or become 0 when the format has no
+Inf/NaN. The gradient of both casts passes straight through, as
 Graphcore registers it.
 
 Packed layout (``pack``): sign, exponent field, mantissa field from the high bit of the
@@ -65,11 +66,11 @@ def _round(xp, q, mode, positive, noise, sr_prob):
         up = positive if mode == "RU" else ~positive
         return xp.where(up, xp.ceil(q), lo)
     frac = q - lo
-    if noise is None:  # Bernoulli: round down with probability sr_prob
+    if noise is None:
         raise ValueError("gfloat: stochastic rounding needs noise")
-    if sr_prob is not None:
+    if sr_prob is not None:  # Bernoulli: round down with probability sr_prob
         return lo + ((frac > 0) & (noise >= sr_prob))
-    return lo + (frac + noise >= 1.0)
+    return lo + ((frac > 0) & (frac + noise >= 1.0))
 
 
 def quantise(xp, x, fmt: Format, mode: str, en_nanoo: bool, noise=None, sr_prob=None):
