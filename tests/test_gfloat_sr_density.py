@@ -58,7 +58,11 @@ def _noise_cdf(density, t, p):
     kind = density.replace("Truncated", "")
     s = (t - 0.5 - off) / scale
     if density.startswith("Truncated"):
-        fa, fb = _std_cdf(kind, [(lo - off) / scale, (hi - off) / scale])
+        a, b = (lo - off) / scale, (hi - off) / scale
+        if a + b > 0:  # right of the mean: by the survival function, which keeps precision
+            sa, sb = _std_cdf(kind, -a), _std_cdf(kind, -b)
+            return np.clip((sa - _std_cdf(kind, -s)) / (sa - sb), 0, 1)
+        fa, fb = _std_cdf(kind, [a, b])
         return np.clip((_std_cdf(kind, s) - fa) / (fb - fa), 0, 1)
     return np.where(t < lo + 0.5, 0.0, np.where(t >= hi + 0.5, 1.0, _std_cdf(kind, s)))
 
@@ -237,3 +241,43 @@ def test_deterministic_modes_ignore_the_noise_parameters():
     np.testing.assert_array_equal(np.asarray(got), want)
     with pytest.raises(ValueError, match="sr_density must be one of"):
         g.cast_native_to_gfloat(x, sr_density="uniform")
+
+
+@pytest.mark.parametrize("density", ["TruncatedNormal", "TruncatedLogitNormal", "Laplace"])
+def test_equal_bounds_give_constant_noise(density):
+    ig.random.set_seed(1)
+    g = GenericFloat(12, 8, 127)
+    lo_hi = 0.3 if density in gfloat_noise.LOGIT else -0.2
+    n, _ = g._noise(np.zeros(500, np.float32), "SR", density, 23, 0.05, 0.5, lo_hi, lo_hi, 1.0)
+    n = np.asarray(n, np.float64)
+    want = lo_hi if density in gfloat_noise.LOGIT else lo_hi + 0.5
+    np.testing.assert_allclose(n, want, atol=2.0 ** -22)
+
+
+def test_stochastic_gradient_passes_straight_through():
+    ig.random.set_seed(0)
+    g = GenericFloat(3, 4, 7, calc_type="fp32")
+    x = ig.Variable(np.linspace(-3, 3, 64).astype(np.float32))
+    with ig.GradientTape() as tape:
+        y = g.cast_native_to_gfloat(x, round_mode="SR", sr_density="TruncatedLaplace",
+                                    storage_type="fp32")
+        loss = ig.reduce_sum(y * np.arange(64, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(tape.gradient(loss, x)),
+                                  np.arange(64, dtype=np.float32))
+
+
+@pytest.mark.parametrize("offset", [6.0, -6.0])
+def test_truncated_normal_deep_in_a_tail(offset):
+    """The window [-0.5, 0.5] lies 11 to 13 standard deviations from the mean: the noise
+    still follows the truncated density (piled towards the bound nearer the mean)."""
+    ig.random.set_seed(8)
+    p = dict(sr_norm_offset=offset, sr_norm_scale=0.5, sr_norm_min=-0.5, sr_norm_max=0.5)
+    g = GenericFloat(12, 8, 127)
+    n, _ = g._noise(np.zeros(N, np.float32), "SR", "TruncatedNormal", 23, offset, 0.5, -0.5,
+                    0.5, 1.0)
+    n = np.sort(np.asarray(n, np.float64))
+    assert n[0] >= 0.0 and n[-1] <= 1.0
+    grid = np.linspace(0.0, 1.0 - 2.0 ** -20, 401)
+    empirical = np.searchsorted(n, grid + 2.0 ** -23, side="right") / N
+    assert np.max(np.abs(empirical - _noise_cdf("TruncatedNormal", grid, p))) < KS_BOUND
+    assert (np.median(n) > 0.9) if offset > 0 else (np.median(n) < 0.1)

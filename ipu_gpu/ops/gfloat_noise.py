@@ -37,7 +37,7 @@ CENTRED = ("Uniform", "Normal", "TruncatedNormal", "Laplace", "TruncatedLaplace"
 LOGIT = ("LogitNormal", "TruncatedLogitNormal")
 DENSITIES = ("Invalid", *CENTRED, "Bernoulli", *LOGIT)
 
-_BISECTIONS = 64  # halves a bracket of at most 80 standard deviations below float64's ulp
+_RESOLUTION_BITS = 32  # bisection stops when the noise is known to 2^-32, below any sr_bits
 _TAIL = 40.0  # standard deviations: beyond, the normal CDF is 0 or 1 in float64
 
 
@@ -88,7 +88,7 @@ def noise(shape, density, sr_bits, offset, scale, lo, hi, calc_dtype):
         n = math_ops.add(math_ops.multiply(u, hi - lo), lo + 0.5)
     elif density in LOGIT:
         a, b = (_logit(lo) - offset) / scale, (_logit(hi) - offset) / scale
-        s = (_truncated_normal(u, a, b) if density == "TruncatedLogitNormal"
+        s = (_truncated_normal(u, a, b, scale / 4) if density == "TruncatedLogitNormal"
              else random_ops.normal(list(shape), dtype=dtypes.float64))
         n = math_ops.sigmoid(math_ops.add(math_ops.multiply(s, scale), offset))
         n = math_ops.clip_by_value(n, lo, hi)
@@ -96,7 +96,7 @@ def noise(shape, density, sr_bits, offset, scale, lo, hi, calc_dtype):
         a, b = (lo - offset) / scale, (hi - offset) / scale
         kind = density.replace("Truncated", "")
         if density.startswith("Truncated"):
-            s = _truncated(kind, u, a, b)
+            s = _truncated(kind, u, a, b, scale)
         elif kind == "Normal":
             s = random_ops.normal(list(shape), dtype=dtypes.float64)
         else:
@@ -137,18 +137,20 @@ def _inverse_cdf(kind: str, p):
     return math_ops.subtract(math_ops.log(p), math_ops.log1p(math_ops.negative(p)))
 
 
-def _truncated(kind: str, u, a: float, b: float):
+def _truncated(kind: str, u, a: float, b: float, scale: float):
     """Standard ``kind`` values restricted to [a, b], by inverting the CDF at ``u``."""
     if kind == "Normal":
-        return _truncated_normal(u, a, b)
+        return _truncated_normal(u, a, b, scale)
     fa, fb = _cdf(kind, a), _cdf(kind, b)
     s = _inverse_cdf(kind, math_ops.add(math_ops.multiply(u, fb - fa), fa))
     return math_ops.clip_by_value(s, a, b)
 
 
-def _truncated_normal(u, a: float, b: float):
+def _truncated_normal(u, a: float, b: float, slope: float):
     """Standard normal values restricted to [a, b]: the normal CDF inverted at ``u``'s image
-    in [Phi(a), Phi(b)] by bisection, on the side of the mean where erfc keeps precision."""
+    in [Phi(a), Phi(b)] by bisection, on the side of the mean where erfc keeps precision,
+    until the noise (changing at most ``slope`` times as fast as the value) is within
+    ``2^-_RESOLUTION_BITS``."""
     flip = a + b > 0
     if flip:
         a, b = -b, -a
@@ -157,7 +159,9 @@ def _truncated_normal(u, a: float, b: float):
     target = math_ops.add(math_ops.multiply(u, fb - fa), fa)
     low = math_ops.add(math_ops.multiply(u, 0.0), a)
     high = math_ops.add(math_ops.multiply(u, 0.0), b)
-    for _ in range(_BISECTIONS):
+    width = (b - a) * max(slope, 1e-300)
+    steps = min(64, max(1, math.ceil(math.log2(width)) + _RESOLUTION_BITS)) if width > 0 else 0
+    for _ in range(steps):
         mid = math_ops.multiply(math_ops.add(low, high), 0.5)
         below = math_ops.less(_phi_tensor(mid), target)
         low = indexing.where(below, mid, low)
