@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ipu_gpu.core import dtypes
+from ipu_gpu.ops import array as array_ops
 from ipu_gpu.ops import gfloat, gfloat_noise
 from ipu_gpu.ops import math as math_ops
 from ipu_gpu.ops import random as random_ops
@@ -199,9 +200,12 @@ class GenericFloat:
         if round_mode not in ("SR", "SX"):
             return np.zeros(0, np.float32), None
         gfloat_noise.check(density, sr_bits, offset, scale, lo, hi, prob)
+        shape = list(x.shape)
+        if any(d is None for d in shape):  # a graph's partly known shape: drawn per run
+            shape = array_ops.shape(x)
         if density == "Bernoulli":
-            return random_ops.uniform(list(x.shape), dtype=dtypes.float64), float(prob)
-        return gfloat_noise.noise(x.shape, density, sr_bits, offset, scale, lo, hi,
+            return random_ops.uniform(shape, dtype=dtypes.float64), float(prob)
+        return gfloat_noise.noise(shape, density, sr_bits, offset, scale, lo, hi,
                                   self._gfloat_calc_dtype), None
 
     # ---- properties -------------------------------------------------------------------------

@@ -78,10 +78,11 @@ def check(density, sr_bits, offset, scale, lo, hi, prob) -> None:
 
 
 def noise(shape, density, sr_bits, offset, scale, lo, hi, calc_dtype):
-    """The float64 noise ``n`` in [0, 1] for a stochastic cast of ``shape`` (module doc),
+    """The float64 noise ``n`` in [0, 1] for a stochastic cast of ``shape`` (a list of ints or
+    a shape tensor; module doc),
     resolved down to ``min(sr_bits, mantissa bits of calc_dtype)`` bits."""
     offset, scale, lo, hi = float(offset), float(scale), float(lo), float(hi)
-    u = random_ops.uniform(list(shape), dtype=dtypes.float64)
+    u = random_ops.uniform(shape, dtype=dtypes.float64)
     if density == "Invalid":
         n = u
     elif density == "Uniform":
@@ -89,7 +90,7 @@ def noise(shape, density, sr_bits, offset, scale, lo, hi, calc_dtype):
     elif density in LOGIT:
         a, b = (_logit(lo) - offset) / scale, (_logit(hi) - offset) / scale
         s = (_truncated_normal(u, a, b, scale / 4) if density == "TruncatedLogitNormal"
-             else random_ops.normal(list(shape), dtype=dtypes.float64))
+             else random_ops.normal(shape, dtype=dtypes.float64))
         n = math_ops.sigmoid(math_ops.add(math_ops.multiply(s, scale), offset))
         n = math_ops.clip_by_value(n, lo, hi)
     else:
@@ -98,7 +99,7 @@ def noise(shape, density, sr_bits, offset, scale, lo, hi, calc_dtype):
         if density.startswith("Truncated"):
             s = _truncated(kind, u, a, b, scale)
         elif kind == "Normal":
-            s = random_ops.normal(list(shape), dtype=dtypes.float64)
+            s = random_ops.normal(shape, dtype=dtypes.float64)
         else:
             s = _inverse_cdf(kind, u)
         n = math_ops.add(math_ops.multiply(math_ops.clip_by_value(s, a, b), scale),
