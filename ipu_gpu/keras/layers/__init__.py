@@ -10,6 +10,7 @@ from .attention import EinsumDense, MultiHeadAttention
 from .convolutional import (Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2D,
                             Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D,
                             SeparableConvolution2D)
+from .conv1d_transpose import Conv1DTranspose, Convolution1DTranspose
 from .convolutional3d import Conv3D, Conv3DTranspose, Convolution3D, Convolution3DTranspose
 from .core import Activation, Dense, Identity, Lambda, Masking, Rescaling
 from .embedding import Embedding
@@ -55,7 +56,8 @@ __all__ += ["AveragePooling3D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convo
             "Convolution3DTranspose", "Cropping3D", "GlobalAveragePooling3D", "GlobalAvgPool3D",
             "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool3D", "MaxPooling3D", "UpSampling3D",
             "ZeroPadding3D", "SpatialDropout1D", "SpatialDropout3D", "ThresholdedReLU",
-            "UnitNormalization", "AdditiveAttention", "Attention"]  # issue 16
+            "UnitNormalization", "AdditiveAttention", "Attention", "Conv1DTranspose",
+            "Convolution1DTranspose"]  # issue 16
 
 
 def serialize(layer) -> dict:
