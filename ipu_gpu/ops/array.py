@@ -28,6 +28,7 @@ from ..core.convert import to_array
 from ..core.allocation import AllocationGuard, check_allocation
 from ..core.registry import register, symbolic_call
 from ..core.tensor import Tensor, wrap
+from ._shape_args import shape_args
 from ..errors import InvalidArgumentError
 from ._util import quiet, require_same_dtype, unbroadcast
 from .shape import reshape
@@ -187,6 +188,7 @@ _TILE = register("tile", args=("input",), check=_check_tile, forward=_tile_forwa
                  backward=_tile_backward, twice_differentiable=True)
 
 
+@shape_args("multiples")
 def tile(input, multiples, name=None) -> Tensor:  # noqa: A002 - TF's name
     """``input`` repeated ``multiples[i]`` times along each axis i; the gradient sums the
     copies.
@@ -311,6 +313,7 @@ _MIRROR_PAD_GRAD = register(
         _apply(_MIRROR_PAD, g2, paddings=paddings, mode=mode),))
 
 
+@shape_args("paddings")
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None) -> Tensor:
     """``tensor`` padded by ``paddings`` ([rank, 2]: before and after each dimension).
 
@@ -380,6 +383,7 @@ _SLICE = register("slice", args=("input_",), check=_check_slice, forward=_slice_
                   backward=_slice_backward, twice_differentiable=True)
 
 
+@shape_args("begin", "size")
 def slice(input_, begin, size, name=None) -> Tensor:  # noqa: A001 - TF's name
     """The block of ``input_`` starting at ``begin`` with ``size`` elements per dimension
     (-1: all the rest); the gradient pads with zeros.
@@ -726,6 +730,7 @@ _BROADCAST_TO = register(
     backward=lambda k, xp, res, g, *, shape: (unbroadcast(xp, g, res[0]),))
 
 
+@shape_args("shape")
 def broadcast_to(input, shape, name=None) -> Tensor:  # noqa: A002 - TF's name
     """``input`` broadcast (numpy rules) to ``shape``; the gradient sums over the broadcast
     axes.
@@ -836,6 +841,7 @@ def _eye_size(arg: str, value) -> int:
     return int(value)
 
 
+@shape_args("num_rows", "num_columns", "batch_shape")
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32,
         name=None) -> Tensor:
     """An identity matrix of ``num_rows`` x ``num_columns`` (default: square), or a batch of

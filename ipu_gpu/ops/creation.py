@@ -9,6 +9,7 @@ from ..core.convert import to_array
 from ..core.allocation import AllocationGuard, check_allocation
 from ..core.registry import register
 from ..core.tensor import Tensor, wrap
+from ._shape_args import shape_args
 from ..errors import InvalidArgumentError
 
 
@@ -39,6 +40,7 @@ def _filled(op, make, shape, dtype):
         return wrap(getattr(xp, make)(shape, dtype))
 
 
+@shape_args("shape")
 def zeros(shape, dtype=dtypes.float32, name=None) -> Tensor:
     """A Tensor of ``shape`` filled with 0, on the current backend. Raises
     ResourceExhaustedError when it cannot be allocated."""
@@ -46,6 +48,7 @@ def zeros(shape, dtype=dtypes.float32, name=None) -> Tensor:
     return _filled("zeros", "zeros", _shape("zeros", shape), d)
 
 
+@shape_args("shape")
 def ones(shape, dtype=dtypes.float32, name=None) -> Tensor:
     """A Tensor of ``shape`` filled with 1, on the current backend. Raises
     ResourceExhaustedError when it cannot be allocated."""
@@ -93,6 +96,7 @@ _FILL = register("fill", args=("value",), check=_check_fill, forward=_fill_forwa
                  backward=_fill_backward, twice_differentiable=True)
 
 
+@shape_args("dims")
 def fill(dims, value, name=None) -> Tensor:
     """A Tensor of shape ``dims`` with every element ``value`` (a scalar); the gradient with
     respect to ``value`` is the sum of the output gradient."""
@@ -159,6 +163,7 @@ def _range_size(start, limit, delta, d):
     return size
 
 
+@shape_args("start", "limit", "delta")
 def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # noqa: A001
     """[start, start+delta, ...) up to ``limit`` (``range(n)`` counts from 0).
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import register
+from ..core.tensor import Tensor
 from ..errors import InvalidArgumentError, ResourceExhaustedError
+from ._shape_args import shape_args
 from ._util import check_axis, normalize_axis, require_same_dtype
 
 
@@ -54,6 +56,14 @@ def _static_ints(op, arg, value):
     return tuple(int(v) for v in items)
 
 
+def _scalar_int(value):
+    """A scalar integer Tensor (TF takes one as an axis) as its int; anything else as is."""
+    if isinstance(value, Tensor) and value.ndim == 0 and value.dtype.kind in "iu":
+        return int(np.asarray(value))
+    return value
+
+
+@shape_args("shape")
 def reshape(tensor, shape, name=None):
     """``tensor`` with the same elements in a new ``shape`` (one entry may be -1)."""
     return _RESHAPE(tensor, shape=_static_ints("reshape", "shape", shape))
@@ -79,15 +89,18 @@ _TRANSPOSE = register("transpose", args=("a",), check=_check_transpose,
                       twice_differentiable=True)
 
 
+@shape_args("perm")
 def transpose(a, perm=None, conjugate=False, name=None):
     """``a`` with its axes permuted by ``perm`` (default: reversed)."""
     return _TRANSPOSE(a, perm=None if perm is None else _static_ints("transpose", "perm", perm))
 
 
+@shape_args("axis")
 def expand_dims(input, axis, name=None):  # noqa: A002
     """``input`` with a new axis of size 1 at ``axis`` (in [-rank-1, rank])."""
     x = input
     ndim = len(getattr(x, "shape", np.shape(x)))
+    axis = _scalar_int(axis)
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"expand_dims: axis must be an int, got {axis!r}")
     if not -ndim - 1 <= axis <= ndim:
@@ -151,11 +164,12 @@ _CONCAT = register("concat", args=("values...",), check=_check_concat, forward=_
                    backward=_concat_backward, twice_differentiable=True)
 
 
+@shape_args("axis")
 def concat(values, axis, name=None):
     """The tensors of ``values`` joined along ``axis``; all other sizes must match."""
     if not isinstance(values, (list, tuple)):
         raise TypeError(f"concat: values must be a list of tensors, got {type(values).__name__}")
-    return _CONCAT(*values, axis=axis)
+    return _CONCAT(*values, axis=_scalar_int(axis))
 
 
 def stack(values, axis=0, name=None):
