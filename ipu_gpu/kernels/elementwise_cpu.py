@@ -18,8 +18,12 @@ from numba import njit
 def fits(*arrays) -> bool:
     """Whether the kernels here take these arrays: C-contiguous, one float32/float64 dtype."""
     d = arrays[0].dtype
-    return (d == np.float32 or d == np.float64) and all(
-        a.dtype == d and a.flags.c_contiguous for a in arrays)
+    if d != np.float32 and d != np.float64:
+        return False
+    for a in arrays:  # a loop, not all() over a generator: this runs on every op call
+        if a.dtype != d or not a.flags.c_contiguous:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
