@@ -10,6 +10,7 @@ from .attention import EinsumDense, MultiHeadAttention
 from .convolutional import (Conv1D, Conv2D, Conv2DTranspose, Convolution1D, Convolution2D,
                             Convolution2DTranspose, DepthwiseConv2D, SeparableConv2D,
                             SeparableConvolution2D)
+from .conv1d_separable import DepthwiseConv1D, SeparableConv1D, SeparableConvolution1D
 from .conv1d_transpose import Conv1DTranspose, Convolution1DTranspose
 from .convolutional3d import Conv3D, Conv3DTranspose, Convolution3D, Convolution3DTranspose
 from .core import Activation, Dense, Identity, Lambda, Masking, Rescaling
@@ -57,7 +58,8 @@ __all__ += ["AveragePooling3D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convo
             "GlobalMaxPool3D", "GlobalMaxPooling3D", "MaxPool3D", "MaxPooling3D", "UpSampling3D",
             "ZeroPadding3D", "SpatialDropout1D", "SpatialDropout3D", "ThresholdedReLU",
             "UnitNormalization", "AdditiveAttention", "Attention", "Conv1DTranspose",
-            "Convolution1DTranspose"]  # issue 16
+            "Convolution1DTranspose", "DepthwiseConv1D", "SeparableConv1D",
+            "SeparableConvolution1D"]  # issue 16
 
 
 def serialize(layer) -> dict:
