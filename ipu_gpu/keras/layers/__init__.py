@@ -32,6 +32,7 @@ from .reshaping import (Cropping1D, Cropping2D, Flatten, Permute, RepeatVector, 
                         UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
 from .reshaping3d import Cropping3D, UpSampling3D, ZeroPadding3D
 from .dense_attention import AdditiveAttention, Attention
+from .group_normalization import GroupNormalization
 from .spatial_dropout import SpatialDropout1D, SpatialDropout3D
 from .unit_activation import ThresholdedReLU, UnitNormalization
 
@@ -59,7 +60,7 @@ __all__ += ["AveragePooling3D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convo
             "ZeroPadding3D", "SpatialDropout1D", "SpatialDropout3D", "ThresholdedReLU",
             "UnitNormalization", "AdditiveAttention", "Attention", "Conv1DTranspose",
             "Convolution1DTranspose", "DepthwiseConv1D", "SeparableConv1D",
-            "SeparableConvolution1D"]  # issue 16
+            "SeparableConvolution1D", "GroupNormalization"]  # issue 16
 
 
 def serialize(layer) -> dict:
