@@ -40,6 +40,7 @@ import contextlib
 import functools
 import inspect
 import itertools
+import sys
 import weakref
 
 import numpy as np
@@ -249,6 +250,14 @@ def _relaxed(traced, key):
 # ---- tf.function ------------------------------------------------------------------------------
 
 
+def _variable_store(function):
+    """The function's own store of ``tf.compat.v1.get_variable`` variables for its eager
+    calls: TF traces the function once, so the variables its first call makes are those of
+    every later call (nothing when the program never imported ``get_variable``)."""
+    vs = sys.modules.get("ipu_gpu.compat.v1.variable_scope")
+    return contextlib.nullcontext() if vs is None else vs.owned_store(function)
+
+
 class Function:
     """A callable made by ``tf.function`` (TensorFlow's ``PolymorphicFunction``)."""
 
@@ -326,7 +335,8 @@ class Function:
             self._note_trace(("signature",))
         else:
             self._note_trace(self._bound_values(args, kwargs))
-        return self._python_function(*self._leading(), *args, **kwargs)
+        with _variable_store(self):
+            return self._python_function(*self._leading(), *args, **kwargs)
 
     def _signature_text(self, signature) -> str:
         params = self._parameters()
@@ -503,7 +513,8 @@ class ConcreteFunction:
                                kwargs, text)
         kw.update({k: v for k, v in self._kwargs.items() if k not in kw
                    and not any(_is_spec(x) for x in nest.flatten(v))})
-        return f._python_function(*f._leading(), *bound, **kw)
+        with _variable_store(f):
+            return f._python_function(*f._leading(), *bound, **kw)
 
     def _bind_one(self, value, structure, index):
         if _is_spec(structure) and isinstance(value, Tensor) and value.dtype != structure.dtype:

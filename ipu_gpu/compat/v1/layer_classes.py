@@ -61,6 +61,10 @@ class _LegacyLayer:
 
     # ---- calling --------------------------------------------------------------------------
     def __call__(self, inputs, *args, **kwargs):
+        with vs.owned_store(self):  # eagerly, the layer's variables are its store's
+            return self._call_in_scope(inputs, args, kwargs)
+
+    def _call_in_scope(self, inputs, args, kwargs):
         from ... import graph
 
         g = graph.get_default_graph()

@@ -46,6 +46,10 @@ class Template:
                 self._variable_scope = scope
 
     def __call__(self, *args, **kwargs):
+        with _vs.owned_store(self):  # eagerly, the template's variables are its store's
+            return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         g = _graph().get_default_graph()
         if self._variable_scope is None:
             with _vs.variable_scope(self._unique_name, default_name=self._name,
@@ -92,6 +96,10 @@ class Template:
     def _collection(self, key) -> list:
         if self._variable_scope is None:
             return []
+        store = self.__dict__.get("_eager_variable_store")
+        if store is not None:  # made eagerly: the template's own store holds them
+            return {"variables": store.variables, "local_variables": list,
+                    "trainable_variables": store.trainable_variables}[key]()
         return _graph().get_default_graph().get_collection(key, self.variable_scope_name)
 
     @property

@@ -2,7 +2,9 @@
 ``tf.layers`` functions built on them (``dense``, ``flatten``, ``dropout``).
 
 ``get_variable(name)`` finds or makes the variable ``<scope>/<name>`` of the default graph
-(``tf.compat.v1.Variable``: a graph variable in graph mode). Reuse follows TF: making a
+(``tf.compat.v1.Variable``: a graph variable in graph mode); eagerly (TF 2) that of the
+current ``EagerVariableStore``, or a new variable outside every store, as TF 2. Reuse follows
+TF: making a
 variable that exists raises ValueError unless the scope reuses (``reuse=True`` or
 ``AUTO_REUSE``), and ``reuse=True`` for one that does not exist raises ValueError. Without an
 initializer a float variable starts from ``glorot_uniform_initializer()``, an integer one
@@ -28,8 +30,9 @@ import numpy as np
 from ...core import dtypes
 from ...core.spec import TensorShape
 
-__all__ = ["AUTO_REUSE", "constant_initializer", "dense", "dropout", "flatten",
-           "get_local_variable", "get_variable", "get_variable_scope", "glorot_normal_initializer",
+__all__ = ["AUTO_REUSE", "EagerVariableStore", "constant_initializer", "dense", "dropout",
+           "flatten", "get_local_variable", "get_variable", "get_variable_scope",
+           "glorot_normal_initializer",
            "glorot_uniform_initializer", "ones_initializer", "random_normal_initializer",
            "random_uniform_initializer", "truncated_normal_initializer",
            "variable_scope", "variance_scaling_initializer", "zeros_initializer"]
@@ -157,9 +160,79 @@ def _unique(outer: VariableScope, base: str) -> str:
     return base if n == 0 else f"{base}_{n}"
 
 
+class EagerVariableStore:
+    """TF's ``EagerVariableStore``: eagerly (TF 2, outside a graph) ``get_variable`` shares
+    variables by name only inside ``as_default()`` of a store, where it returns the store's
+    variable of that name or makes it (reuse is ``AUTO_REUSE`` eagerly, as in TF); outside
+    every store each call makes a new variable. A ``make_template`` template, a ``tf.layers``
+    layer object and each ``tf.function`` hold one (the function's stands for TF's single
+    trace: the variables its first call makes are those of later calls)."""
+
+    def __init__(self):
+        self._kinds: dict = {}
+
+    def _kind(self, kind: str) -> dict:
+        return self._kinds.setdefault(kind, {})
+
+    @contextlib.contextmanager
+    def as_default(self):
+        """Inside the block eager ``get_variable`` calls use this store."""
+        stack = _eager_stores()
+        stack.append(self)
+        try:
+            yield self
+        finally:
+            stack.pop()
+
+    def variables(self) -> list:
+        """The store's variables, sorted by name (TF's order)."""
+        return sorted(self._kind("_named_variables").values(), key=lambda v: v.name)
+
+    def trainable_variables(self) -> list:
+        return [v for v in self.variables() if getattr(v, "trainable", True)]
+
+    def non_trainable_variables(self) -> list:
+        return [v for v in self.variables() if not getattr(v, "trainable", True)]
+
+
+def _eager_stores() -> list:
+    stack = getattr(_local, "eager_stores", None)
+    if stack is None:
+        stack = _local.eager_stores = []
+    return stack
+
+
+def _eagerly() -> bool:
+    from ... import graph
+
+    return not graph.core.building()
+
+
+def owned_store(owner) -> contextlib.AbstractContextManager:
+    """``owner``'s ``EagerVariableStore`` made the default when calls run eagerly (a template,
+    a ``tf.layers`` object, a ``tf.function``), made on first use; else nothing."""
+    if not _eagerly():
+        return contextlib.nullcontext()
+    store = owner.__dict__.get("_eager_variable_store")
+    if store is None:
+        store = owner.__dict__["_eager_variable_store"] = EagerVariableStore()
+    return store.as_default()
+
+
+# counters of default names: per graph eagerly too (``tmpl``, ``tmpl_1``, as TF names them)
+_NAME_COUNTERS = ("_default_scope_names", "_layer_object_names")
+
+
+# replicas of an IPU program run in threads: one of them makes a shared store's variable
+_EAGER_LOCK = threading.RLock()
+
+
 def _store(kind: str = "_named_variables") -> dict:
     from ... import graph
 
+    if kind not in _NAME_COUNTERS and _eagerly():
+        stores = _eager_stores()
+        return stores[-1]._kind(kind) if stores else {}  # no store: nothing is shared
     g = graph.get_default_graph()
     store = getattr(g, kind, None)
     if store is None:
@@ -205,17 +278,18 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                               "get_variable: dtype"),
         initializer=initializer if initializer is not None else scope.initializer,
         regularizer=regularizer if regularizer is not None else scope.regularizer,
-        reuse=scope.reuse if scope.reuse is not None else False,
+        reuse=AUTO_REUSE if _eagerly() else scope.reuse if scope.reuse is not None else False,
         trainable=True if trainable is None else trainable, collections=collections,
         caching_device=caching_device, partitioner=partitioner, validate_shape=validate_shape,
         use_resource=use_resource, synchronization=synchronization, aggregation=aggregation)
-    if custom_getter is None:
-        return _true_getter(full, constraint=constraint, **kwargs)
-    if not callable(custom_getter):
-        raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
-    if _takes(custom_getter, "constraint"):
-        kwargs["constraint"] = constraint
-    return custom_getter(getter=_true_getter, name=full, **kwargs)
+    with _EAGER_LOCK if _eager_stores() else contextlib.nullcontext():
+        if custom_getter is None:
+            return _true_getter(full, constraint=constraint, **kwargs)
+        if not callable(custom_getter):
+            raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
+        if _takes(custom_getter, "constraint"):
+            kwargs["constraint"] = constraint
+        return custom_getter(getter=_true_getter, name=full, **kwargs)
 
 
 def _constant_dtype(initializer, dtype):
