@@ -367,6 +367,7 @@ def _graph_of(values) -> Graph:
 
 
 _PROBE_SIZES = (2, 3)
+_CHECK_SIZE = 9
 
 
 def _stand_in(x, size, rank=None):
@@ -501,6 +502,11 @@ def _infer_unknown_rank(fn, inputs, static):
 def _infer(fn, inputs, static, leaves, unknown):
     try:
         runs, sequence = _probe(fn, inputs, static, _PROBE_SIZES if unknown else (1,))
+        if unknown:  # sizes 2 and 3 may agree where the size still follows (pooled to 1)
+            try:
+                runs += _probe(fn, inputs, static, (_CHECK_SIZE,))[0]
+            except Exception:  # noqa: BLE001 - the op refuses that size: two probes decide
+                pass
     except Exception:  # noqa: BLE001 - a constant fixes the unknown size: try its sizes
         if not unknown:
             raise
@@ -534,9 +540,8 @@ def _probe(fn, inputs, static, sizes):
 def _specs(runs, first, specs):
     for j, t in enumerate(first):
         shape = list(t.shape)
-        if len(runs) > 1:
-            other = runs[1][j].shape
-            shape = [d if d == e else None for d, e in zip(shape, other)]
+        for run in runs[1:]:
+            shape = [d if d == e else None for d, e in zip(shape, run[j].shape)]
         specs.append((t.dtype, shape))
     return specs
 

@@ -21,6 +21,7 @@ from ..engine.base_layer import Layer
 from ..engine.call_context import get_mask
 from .activation import Softmax
 from .regularization import Dropout
+from ._graph_shapes import call_on_values
 from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["EinsumDense", "MultiHeadAttention"]
@@ -190,6 +191,12 @@ def _output_shape(output_rank, known_last_dims):
     return [None] * (output_rank - len(known_last_dims)) + list(known_last_dims)
 
 
+def _causal_mask(query, value):
+    """The (1, T, S) lower-triangular mask of ``use_causal_mask``."""
+    t, s = query.shape[1], value.shape[1]
+    return backend._constant_like(np.tril(np.ones((1, t, s), bool)), query, dtype=bool)
+
+
 class MultiHeadAttention(Layer):
     """Multi-head attention: ``num_heads`` scaled dot-product attentions of projected query,
     key and value, concatenated and projected back.
@@ -309,9 +316,7 @@ class MultiHeadAttention(Layer):
                 m = _shape.expand_dims(_m.cast(m, "bool"), axis)
                 auto = m if auto is None else _m.logical_and(auto, m)
         if use_causal_mask:
-            t, s = query.shape[1], value.shape[1]
-            causal = backend._constant_like(np.tril(np.ones((1, t, s), bool)), query,
-                                            dtype=bool)
+            causal = call_on_values(_causal_mask, query, value)
             auto = causal if auto is None else _m.logical_and(auto, causal)
         if auto is not None:
             attention_mask = auto if attention_mask is None else _m.logical_and(

@@ -23,7 +23,7 @@ from .. import activations, backend
 from ..engine.call_context import set_mask
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
-from ._graph_shapes import reshape_dims
+from ._graph_shapes import call_on_values, reshape_dims
 from ._weight_args import add_kernel_and_bias, set_weight_args, weight_args_config
 
 
@@ -68,6 +68,8 @@ class Dense(Layer):
     def call(self, inputs):
         if inputs.ndim == 2:
             outputs = _matmul.matmul(inputs, self.kernel)
+        elif tuple(inputs.shape[:-1]).count(None) > 1:  # a graph tensor's: in the run
+            return call_on_values(self.call, inputs, reads=self.weights)
         else:  # tensordot over the last axis
             lead = tuple(inputs.shape[:-1])
             flat = _shape.reshape(inputs, (-1, inputs.shape[-1]))

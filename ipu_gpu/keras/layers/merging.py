@@ -14,6 +14,7 @@ from ...ops import reduction as _r
 from ...ops import shape as _shape
 from .. import backend
 from ..engine.base_layer import Layer
+from ._graph_shapes import call_on_values
 
 __all__ = ["Add", "Average", "Concatenate", "Dot", "Maximum", "Minimum", "Multiply",
            "Subtract", "add", "average", "concatenate", "dot", "maximum", "minimum",
@@ -314,6 +315,8 @@ class Dot(_Merge):
         if self.normalize:
             x1 = _nn.l2_normalize(x1, axis=axes[0])
             x2 = _nn.l2_normalize(x2, axis=axes[1])
+        if None in (*tuple(x1.shape)[1:], *tuple(x2.shape)[1:]):  # a graph tensor's sizes
+            return call_on_values(lambda a, b: _batch_dot(a, b, axes), x1, x2)
         return _batch_dot(x1, x2, axes)
 
     def compute_output_shape(self, input_shape):

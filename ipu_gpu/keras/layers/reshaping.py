@@ -86,6 +86,8 @@ class Reshape(_ShapeLayer):
         return output_shape
 
     def call(self, inputs):
+        if None in tuple(inputs.shape)[1:]:  # a graph tensor's unknown sizes: in the run
+            return call_on_values(self.call, inputs)
         target = self._fix_unknown_dimension(list(inputs.shape[1:]), self.target_shape)
         return _shape.reshape(inputs, reshape_dims((inputs.shape[0], *target)))
 
@@ -243,6 +245,14 @@ class ZeroPadding2D(_ShapeLayer):
         return config
 
 
+def _stop(size, crop):
+    """The end of a slice cropping ``crop`` from ``size`` (None: a graph tensor's unknown
+    size, cropped from the end)."""
+    if size is None:
+        return -crop if crop else None
+    return size - crop
+
+
 class Cropping1D(_ShapeLayer):
     """Remove ``cropping = (start, end)`` steps from ``(batch, steps, features)``."""
 
@@ -253,7 +263,7 @@ class Cropping1D(_ShapeLayer):
 
     def call(self, inputs):
         start, end = self.cropping
-        return inputs[:, start:inputs.shape[1] - end, :]
+        return inputs[:, start:_stop(inputs.shape[1], end), :]
 
     def compute_output_shape(self, input_shape):
         dims = as_shape(input_shape).as_list()
@@ -300,8 +310,8 @@ class Cropping2D(_ShapeLayer):
     def call(self, inputs):
         (top, bottom), (left, right) = self.cropping
         h, w = self._check(list(inputs.shape))
-        rows = slice(top, inputs.shape[h] - bottom)
-        cols = slice(left, inputs.shape[w] - right)
+        rows = slice(top, _stop(inputs.shape[h], bottom))
+        cols = slice(left, _stop(inputs.shape[w], right))
         if self.data_format == "channels_first":
             return inputs[:, :, rows, cols]
         return inputs[:, rows, cols, :]
@@ -379,6 +389,8 @@ class UpSampling2D(_ShapeLayer):
         h, w = (2, 3) if self.data_format == "channels_first" else (1, 2)
         if self.interpolation == "nearest":
             return _repeat(_repeat(inputs, h, self.size[0]), w, self.size[1])
+        if inputs.shape[h] is None or inputs.shape[w] is None:  # a graph tensor's: in the run
+            return call_on_values(self.call, inputs)
         if inputs.dtype != np.float32:  # TF's resize kernels give float32 for any input
             inputs = _m.cast(inputs, "float32")
         rows, cols = (backend._constant_like(_resize.resize_matrix(

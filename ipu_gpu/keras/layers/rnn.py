@@ -31,7 +31,7 @@ from ..engine import call_context
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from ..engine.keras_tensor import KerasTensor
-from ._graph_shapes import call_on_values, reshape_dims
+from ._graph_shapes import call_on_values, reshape_dims, unknown_dims
 from ._weight_args import set_weight_args, weight_args_config
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell",
@@ -542,6 +542,10 @@ class RNN(Layer):
     def call(self, inputs, mask=None, training=None, initial_state=None):
         if isinstance(mask, list):
             mask = mask[0]
+        if unknown_dims(inputs) and inputs.shape[0 if self.time_major else 1] is None:
+            return call_on_values(  # a graph tensor's unknown length: unrolled in the run
+                lambda x, m, s: self.call(x, m, training, s), inputs, mask, initial_state,
+                reads=self.weights)
         x = _shape.transpose(inputs, [1, 0, 2]) if self.time_major else inputs
         if mask is not None and self.time_major:
             mask = _shape.transpose(mask, [1, 0])
