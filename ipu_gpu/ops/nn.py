@@ -100,7 +100,7 @@ def _relu_backward_owned(k, xp, res, g):
     y = res[0]
     k = _elementwise_cpu(xp, g, y)
     if k is not None and g.shape == y.shape:
-        return (k.relu_grad(g, y, out=g),)
+        return (k.relu_grad_into(g, y),)
     return (_relu_grad(xp, g, y),)
 
 
