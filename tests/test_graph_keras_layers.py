@@ -284,7 +284,7 @@ def test_batch_normalization_training_in_graph_updates_when_its_update_ops_run(c
         y = g_layer(x, training=True)
         g_layer.set_weights(weights)
         assert v1.get_collection(v1.GraphKeys.UPDATE_OPS) == []
-        assert len(g_layer.updates) == 1
+        assert len(g_layer.updates) == 2  # the moving mean and variance, as TF
         loss = _weighted_sum([y], _cotangents([out[0]]))
         g = v1.gradients(loss, [x] + list(g_layer.trainable_weights))
         with v1.Session() as sess:
@@ -305,9 +305,9 @@ def test_model_updates_collect_its_batch_normalization_updates():
         model = keras.Sequential([L.Dense(4), L.BatchNormalization(), L.Dense(1),
                                   L.BatchNormalization()])
         model(x, training=True)
-        assert len(model.updates) == 2
+        assert len(model.updates) == 4
         model.layers[1].trainable = False
-        assert len(model.updates) == 1
+        assert len(model.updates) == 2
 
 
 def test_dropout_training_in_graph_draws_a_mask_per_run_shared_with_its_gradient():
@@ -660,4 +660,44 @@ def test_keras_model_in_a_compiled_ipu_loop_over_an_infeed_equals_eager(fresh_ip
             got = sess.run(losses)
     np.testing.assert_allclose(np.ravel(got), expected, rtol=1e-5, atol=1e-6)
     for a, b in zip(g_model.get_weights(), model.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _tf1_keras_training(tf_v1, keras_mod, weights, x_val, y_val, steps, lr):
+    """A Dense/BatchNormalization/Dense model built on a placeholder in ``tf_v1``'s graph
+    mode, trained by GradientDescentOptimizer after ``model.updates``: losses, weights."""
+    with tf_v1.Graph().as_default():
+        x = tf_v1.placeholder(np.float32, [None, 6])
+        y = tf_v1.placeholder(np.float32, [None, 2])
+        layers = keras_mod.layers
+        model = keras_mod.Sequential([layers.Dense(5, activation="relu"),
+                                      layers.BatchNormalization(momentum=0.9),
+                                      layers.Dense(2)])
+        loss = tf_v1.reduce_mean(tf_v1.square(model(x, training=True) - y))
+        assert len(model.updates) == 2  # the moving mean and variance
+        assert tf_v1.get_collection(tf_v1.GraphKeys.UPDATE_OPS) == []
+        with tf_v1.control_dependencies(model.updates):
+            train = tf_v1.train.GradientDescentOptimizer(lr).minimize(
+                loss, var_list=model.trainable_weights)
+        with tf_v1.Session() as sess:
+            sess.run(tf_v1.global_variables_initializer())
+            for v, w in zip(model.weights, weights):
+                v.load(w, sess) if hasattr(v, "load") else v.assign(w)
+            losses = [sess.run([loss, train], {x: x_val, y: y_val})[0] for _ in range(steps)]
+            return losses, sess.run(model.weights)
+
+
+def test_keras_training_in_graph_equals_real_tf_keras_compat_v1(real_tf):
+    tf_keras = pytest.importorskip("tf_keras")
+    x_val, y_val = _data((8, 6), 30), _data((8, 2), 31)
+    keras.utils.set_random_seed(0)
+    probe = keras.Sequential([L.Dense(5, activation="relu"), L.BatchNormalization(),
+                              L.Dense(2)])
+    probe(ig.constant(x_val))
+    weights = probe.get_weights()  # kernel, bias, gamma, beta, moving mean/var, kernel, bias
+    ours = _tf1_keras_training(v1, keras, weights, x_val, y_val, steps=3, lr=0.1)
+    theirs = _tf1_keras_training(real_tf.compat.v1, tf_keras, weights, x_val, y_val,
+                                 steps=3, lr=0.1)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-6)
+    for a, b in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

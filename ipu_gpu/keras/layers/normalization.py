@@ -346,23 +346,34 @@ class BatchNormalization(Layer):
         variable.assign_sub((variable - value) * decay)
 
     def _graph_update(self, x, mean, variance, reduction_axes):
-        """A TF1 graph op that moves the moving statistics by a run's batch statistics."""
+        """TF1 graph ops (as TF's two AssignMovingAvg) that move the moving mean (and the
+        renorm statistics) and the moving variance by a run's batch statistics."""
         core = sys.modules["ipu_gpu.graph.core"]
 
-        def move(x, mean, variance):
+        def move_mean(mean, variance):
             if self.renorm:
                 self._renorm_correction(mean, variance)
-            self._update_moving_averages(x, mean, variance, reduction_axes)
+            self._move(self.moving_mean, mean, self.momentum)
             return []
-        return core.add_node(mean.graph, "AssignMovingAvg", f"{self.name}/AssignMovingAvg",
-                             [x, mean, variance], move, [])
+
+        def move_variance(x, variance):
+            self._move_variance(x, variance, reduction_axes)
+            return []
+        name = f"{self.name}/AssignMovingAvg"
+        return [core.add_node(mean.graph, "AssignMovingAvg", name, [mean, variance],
+                              move_mean, []),
+                core.add_node(mean.graph, "AssignMovingAvg", name, [x, variance],
+                              move_variance, [])]
 
     def _update_moving_averages(self, x, mean, variance, reduction_axes):
+        self._move(self.moving_mean, mean, self.momentum)
+        self._move_variance(x, variance, reduction_axes)
+
+    def _move_variance(self, x, variance, reduction_axes):
         if self.fused:  # TF's fused kernel moves the variance by the unbiased estimate
             n = int(np.prod([x.shape[i] for i in reduction_axes]))
             if n > 1:
                 variance = variance * backend._constant_like(n / (n - 1), variance)
-        self._move(self.moving_mean, mean, self.momentum)
         if self.renorm:  # the moving variance follows the moving stddev (epsilon inside)
             eps = backend._constant_like(self.epsilon, self.moving_stddev)
             self._move(self.moving_stddev, _m.sqrt(_m.cast(variance, eps.dtype) + eps),
