@@ -59,10 +59,21 @@ CASES = {
     "zeros_of_unique": (lambda tf, x: tf.zeros(tf.shape(tf.unique(tf.reshape(
         tf.cast(x, tf.int32) // 5, [-1]))[0])),
         lambda x: np.zeros(len(np.unique((x.astype(np.int32) // 5).reshape(-1))))),
+    "getitem_stop": (lambda tf, x: x[:, :tf.shape(x)[1] - 1], lambda x: x[:, :-1]),
+    "getitem_index": (lambda tf, x: x[tf.shape(x)[0] - 1], lambda x: x[-1]),
+    "strided_slice": (lambda tf, x: tf.strided_slice(x, [0, 0, 0], tf.shape(x) - 1),
+                      lambda x: x[:-1, :-1, :-1]),
+    "split": (lambda tf, x: tf.split(x, [1, tf.shape(x)[2] - 1], axis=2)[1],
+              lambda x: x[:, :, 1:]),
+    "reshape_prod": (lambda tf, x: tf.reshape(x, [tf.reduce_prod(tf.shape(x)[:2]), -1]),
+                     lambda x: x.reshape(6, 4)),
+    "tile_list": (lambda tf, x: tf.tile(x, [tf.shape(x)[0], 1, 1]),
+                  lambda x: np.tile(x, (x.shape[0], 1, 1))),
 }
 # where ipu_gpu's static shape is more precise than TF's (TF leaves reshape's -1 unknown when
 # the input's size is unknown, even where the other dimensions fix it)
-MORE_PRECISE = {("reshape_stack", False): [None, 12], ("reshape_list", False): [None, 3, 4]}
+MORE_PRECISE = {("reshape_stack", False): [None, 12], ("reshape_list", False): [None, 3, 4],
+                ("reshape_prod", False): [None, 4], ("strided_slice", False): [None, 2, 3]}
 
 
 def _build(tf, c, name, known):
@@ -99,6 +110,18 @@ def test_gradient_through_graph_shaped_reshape():
             got = sess.run(g, {x: X})
     f = X.reshape(6, 4)
     np.testing.assert_allclose(got, 2 * f.T @ (f @ w0), rtol=1e-5)
+
+
+def test_gradient_through_a_graph_bounded_slice():
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [None, 3, 4])
+        loss = ig.reduce_sum(x[:, :ig.shape(x)[1] - 1] ** 2)
+        (g,) = v1.gradients(loss, [x])
+        with v1.Session() as sess:
+            got = sess.run(g, {x: X})
+    want = 2 * X
+    want[:, -1] = 0
+    np.testing.assert_allclose(got, want)
 
 
 def test_graph_shape_follows_each_run():

@@ -23,7 +23,7 @@ import functools
 
 import numpy as np
 
-from ..core import backend, dtypes
+from ..core import backend, dtypes, registry
 from ..core.convert import to_array
 from ..core.allocation import AllocationGuard, check_allocation
 from ..core.registry import register, symbolic_call
@@ -547,6 +547,7 @@ def _mask(arg: str, value) -> int:
     return int(value) & 0xFFFFFFFF  # the int32 bit pattern (-1: every bit)
 
 
+@shape_args("begin", "end", "strides")
 def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
                   new_axis_mask=0, shrink_axis_mask=0, var=None, name=None) -> Tensor:
     """``input_[begin:end:strides]`` with TF's masks, exactly as TF's StridedSlice: bit i of
@@ -586,10 +587,37 @@ def _index_int(value):
         return None
     if isinstance(value, (int, np.integer)):
         return int(value)
+    if not isinstance(value, Tensor) and _symbolic_scalar(value):
+        return None  # known at run time only
     v = value._value if isinstance(value, Tensor) else value
     if getattr(v, "ndim", None) == 0 and v.dtype.kind in "iu":
         return int(v.get() if backend.is_cupy_array(v) else v)
     return None
+
+
+def _symbolic_scalar(value) -> bool:
+    """A scalar integer graph tensor (TF takes one as an index or slice bound)."""
+    return (isinstance(value, registry._symbolic_types)
+            and getattr(value, "ndim", None) == 0
+            and np.dtype(getattr(value, "dtype", None) or np.float32).kind in "iu")
+
+
+def symbolic_key(key) -> bool:
+    """Whether an indexing ``key`` holds a graph scalar (an index or a slice bound)."""
+    types = registry._symbolic_types
+    if not types:
+        return False
+    for p in key if type(key) in (tuple, list) else (key,):
+        t = type(p)
+        if t is int or p is None or p is Ellipsis:
+            continue
+        if t is builtins.slice:
+            for v in (p.start, p.stop, p.step):
+                if v is not None and type(v) is not int and _symbolic_scalar(v):
+                    return True
+        elif _symbolic_scalar(p):
+            return True
+    return False
 
 
 def _is_index_array(part) -> bool:
@@ -633,6 +661,8 @@ def tensor_getitem(tensor, key):
             for v, default, mask in ((part.start, 0, "begin_mask"), (part.stop, 0, "end_mask"),
                                      (part.step, 1, None)):
                 n = None if v is None else _index_int(v)
+                if n is None and _symbolic_scalar(v):
+                    n = v  # a graph scalar: strided_slice makes one node of the run's value
                 if v is not None and n is None:
                     raise TypeError(f"__getitem__: slice bounds must be integers or scalar "
                                     f"integer Tensors, got {_short(v)}")
@@ -645,6 +675,8 @@ def tensor_getitem(tensor, key):
             masks["ellipsis_mask" if part is Ellipsis else "new_axis_mask"] |= bit
         else:
             n = _index_int(part)
+            if n is None and _symbolic_scalar(part):
+                n = part
             if n is None:
                 if _is_index_array(part):
                     return indexing.getitem(tensor, parts)

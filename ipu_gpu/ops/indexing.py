@@ -9,6 +9,7 @@ from ..core.convert import to_array
 from ..core.indexed_slices import IndexedSlices, densify
 from ..core.registry import register
 from ..core.tensor import Tensor
+from . import array
 from ._util import broadcast_shape, check_axis, require_bool, require_int, require_same_dtype
 
 
@@ -141,8 +142,14 @@ _GETITEM_GRAD = register(
 
 def getitem(tensor, key):
     """numpy-style indexing (ints, slices, None, ..., integer/bool arrays); out-of-range raises
-    ValueError; the gradient accumulates over repeated indices."""
-    return _GETITEM(tensor, key=_normalize_key(key))
+    ValueError; the gradient accumulates over repeated indices. A graph scalar in ``key``
+    (``x[:tf.shape(x)[1] - 1]``) makes it TF's strided slice of the run's value."""
+    try:
+        return _GETITEM(tensor, key=_normalize_key(key))
+    except TypeError:  # a graph scalar in the key refuses conversion (nothing recorded yet)
+        if not array.symbolic_key(key):
+            raise
+    return array.tensor_getitem(tensor, key)
 
 
 # ---- one_hot -------------------------------------------------------------------------------

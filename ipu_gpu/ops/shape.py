@@ -213,6 +213,7 @@ _SPLIT = register("split", args=("value",), check=_check_split, forward=_split_f
                   backward=_split_backward, twice_differentiable=True)
 
 
+@shape_args("num_or_size_splits", "axis")
 def split(value, num_or_size_splits, axis=0, num=None, name=None):
     """A list of tensors: ``value`` cut along ``axis`` into ``num_or_size_splits`` equal parts
     (an int, which must divide the axis) or parts of the listed sizes (one may be -1)."""
