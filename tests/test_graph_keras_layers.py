@@ -701,3 +701,46 @@ def test_keras_training_in_graph_equals_real_tf_keras_compat_v1(real_tf):
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-6)
     for a, b in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("regularizer", ["l1", "l2", "l1_l2"])
+def test_weight_regularization_losses_in_graph_read_the_weights_each_run(regularizer):
+    """``model.losses`` built in a graph are nodes of the weights (their gradients reach
+    the weights, and they follow the updates), as the eager model's losses."""
+    make_reg = {"l1": lambda: keras.regularizers.L1(0.05),
+                "l2": lambda: keras.regularizers.L2(0.1),
+                "l1_l2": lambda: keras.regularizers.L1L2(0.05, 0.1)}[regularizer]
+    x_val, y_val = _data((4, 3), 40), _data((4, 2), 41)
+
+    def make():
+        return keras.Sequential([L.Dense(4, kernel_regularizer=make_reg(),
+                                         bias_regularizer=make_reg()),
+                                 L.Dense(2, kernel_regularizer=make_reg())])
+
+    def objective(model, x, y, sum_fn):
+        return sum_fn(ig.reduce_mean(ig.square(model(x) - y)), model.losses)
+
+    keras.utils.set_random_seed(0)
+    model = make()
+    model(ig.constant(x_val))
+    weights = model.get_weights()
+    expected = []
+    for _ in range(3):
+        with ig.GradientTape() as tape:
+            loss = objective(model, ig.constant(x_val), y_val, lambda a, b: a + sum(b))
+        for v, g in zip(model.trainable_weights,
+                        tape.gradient(loss, model.trainable_weights)):
+            v.assign_sub(0.1 * g)
+        expected.append(float(loss))
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [None, 3])
+        g_model = make()
+        loss = objective(g_model, x, y_val, lambda a, b: a + v1.add_n(b))
+        g_model.set_weights(weights)
+        train = v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            got = [sess.run([loss, train], {x: x_val})[0] for _ in range(3)]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    for a, b in zip(g_model.get_weights(), model.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

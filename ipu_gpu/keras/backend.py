@@ -242,8 +242,9 @@ def is_graph_tensor(x) -> bool:
 
 
 def as_tensor(x):
-    """``x`` as a Tensor; a TF1 graph tensor as it is (the ops it meets record nodes)."""
-    return x if is_graph_tensor(x) else _convert(x)
+    """``x`` as a Tensor; a TF1 graph tensor or a Variable as it is (the ops it meets read
+    it: while a TF1 graph is built, as nodes reading the variable in each run)."""
+    return x if isinstance(x, Tensor) or is_graph_tensor(x) else _convert(x)
 
 
 def _constant_like(value, x, dtype=None) -> Tensor:

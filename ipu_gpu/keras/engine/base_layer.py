@@ -1012,6 +1012,8 @@ def _call_loss(fn):
     loss = fn()
     if loss is None:
         return None
+    if backend.is_graph_tensor(loss):  # a TF1 graph's (a regularizer of a weight)
+        return loss
     return loss if isinstance(loss, Tensor) else convert_to_tensor(
         np.asarray(loss, dtype=backend.floatx()))
 
