@@ -5,7 +5,6 @@ records an op layer in the functional graph, as TF-Keras's dispatch does."""
 from __future__ import annotations
 
 import functools
-import sys
 
 import numpy as np
 
@@ -42,9 +41,7 @@ def _symbolic(symbol: str):
     return decorate
 
 
-def _graph_tensor(x) -> bool:
-    graph = sys.modules.get("ipu_gpu.graph")
-    return graph is not None and isinstance(x, graph.GraphTensor)
+_graph_tensor = backend.is_graph_tensor
 
 
 def _tensor(x):

@@ -16,7 +16,6 @@ graph (``_keras_logits``) does not exist here (eager Keras does not do it either
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 
 import numpy as np
@@ -52,10 +51,8 @@ def _follow(x, like):
     """``x`` as a Tensor on ``like``'s device: a host value beside a GPU tensor is copied to
     the GPU (as TF places constants on the device of the op using them), and back. A TF1
     graph tensor stays as it is (the session places it)."""
-    graph = sys.modules.get("ipu_gpu.graph")
-    if graph is not None and (isinstance(x, graph.GraphTensor)
-                              or isinstance(like, graph.GraphTensor)):
-        return x if isinstance(x, graph.GraphTensor) else convert_to_tensor(x)
+    if _backend.is_graph_tensor(x) or _backend.is_graph_tensor(like):
+        return x if _backend.is_graph_tensor(x) else convert_to_tensor(x)
     x = convert_to_tensor(x)
     if like is None or x.device == like.device:
         return x
@@ -446,8 +443,7 @@ class Huber(LossFunctionWrapper):
 def _numeric(x, arg, fn):
     """``x`` as a numeric Tensor (a TF1 graph tensor as it is); TypeError naming ``arg``
     otherwise."""
-    graph = sys.modules.get("ipu_gpu.graph")
-    if graph is not None and isinstance(x, graph.GraphTensor):
+    if _backend.is_graph_tensor(x):
         if np.dtype(x.dtype).kind not in "fiub":
             raise TypeError(f"{fn}: {arg} must be a numeric tensor, got {x.dtype}")
         return x

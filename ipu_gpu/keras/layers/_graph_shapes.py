@@ -4,15 +4,13 @@ on ``placeholder([None, ...])`` and infeed tensors)."""
 
 from __future__ import annotations
 
-import sys
-
 from ...core import registry
+from ..backend import is_graph_tensor
 
 
 def unknown_dims(x) -> bool:
     """True for a TF1 graph tensor with an unknown dimension (or rank)."""
-    graph = sys.modules.get("ipu_gpu.graph")
-    if graph is None or not isinstance(x, graph.GraphTensor):
+    if not is_graph_tensor(x):
         return False
     shape = x.shape
     return shape.rank is None or None in shape.as_list()
