@@ -851,3 +851,38 @@ def test_tf1_gradient_accumulation_count_fed_at_run_time(fresh_ipu_system):
             acc = [acc[0] + g1, acc[1] + g2]
         w1, w2 = w1 - 0.05 * acc[0], w2 - 0.05 * acc[1]
     np.testing.assert_allclose(losses, want, rtol=2e-5, atol=1e-6)
+
+
+def test_tf2_inference_pipeline_outfeeds_a_bare_tensor(fresh_ipu_system):
+    """An eager inference pipeline whose last stage returns one Tensor (not a list) enqueues
+    it once per micro-batch (was: ``outputs == []`` on a Tensor raised)."""
+    from conftest import configure_ipus
+
+    from ipu_gpu.emulation import system
+    from ipu_gpu.ipu import ipu_strategy
+
+    system.reset()
+    configure_ipus(2)
+    ds = ig.data.Dataset.from_tensor_slices((X_ALL, Y_ALL)).batch(BATCH, drop_remainder=True)
+    infeed = ipu_infeed_queue.IPUInfeedQueue(ds.repeat())
+    outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
+    strategy = ipu_strategy.IPUStrategy()
+    with strategy.scope():
+        w1, w2 = ig.Variable(W1), ig.Variable(W2)
+
+    def stage1(x, y):
+        return ig.nn.relu(ig.matmul(x, w1))
+
+    def stage2(h):
+        return ig.matmul(h, w2)
+
+    @ig.function
+    def step():
+        return pipelining_ops.pipeline([stage1, stage2], 4, repeat_count=2, infeed_queue=infeed,
+                                       outfeed_queue=outfeed)
+    strategy.run(step)
+    got = np.asarray(outfeed.dequeue())
+    system.reset()
+    batches = _batches()
+    want = np.array([_forward(next(batches)[0]) for _ in range(8)])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

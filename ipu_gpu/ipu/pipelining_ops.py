@@ -449,7 +449,8 @@ class _Config:
                 return None
             self._need_outfeed(unmasked)
             return unmasked
-        if outputs is None or engine.is_operation(outputs) or outputs == []:
+        if outputs is None or engine.is_operation(outputs) or (
+                isinstance(outputs, (list, tuple)) and not outputs):
             return None
         self._need_outfeed(_convert_to_list(outputs))
         if self.accumulate_outfeed:
