@@ -183,7 +183,7 @@ def test_bad_arguments_raise_what_tf_raises(real_tf, case):
     with pytest.raises(Exception) as theirs:
         call(tf.nn)
     mapped = {tf.errors.InvalidArgumentError: errors.InvalidArgumentError,
-              tf.errors.UnimplementedError: errors.InvalidArgumentError}
+              tf.errors.UnimplementedError: errors.UnimplementedError}
     want = next((ours for t, ours in mapped.items() if isinstance(theirs.value, t)),
                 type(theirs.value))
     with pytest.raises(want):

@@ -6,7 +6,7 @@ import glob as _glob
 import os
 import shutil
 
-from ..errors import NotFoundError
+from ..errors import AlreadyExistsError, NotFoundError
 
 __all__ = ["GFile", "Open", "copy", "exists", "glob", "isdir", "join", "listdir", "makedirs",
            "mkdir", "remove", "rename", "rmtree", "stat", "walk"]
@@ -114,17 +114,13 @@ def rmtree(path) -> None:
 
 def rename(src, dst, overwrite: bool = False) -> None:
     if not overwrite and os.path.exists(dst):
-        from ..errors import OpError
-
-        raise OpError(f"{dst}; File exists")
+        raise AlreadyExistsError(f"{dst}; File exists")
     os.replace(src, dst)
 
 
 def copy(src, dst, overwrite: bool = False) -> None:
     if not overwrite and os.path.exists(dst):
-        from ..errors import OpError
-
-        raise OpError(f"{dst}; File exists")
+        raise AlreadyExistsError(f"{dst}; File exists")
     shutil.copyfile(src, dst)
 
 

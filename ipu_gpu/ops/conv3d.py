@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.registry import register
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, UnimplementedError
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _FORMATS = ("NDHWC", "NCDHW")
@@ -119,9 +119,9 @@ def _pool_window(op, arg, value, data_format):
         items = items * 3
     elif len(items) == 5:
         if _outer(items, data_format) != (1, 1):
-            raise InvalidArgumentError(f"{op}: {arg} must be 1 in the batch and channel "
-                                       f"dimensions (pooling is not supported there), got "
-                                       f"{items}")
+            raise UnimplementedError(f"{op}: {arg} must be 1 in the batch and channel "
+                                     f"dimensions (pooling is not supported there), got "
+                                     f"{items}")
         items = list(_spatial(items, data_format))
     if min(items) < 1:
         raise InvalidArgumentError(f"{op}: {arg} must be positive, got {items}")
@@ -565,9 +565,9 @@ def max_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):
     Raises:
       TypeError: a non-float input, non-int windows or a non-string padding.
       ValueError: window lists of bad length.
-      InvalidArgumentError: a bad padding string or data_format, a non-5-D input, a window
-        over the batch or channels (TF: UnimplementedError), a non-positive window, or a
-        window that does not fit.
+      InvalidArgumentError: a bad padding string or data_format, a non-5-D input, a
+        non-positive window, or a window that does not fit.
+      UnimplementedError: a window or stride over the batch or channels.
     """
     return _MAX_POOL3D(input, **_pool_static("max_pool3d", ksize, strides, padding,
                                              data_format))
