@@ -744,3 +744,47 @@ def test_weight_regularization_losses_in_graph_read_the_weights_each_run(regular
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     for a, b in zip(g_model.get_weights(), model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_training_given_as_a_bool_placeholder_picks_the_mode_per_run():
+    """TF1 programs feed ``is_training``: the layer's training and inference calls are a
+    cond on it (TF-Keras's smart_cond); the gradient follows the branch the run took."""
+    x_val = np.ones((4, 40), np.float32)
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [None, 40])
+        is_training = v1.placeholder(bool, [])
+        y = L.Dropout(0.5)(x, training=is_training)
+        (g,) = v1.gradients(v1.reduce_sum(y * 3.0), [x])
+        with v1.Session() as sess:
+            infer, infer_grad = sess.run([y, g], {x: x_val, is_training: False})
+            train, train_grad = sess.run([y, g], {x: x_val, is_training: True})
+    np.testing.assert_array_equal(infer, x_val)
+    np.testing.assert_array_equal(infer_grad, np.full_like(x_val, 3.0))
+    assert set(np.unique(train)) == {0.0, 2.0}
+    np.testing.assert_array_equal(train_grad, train * 3.0)
+
+
+def test_rnn_with_a_training_placeholder_in_inference_equals_eager():
+    x_val = _data((2, 4, 3), 50)
+    keras.utils.set_random_seed(0)
+    layer = L.LSTM(3, dropout=0.5, recurrent_dropout=0.3)
+    expected = layer(ig.constant(x_val), training=False).numpy()
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [None, 4, 3])
+        is_training = v1.placeholder(bool, [])
+        g_layer = L.LSTM(3, dropout=0.5, recurrent_dropout=0.3)
+        y = g_layer(x, training=is_training)
+        g_layer.set_weights(layer.get_weights())
+        with v1.Session() as sess:
+            got = sess.run(y, {x: x_val, is_training: False})
+            dropped = sess.run(y, {x: x_val, is_training: True})
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(dropped, expected)
+
+
+def test_batch_normalization_with_a_training_placeholder_raises_clearly():
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [None, 3])
+        is_training = v1.placeholder(bool, [])
+        with pytest.raises(ValueError, match="Python bool"):
+            L.BatchNormalization()(x, training=is_training)

@@ -303,6 +303,8 @@ class Layer:
                 return symbolic.functional_call(self, inputs, args, kwargs)
             if self._convert_input_args:
                 inputs = _convert_inputs(inputs)
+            if backend.is_graph_tensor(kwargs.get("training")):
+                return self._call_per_training_tensor(inputs, args, kwargs)
         if self._supports_masking or spec.expects_mask_arg:
             input_masks, implicit = self._get_input_masks(inputs, args, kwargs)
             if spec.expects_mask_arg and implicit:
@@ -340,6 +342,27 @@ class Layer:
         finally:
             ctx.scopes.pop()
             ctx.layer, ctx.training, ctx.generation = saved
+        return outputs
+
+    def _call_per_training_tensor(self, inputs, args, kwargs):
+        """``training`` given as a TF1 bool tensor (an ``is_training`` placeholder): the
+        layer called in training and in inference mode, a graph cond picking one in each
+        run (TF-Keras's smart_cond).
+
+        Raises:
+          ValueError: the training call makes update ops (BatchNormalization's moving
+            statistics), which inside a cond branch cannot be run as ``layer.updates``.
+        """
+        program = sys.modules["ipu_gpu.graph.program"]
+        before = len(self.updates)
+
+        def branch(flag):
+            return lambda: self(inputs, *args, **{**kwargs, "training": flag})
+        outputs = program.cond(kwargs["training"], branch(True), branch(False))
+        if len(self.updates) != before:
+            raise ValueError(f"Layer {self.name}: `training` given as a graph tensor: its "
+                             "update ops would be made inside a tf.cond branch; pass a "
+                             "Python bool (build a training and an inference graph)")
         return outputs
 
     def _resolve_training(self, args, kwargs, ctx, symbolic=False):
