@@ -782,9 +782,20 @@ def test_rnn_with_a_training_placeholder_in_inference_equals_eager():
     assert not np.allclose(dropped, expected)
 
 
-def test_batch_normalization_with_a_training_placeholder_raises_clearly():
+def test_subclassed_layer_holding_batch_normalization_with_a_training_placeholder_raises():
+    """BatchNormalization and functional models take the tensor themselves
+    (test_graph_keras_bn_training_tensor.py); a subclassed layer is a cond of its two
+    calls, where its BatchNormalization's update ops would sit inside the branch."""
+    class Block(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.norm = L.BatchNormalization()
+
+        def call(self, inputs, training=None):
+            return self.norm(inputs, training=training)
+
     with v1.Graph().as_default():
         x = v1.placeholder(np.float32, [None, 3])
         is_training = v1.placeholder(bool, [])
         with pytest.raises(ValueError, match="Python bool"):
-            L.BatchNormalization()(x, training=is_training)
+            Block()(x, training=is_training)

@@ -303,8 +303,14 @@ class Layer:
                 return symbolic.functional_call(self, inputs, args, kwargs)
             if self._convert_input_args:
                 inputs = _convert_inputs(inputs)
-            if backend.is_graph_tensor(kwargs.get("training")):
-                return self._call_per_training_tensor(inputs, args, kwargs)
+            training = kwargs.get("training")
+            if (training is None and backend.is_graph_tensor(_CONTEXT.training)
+                    and spec.expects_training_arg
+                    and not spec.arg_was_passed("training", args, kwargs)):
+                training = _CONTEXT.training  # a model's layers see its training tensor too
+            if backend.is_graph_tensor(training) and not self._handles_training_tensor:
+                return self._call_per_training_tensor(inputs, args,
+                                                      {**kwargs, "training": training})
         if self._supports_masking or spec.expects_mask_arg:
             input_masks, implicit = self._get_input_masks(inputs, args, kwargs)
             if spec.expects_mask_arg and implicit:
@@ -343,6 +349,10 @@ class Layer:
             ctx.scopes.pop()
             ctx.layer, ctx.training, ctx.generation = saved
         return outputs
+
+    # True where ``call`` takes a bool graph tensor as ``training`` itself (tf_keras's
+    # smart_cond inside the call): models pass it down, BatchNormalization conds its statistics
+    _handles_training_tensor = False
 
     def _call_per_training_tensor(self, inputs, args, kwargs):
         """``training`` given as a TF1 bool tensor (an ``is_training`` placeholder): the

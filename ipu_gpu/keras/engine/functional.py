@@ -46,6 +46,8 @@ class Functional(Model):
         cycle, duplicate layer names (Keras's messages).
     """
 
+    _handles_training_tensor = True  # a bool graph tensor goes down to each layer
+
     def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
         unknown = set(kwargs) - {"dtype", "dynamic", "autocast"}
         if unknown:

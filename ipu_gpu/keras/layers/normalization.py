@@ -90,6 +90,7 @@ class BatchNormalization(Layer):
     """
 
     _shape_inference = True
+    _handles_training_tensor = True
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
@@ -259,14 +260,19 @@ class BatchNormalization(Layer):
         return training
 
     def call(self, inputs, training=None, mask=None):
+        """``training`` may be a bool graph tensor (a TF1 ``is_training`` placeholder): as
+        tf_keras's smart_cond, the batch or the moving statistics normalise per run, the
+        update ops move the moving statistics only in runs fed True, and the virtual batches
+        are the whole batch (tf_keras's reshape for a training value unknown at build)."""
         training = self._training_value(training)
+        per_run = backend.is_graph_tensor(training)
         input_dtype = inputs.dtype
         x = _m.cast(inputs, "float32") if input_dtype == np.float16 else inputs
         virtual = self.virtual_batch_size is not None
         if virtual:  # (virtual_batch_size, batches, ...): statistics over axis 0 per batch
             original_shape = list(x.shape)
             x = _shape.reshape(x, [self.virtual_batch_size, -1] + original_shape[1:]
-                               if training else [-1, 1] + original_shape[1:])
+                               if not per_run and training else [-1, 1] + original_shape[1:])
         ndims = x.ndim
         reduction_axes = [i for i in range(ndims) if i not in self.axis]
         if virtual:
@@ -287,9 +293,18 @@ class BatchNormalization(Layer):
                           "ignored for the normalization.", stacklevel=2)
             mask = None
         scale, offset = broadcast(self.gamma), broadcast(self.beta)
-        if training:
+
+        def pick(in_training, in_inference):  # per run by the training tensor, else the first
+            if not per_run:
+                return in_training
+            return sys.modules["ipu_gpu.graph.program"].cond(
+                training, lambda: in_training, in_inference)
+
+        if per_run or training:
             if self.adjustment:
                 adj_scale, adj_bias = self.adjustment(_array.shape(x))
+                adj_scale = pick(adj_scale, lambda: _creation.ones_like(adj_scale))
+                adj_bias = pick(adj_bias, lambda: _creation.zeros_like(adj_bias))
                 scale, offset = _compose(adj_scale, adj_bias, scale, offset)
             if mask is not None:
                 weights = _shape.expand_dims(_m.cast(mask, x.dtype), -1)
@@ -306,11 +321,16 @@ class BatchNormalization(Layer):
                 new_variance = _r.reduce_mean(variance, axis=1, keepdims=True)
             if self.renorm:
                 r, d = self._renorm_correction(new_mean, new_variance)
+                r = pick(r, lambda: _creation.ones_like(r))
+                d = pick(d, lambda: _creation.zeros_like(d))
                 scale, offset = _compose(broadcast(r), broadcast(d), scale, offset)
             if backend.is_graph_tensor(new_mean):  # TF1: an op of layer.updates, as TF's
-                self.add_update(self._graph_update(x, new_mean, new_variance, reduction_axes))
+                self.add_update(self._graph_update(x, new_mean, new_variance, reduction_axes,
+                                                   training if per_run else None))
             else:
                 self._update_moving_averages(x, new_mean, new_variance, reduction_axes)
+            mean = pick(mean, lambda: _m.cast(self.moving_mean, mean.dtype))
+            variance = pick(variance, lambda: _m.cast(self.moving_variance, variance.dtype))
         else:
             mean, variance = self.moving_mean, self.moving_variance
         outputs = _normalize(x, broadcast(_m.cast(mean, x.dtype)),
@@ -345,24 +365,32 @@ class BatchNormalization(Layer):
         value = _m.stop_gradient(_m.cast(value, variable.dtype))
         variable.assign_sub((variable - value) * decay)
 
-    def _graph_update(self, x, mean, variance, reduction_axes):
+    def _graph_update(self, x, mean, variance, reduction_axes, training=None):
         """TF1 graph ops (as TF's two AssignMovingAvg) that move the moving mean (and the
-        renorm statistics) and the moving variance by a run's batch statistics."""
+        renorm statistics) and the moving variance by a run's batch statistics; given the
+        bool graph tensor ``training``, only in the runs where it is True."""
         core = sys.modules["ipu_gpu.graph.core"]
+        gate = [] if training is None else [training]
 
-        def move_mean(mean, variance):
+        def off(flag):
+            return bool(flag) and not bool(np.asarray(flag[0]))
+
+        def move_mean(mean, variance, *flag):
+            if off(flag):
+                return []
             if self.renorm:
                 self._renorm_correction(mean, variance)
             self._move(self.moving_mean, mean, self.momentum)
             return []
 
-        def move_variance(x, variance):
-            self._move_variance(x, variance, reduction_axes)
+        def move_variance(x, variance, *flag):
+            if not off(flag):
+                self._move_variance(x, variance, reduction_axes)
             return []
         name = f"{self.name}/AssignMovingAvg"
-        return [core.add_node(mean.graph, "AssignMovingAvg", name, [mean, variance],
+        return [core.add_node(mean.graph, "AssignMovingAvg", name, [mean, variance, *gate],
                               move_mean, []),
-                core.add_node(mean.graph, "AssignMovingAvg", name, [x, variance],
+                core.add_node(mean.graph, "AssignMovingAvg", name, [x, variance, *gate],
                               move_variance, [])]
 
     def _update_moving_averages(self, x, mean, variance, reduction_axes):
