@@ -25,7 +25,19 @@ CASES = {
     "conv_unfused": ({"fused": False, "axis": 1}, (2, 4, 3, 3)),
     "virtual": ({"virtual_batch_size": 2}, (6, 3)),
     "renorm": ({"renorm": True, "renorm_momentum": 0.7}, (6, 3)),
+    "renorm_clipped_axes": ({"renorm": True, "axis": [1, 2], "virtual_batch_size": 2,
+                             "renorm_clipping": {"rmax": 1.2, "rmin": 0.9, "dmax": 0.1}},
+                            (4, 2, 3)),
+    "adjustment": ({"adjustment": "per-channel"}, (6, 3)),
 }
+
+
+def _adjustment(lib):
+    """Scale 0.9 + 0.1 c and bias 0.05 c on channel c, of ``lib``'s ops."""
+    def adjustment(shape):
+        channels = lib.cast(lib.range(shape[-1]), "float32")
+        return channels * 0.1 + 0.9, channels * 0.05
+    return adjustment
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +77,8 @@ def _graph_runs(tf_v1, keras_mod, kwargs, x_val, weights_seed):
     with tf_v1.Graph().as_default():
         x = tf_v1.placeholder(np.float32, (None,) + x_val.shape[1:])
         is_training = tf_v1.placeholder(bool, [])
+        if kwargs.get("adjustment"):
+            kwargs = {**kwargs, "adjustment": _adjustment(tf_v1)}
         layer = keras_mod.layers.BatchNormalization(momentum=0.6, **kwargs)
         y = layer(x, training=is_training)
         assert len(layer.updates) == 2  # the moving mean and variance, as TF
