@@ -17,7 +17,6 @@ from .debugging import Assert, assert_equal, assert_greater, assert_less, assert
 from .device import DeviceSpec, device
 from .function import function, numpy_function, py_function
 from .module import Module
-from . import saved_model
 from .ops.clip import clip_by_global_norm, clip_by_norm
 from .ops.custom_gradient import custom_gradient
 from . import nest
@@ -69,8 +68,9 @@ def executing_eagerly() -> bool:
     return _executing_eagerly()
 
 
-# tf.compat, tf.keras and ipu_gpu.ipu load on first use, so `import ipu_gpu` stays fast
-_LAZY_SUBMODULES = ("compat", "ipu", "keras")
+# tf.compat, tf.keras, tf.saved_model and ipu_gpu.ipu load on first use, so `import ipu_gpu`
+# stays fast
+_LAZY_SUBMODULES = ("compat", "ipu", "keras", "saved_model")
 
 
 def __getattr__(name):
