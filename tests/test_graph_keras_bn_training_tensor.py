@@ -210,7 +210,7 @@ def test_functional_model_passes_the_placeholder_to_its_dropout_and_batch_norm()
     x_val = _data((8, 6), 40)
     inputs = keras.Input((6,))
     h = L.Dense(6)(inputs)
-    h = L.Dropout(0.5)(h)
+    h = L.Dropout(0.5)(h, training=None)  # None: the model's
     outputs = L.BatchNormalization()(h)
     eager = keras.Model(inputs, outputs)
     expected = eager(ig.constant(x_val), training=False).numpy()
