@@ -6,7 +6,6 @@ from __future__ import annotations
 from ...core.spec import TensorShape, as_shape
 from ...ops import conv as _conv
 from ...ops import shape as _shape
-from ..engine.input_spec import InputSpec
 from . import conv_utils
 from .convolutional import Conv
 
@@ -26,31 +25,10 @@ class Conv1DTranspose(Conv):
                  data_format=None, dilation_rate=1, **kwargs):
         super().__init__(1, filters, kernel_size, strides=strides, padding=padding,
                          data_format=data_format, dilation_rate=dilation_rate, **kwargs)
-        self.output_padding = output_padding
-        if output_padding is not None:
-            self.output_padding = conv_utils.normalize_tuple(output_padding, 1,
-                                                             "output_padding", allow_zero=True)
-            for stride, out_pad in zip(self.strides, self.output_padding):
-                if out_pad >= stride:
-                    raise ValueError("Strides must be greater than output padding. Received "
-                                     f"strides={self.strides}, "
-                                     f"output_padding={self.output_padding}.")
+        self._set_output_padding(output_padding, 1)
 
     def build(self, input_shape):
-        input_shape = as_shape(input_shape)
-        if len(input_shape) != 3:
-            raise ValueError(f"Inputs should have rank 3. Received input_shape={input_shape}.")
-        axis = self._channel_axis()
-        channels = self._input_channel(input_shape, "Conv1DTranspose")
-        self.input_spec = InputSpec(ndim=3, axes={axis: channels})
-        self.kernel = self.add_weight(name="kernel",
-                                      shape=self.kernel_size + (self.filters, channels),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint, trainable=True,
-                                      dtype=self.dtype)
-        self.bias = self._add_bias(self.filters)
-        self.built = True
+        self._build_transposed(input_shape, 3, "Conv1DTranspose")
 
     def _out_length(self, length):
         pad = None if self.output_padding is None else self.output_padding[0]

@@ -110,6 +110,39 @@ class Conv(Layer):
                                     axes={self._channel_axis(): channels})
         self.built = True
 
+    def _set_output_padding(self, output_padding, rank) -> None:
+        """A transposed convolution's ``output_padding`` (None, or an int or tuple of
+        ``rank`` ints each smaller than its stride: Keras's ValueError otherwise)."""
+        self.output_padding = output_padding
+        if output_padding is None:
+            return
+        self.output_padding = conv_utils.normalize_tuple(output_padding, rank,
+                                                         "output_padding", allow_zero=True)
+        for stride, out_pad in zip(self.strides, self.output_padding):
+            if out_pad >= stride:
+                raise ValueError("Strides must be greater than output padding. Received "
+                                 f"strides={self.strides}, "
+                                 f"output_padding={self.output_padding}.")
+
+    def _build_transposed(self, input_shape, ndim, layer_name) -> None:
+        """A transposed convolution's weights: kernel ``kernel_size + (filters, channels)``
+        and bias, for inputs of rank ``ndim`` (Keras's ValueError for another rank)."""
+        input_shape = as_shape(input_shape)
+        if len(input_shape) != ndim:
+            raise ValueError(f"Inputs should have rank {ndim}. Received "
+                             f"input_shape={input_shape}.")
+        axis = self._channel_axis()
+        channels = self._input_channel(input_shape, layer_name)
+        self.input_spec = InputSpec(ndim=ndim, axes={axis: channels})
+        self.kernel = self.add_weight(name="kernel",
+                                      shape=self.kernel_size + (self.filters, channels),
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint, trainable=True,
+                                      dtype=self.dtype)
+        self.bias = self._add_bias(self.filters)
+        self.built = True
+
     def _add_bias(self, size):
         if not self.use_bias:
             return None
@@ -232,31 +265,10 @@ class Conv2DTranspose(Conv2D):
                  output_padding=None, data_format=None, dilation_rate=(1, 1), **kwargs):
         super().__init__(filters, kernel_size, strides=strides, padding=padding,
                          data_format=data_format, dilation_rate=dilation_rate, **kwargs)
-        self.output_padding = output_padding
-        if output_padding is not None:
-            self.output_padding = conv_utils.normalize_tuple(output_padding, 2,
-                                                             "output_padding", allow_zero=True)
-            for stride, out_pad in zip(self.strides, self.output_padding):
-                if out_pad >= stride:
-                    raise ValueError("Strides must be greater than output padding. Received "
-                                     f"strides={self.strides}, "
-                                     f"output_padding={self.output_padding}.")
+        self._set_output_padding(output_padding, 2)
 
     def build(self, input_shape):
-        input_shape = as_shape(input_shape)
-        if len(input_shape) != 4:
-            raise ValueError(f"Inputs should have rank 4. Received input_shape={input_shape}.")
-        axis = self._channel_axis()
-        channels = self._input_channel(input_shape, "Conv2DTranspose")
-        self.input_spec = InputSpec(ndim=4, axes={axis: channels})
-        self.kernel = self.add_weight(name="kernel",
-                                      shape=self.kernel_size + (self.filters, channels),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint, trainable=True,
-                                      dtype=self.dtype)
-        self.bias = self._add_bias(self.filters)
-        self.built = True
+        self._build_transposed(input_shape, 4, "Conv2DTranspose")
 
     def _out_sizes(self, height, width):
         pads = (None, None) if self.output_padding is None else self.output_padding

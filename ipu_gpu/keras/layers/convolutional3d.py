@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ...core.spec import TensorShape, as_shape
 from ...ops import conv3d as _conv3d
-from ..engine.input_spec import InputSpec
 from . import conv_utils
 from ._graph_shapes import call_on_values, unknown_dims
 from .convolutional import Conv
@@ -51,31 +50,10 @@ class Conv3DTranspose(Conv3D):
                  output_padding=None, data_format=None, dilation_rate=(1, 1, 1), **kwargs):
         super().__init__(filters, kernel_size, strides=strides, padding=padding,
                          data_format=data_format, dilation_rate=dilation_rate, **kwargs)
-        self.output_padding = output_padding
-        if output_padding is not None:
-            self.output_padding = conv_utils.normalize_tuple(output_padding, 3,
-                                                             "output_padding", allow_zero=True)
-            for stride, out_pad in zip(self.strides, self.output_padding):
-                if out_pad >= stride:
-                    raise ValueError("Strides must be greater than output padding. Received "
-                                     f"strides={self.strides}, "
-                                     f"output_padding={self.output_padding}.")
+        self._set_output_padding(output_padding, 3)
 
     def build(self, input_shape):
-        input_shape = as_shape(input_shape)
-        if len(input_shape) != 5:
-            raise ValueError(f"Inputs should have rank 5. Received input_shape={input_shape}.")
-        axis = self._channel_axis()
-        channels = self._input_channel(input_shape, "Conv3DTranspose")
-        self.kernel = self.add_weight(name="kernel",
-                                      shape=self.kernel_size + (self.filters, channels),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint, trainable=True,
-                                      dtype=self.dtype)
-        self.bias = self._add_bias(self.filters)
-        self.input_spec = InputSpec(ndim=5, axes={axis: channels})
-        self.built = True
+        self._build_transposed(input_shape, 5, "Conv3DTranspose")
 
     def _spatial_axes(self):
         return (2, 3, 4) if self.data_format == "channels_first" else (1, 2, 3)
