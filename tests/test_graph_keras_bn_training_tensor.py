@@ -242,3 +242,78 @@ def test_frozen_batch_normalization_ignores_the_placeholder():
         with v1.Session() as sess:
             a = sess.run(y, {x: x_val, is_training: True})
     np.testing.assert_allclose(a, x_val / np.sqrt(1 + 1e-3), rtol=1e-6)
+
+
+def _subclassed(keras_mod, base):
+    layers = keras_mod.layers
+
+    class Block(getattr(keras_mod, base) if base == "Model" else layers.Layer):
+        """Dense, Dropout and BatchNormalization, ``training`` passed on by hand."""
+
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(4)
+            self.drop = layers.Dropout(0.5)
+            self.norm = layers.BatchNormalization(momentum=0.5)
+
+        def call(self, inputs, training=None):
+            h = self.drop(self.dense(inputs), training=training)
+            return self.norm(h, training=training)
+    return Block()
+
+
+@pytest.mark.parametrize("base", ["Layer", "Model"])
+def test_subclassed_layer_holding_batch_normalization_equals_tf_keras(base, real_tf, tf_keras):
+    """A layer or model holding a BatchNormalization gets the tensor itself, as in tf_keras
+    (a cond of its two calls would hide the update ops). Runs fed False only: Dropout's
+    random mask differs from TensorFlow's."""
+    x_val = _data((6, 3), 50)
+    keras.utils.set_random_seed(0)
+    probe = _subclassed(keras, base)
+    probe(ig.constant(x_val))
+    initial = _weights(probe, 51)
+    results = []
+    for tf_v1, keras_mod in [(v1, keras), (real_tf.compat.v1, tf_keras)]:
+        with tf_v1.Graph().as_default():
+            x = tf_v1.placeholder(np.float32, [None, 3])
+            is_training = tf_v1.placeholder(bool, [])
+            block = _subclassed(keras_mod, base)
+            y = block(x, training=is_training)
+            (g,) = tf_v1.gradients(tf_v1.reduce_sum(y * y), [x])
+            with tf_v1.Session() as sess:
+                sess.run(tf_v1.global_variables_initializer())
+                _set(tf_v1, sess, block.weights, initial)
+                feed = {x: x_val, is_training: False}
+                out = sess.run([y, g], feed)
+                sess.run(block.updates, feed)
+                frozen = sess.run(block.weights)
+                sess.run(block.updates, {x: x_val, is_training: True})
+                moved = sess.run(block.weights)
+                results.append((out, frozen, len(block.updates)))
+        assert not np.allclose(moved[-2], initial[-2])  # the moving mean, in a run fed True
+    (ours, ours_w, n), (theirs, theirs_w, t_n) = results
+    assert n == t_n == 2
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    for a, b, w0 in zip(ours_w, theirs_w, initial):
+        np.testing.assert_array_equal(a, w0)
+        np.testing.assert_array_equal(b, w0)
+
+
+def test_layer_making_its_own_update_ops_under_a_training_placeholder_raises():
+    """Other layers are a cond of their two calls: update ops their training call makes
+    would sit inside the cond's branch."""
+    class Counting(L.Layer):
+        def build(self, input_shape):
+            self.count = self.add_weight(name="count", shape=(), trainable=False)
+
+        def call(self, inputs, training=None):
+            if training:
+                self.add_update(v1.assign_add(self.count, 1.0))
+            return inputs
+
+    with v1.Graph().as_default():
+        x = v1.placeholder(np.float32, [None, 3])
+        is_training = v1.placeholder(bool, [])
+        with pytest.raises(ValueError, match="Python bool"):
+            Counting()(x, training=is_training)

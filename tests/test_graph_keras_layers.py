@@ -780,22 +780,3 @@ def test_rnn_with_a_training_placeholder_in_inference_equals_eager():
             dropped = sess.run(y, {x: x_val, is_training: True})
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
     assert not np.allclose(dropped, expected)
-
-
-def test_subclassed_layer_holding_batch_normalization_with_a_training_placeholder_raises():
-    """BatchNormalization and functional models take the tensor themselves
-    (test_graph_keras_bn_training_tensor.py); a subclassed layer is a cond of its two
-    calls, where its BatchNormalization's update ops would sit inside the branch."""
-    class Block(L.Layer):
-        def __init__(self):
-            super().__init__()
-            self.norm = L.BatchNormalization()
-
-        def call(self, inputs, training=None):
-            return self.norm(inputs, training=training)
-
-    with v1.Graph().as_default():
-        x = v1.placeholder(np.float32, [None, 3])
-        is_training = v1.placeholder(bool, [])
-        with pytest.raises(ValueError, match="Python bool"):
-            Block()(x, training=is_training)

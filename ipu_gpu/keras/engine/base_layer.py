@@ -308,7 +308,7 @@ class Layer:
                     and spec.expects_training_arg
                     and not spec.arg_was_passed("training", args, kwargs)):
                 training = _CONTEXT.training  # a model's layers see its training tensor too
-            if backend.is_graph_tensor(training) and not self._handles_training_tensor:
+            if backend.is_graph_tensor(training) and not self._takes_training_tensor():
                 return self._call_per_training_tensor(inputs, args,
                                                       {**kwargs, "training": training})
         if self._supports_masking or spec.expects_mask_arg:
@@ -353,6 +353,16 @@ class Layer:
     # True where ``call`` takes a bool graph tensor as ``training`` itself (tf_keras's
     # smart_cond inside the call): models pass it down, BatchNormalization conds its statistics
     _handles_training_tensor = False
+    # True where the training call makes update ops (BatchNormalization's moving statistics)
+    _updates_in_training = False
+
+    def _takes_training_tensor(self) -> bool:
+        """Whether ``call`` is given a bool graph ``training`` as it is, as tf_keras gives it
+        to every call: layers handling it themselves, and layers holding one whose training
+        call makes update ops (a cond branch would hide them); the others are a cond of
+        their training and inference calls."""
+        return self._handles_training_tensor or any(
+            layer._updates_in_training for layer in self._flatten_layers(include_self=False))
 
     def _call_per_training_tensor(self, inputs, args, kwargs):
         """``training`` given as a TF1 bool tensor (an ``is_training`` placeholder): the

@@ -91,6 +91,7 @@ class BatchNormalization(Layer):
 
     _shape_inference = True
     _handles_training_tensor = True
+    _updates_in_training = True
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
