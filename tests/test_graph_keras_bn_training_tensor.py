@@ -317,3 +317,28 @@ def test_layer_making_its_own_update_ops_under_a_training_placeholder_raises():
         is_training = v1.placeholder(bool, [])
         with pytest.raises(ValueError, match="Python bool"):
             Counting()(x, training=is_training)
+
+
+def test_masked_training_placeholder_equals_tf_keras_compat_v1(real_tf, tf_keras):
+    """A mask weights the batch statistics of the runs fed True (batch of unknown size)."""
+    x_val = _data((3, 4, 2), 60) * 2 + 1
+    mask = np.array([[1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0]], bool)
+    results = []
+    for tf_v1, keras_mod in [(v1, keras), (real_tf.compat.v1, tf_keras)]:
+        with tf_v1.Graph().as_default():
+            x = tf_v1.placeholder(np.float32, (None, 4, 2))
+            m = tf_v1.placeholder(bool, (None, 4))
+            is_training = tf_v1.placeholder(bool, [])
+            layer = keras_mod.layers.BatchNormalization(momentum=0.5)
+            y = layer(x, training=is_training, mask=m)
+            with tf_v1.Session() as sess:
+                sess.run(tf_v1.global_variables_initializer())
+                runs = []
+                for flag in FLAGS:
+                    feed = {x: x_val, m: mask, is_training: flag}
+                    runs.append(sess.run(y, feed))
+                    sess.run(layer.updates, feed)
+                    runs += sess.run(layer.weights)
+                results.append(runs)
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -476,7 +476,7 @@ def _sync_moments(x, axes, keepdims, weights):
 
 def _weighted_moments(x, axes, weights, keepdims):
     """``tf.nn.weighted_moments``: the mean and variance of x weighted by ``weights``."""
-    weights = _array.broadcast_to(weights, list(x.shape))
+    weights = _array.broadcast_to(weights, _array.shape(x))
     total = _r.reduce_sum(weights, axis=axes, keepdims=True)
     mean = _r.reduce_sum(weights * x, axis=axes, keepdims=True) / total
     variance = _r.reduce_sum(weights * _m.square(x - mean), axis=axes, keepdims=True) / total
