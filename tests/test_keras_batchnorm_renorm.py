@@ -54,6 +54,8 @@ def _x(scale=1.0):
 
 
 def _pair(tfk, tf, name):
+    backend.clear_session()  # the same layer (and weight) names whichever tests ran before
+    tfk.backend.clear_session()
     ours = L.BatchNormalization(**_kwargs(name, ig))
     theirs = tfk.layers.BatchNormalization(**_kwargs(name, tf))
     theirs(_x())
