@@ -69,6 +69,14 @@ CASES = {
                      lambda x: x.reshape(6, 4)),
     "tile_list": (lambda tf, x: tf.tile(x, [tf.shape(x)[0], 1, 1]),
                   lambda x: np.tile(x, (x.shape[0], 1, 1))),
+    "one_hot_depth": (lambda tf, x: tf.one_hot(tf.cast(x[:, 0, 0], tf.int32) // 12,
+                                               tf.constant(3, name="depth")),
+                      lambda x: np.eye(3)[(x[:, 0, 0] // 12).astype(int)]),
+    "one_hot_shape_depth": (lambda tf, x: tf.one_hot(tf.cast(x[:, 0, 0], tf.int32) // 12,
+                                                     tf.shape(x)[0] + 1),
+                            lambda x: np.eye(x.shape[0] + 1)[(x[:, 0, 0] // 12).astype(int)]),
+    "gather_axis": (lambda tf, x: tf.gather(x, [3, 0], axis=tf.constant(2, name="ax")),
+                    lambda x: x[:, :, [3, 0]]),
 }
 # where ipu_gpu's static shape is more precise than TF's (TF leaves reshape's -1 unknown when
 # the input's size is unknown, even where the other dimensions fix it)
@@ -152,3 +160,14 @@ def test_bad_graph_shape_rejected():
             y = ig.reshape(x, ig.stack([ig.shape(x)[0], 3]))
             with v1.Session() as sess:
                 sess.run(y, {x: np.ones((2, 4), np.float32)})
+
+
+def test_eager_scalar_tensor_depth_and_axis_as_tf(real_tf):
+    """A scalar integer Tensor is taken where an int is expected (TF converts it)."""
+    idx = np.array([0, 2, 1], np.int32)
+    ours = ig.one_hot(idx, ig.constant(3)).numpy()
+    np.testing.assert_array_equal(ours, real_tf.one_hot(idx, real_tf.constant(3)).numpy())
+    got = ig.gather(ig.constant(X), [1, 0], axis=ig.constant(1)).numpy()
+    np.testing.assert_array_equal(got, X[:, [1, 0]])
+    with pytest.raises(ValueError, match="depth"):
+        ig.one_hot(idx, ig.constant(-1))

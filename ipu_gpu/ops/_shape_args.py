@@ -22,7 +22,10 @@ def _symbolic(value) -> bool:
 
 
 def _packed(value):
-    """A list holding scalar Tensors as the nested list of their ints (TF's auto-packing)."""
+    """A list holding scalar Tensors as the nested list of their ints (TF's auto-packing); a
+    scalar integer Tensor as its int."""
+    if isinstance(value, Tensor) and value.ndim == 0 and np.dtype(value.dtype).kind in "iu":
+        return np.asarray(value).item()
     if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, list, tuple))
                                                for v in value):
         return [_packed(v) if isinstance(v, (list, tuple))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._shape_args import shape_args
 from ..core import backend, dtypes
 from ..core.convert import to_array
 from ..core.indexed_slices import IndexedSlices, densify
@@ -61,6 +62,7 @@ _GATHER = register("gather", args=("params", "indices"), check=_check_gather,
                    twice_differentiable=True)
 
 
+@shape_args("axis", "batch_dims")
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """Slices of ``params`` along ``axis`` (default 0) at ``indices``: the output shape is
     ``params.shape[:axis] + indices.shape + params.shape[axis+1:]``. Out-of-range indices
@@ -179,6 +181,7 @@ _ONE_HOT = register("one_hot", args=_ONE_HOT_ARGS, check=_check_one_hot,
                     forward=_one_hot_forward)
 
 
+@shape_args("depth")
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
     """A ``depth``-long one-hot axis at ``axis`` (default last): ``on_value`` (default 1) where
     the index matches, ``off_value`` (default 0) elsewhere; indices outside [0, depth) give
