@@ -139,8 +139,10 @@ def _nan(tf, c):
 
 def test_nan_tensor_hook_raises_as_tf(real_tf):
     ours = _nan(ig, v1)
-    assert ours == _nan(real_tf, real_tf.compat.v1)
     assert ours == ([1, 2], "NanLossDuringTrainingError")
+    # TF reads the step in the loss concurrently with the train op's increment (the NaN term
+    # has no gradient, so nothing orders them): NaN shows at the run of step 2, or one earlier
+    assert _nan(real_tf, real_tf.compat.v1) in (ours, ([1], ours[1]))
 
 
 def _scaffold_and_errors(tf, c):
