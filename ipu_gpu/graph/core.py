@@ -712,6 +712,13 @@ def resolving(values: dict):
         except KeyError:
             raise TypeError(f"Cannot convert a symbolic graph tensor ({t.name}) to a numpy "
                             "array: run it in a tf.compat.v1.Session") from None
+    with _resolving(resolve):
+        yield
+
+
+@contextlib.contextmanager
+def _resolving(resolve):
+    """Inside the block, graph tensors reaching an op are replaced by ``resolve(t)``."""
     previous = getattr(_local, "resolve", None)
     _local.resolve = resolve
     try:
@@ -739,12 +746,8 @@ def _discovering(captured: list):
                 found = Variable(found, trainable=getattr(t, "trainable", True))
             stand_ins[id(t)] = found
         return found
-    previous = getattr(_local, "resolve", None)
-    _local.resolve = resolve
-    try:
+    with _resolving(resolve):
         yield
-    finally:
-        _local.resolve = previous
 
 
 def _const_node(fn, args, kwargs) -> GraphTensor:

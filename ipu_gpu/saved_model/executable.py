@@ -208,11 +208,11 @@ def finish(trace: Trace, freeze_variables: bool) -> Executable:
     var_infos = [TensorInfo(v["name"], n_args + i, v["dtype"], v["shape"])
                  for i, v in enumerate(header["variables"])] if header else []
     signature = Signature(
-        [TensorInfo(p.op.name, i, p._dtype, _shape(p)) for i, p in enumerate(trace.args)]
+        [TensorInfo(p.op.name, i, p._dtype, _program.shape_of(p)) for i, p in enumerate(trace.args)]
         + var_infos,
-        [TensorInfo(n, i, p._dtype, _shape(p)) for i, (n, p) in
+        [TensorInfo(n, i, p._dtype, _program.shape_of(p)) for i, (n, p) in
          enumerate(zip(trace.in_names, trace.streamed))],
-        [TensorInfo(n, i, _dtype(t), _shape(t)) for i, (n, t) in
+        [TensorInfo(n, i, _program.dtype_of(t), _program.shape_of(t)) for i, (n, t) in
          enumerate(zip(trace.out_names, trace.streamed_out))])
     return Executable(signature, trace.iterations, len(trace.carried), program, header, arrays,
                       token, [_structure_json(op.inputs_structure[0]) for op in trace.enqueues])
@@ -235,18 +235,6 @@ def _structure_json(structure):
     return None
 
 
-def _dtype(t):
-    d = getattr(t, "_dtype", None)
-    return np.dtype(d) if d is not None else np.asarray(t).dtype
-
-
-def _shape(t):
-    shape = getattr(t, "shape", None)
-    if shape is None:
-        return list(np.shape(t))
-    if hasattr(shape, "rank"):
-        return None if shape.rank is None else shape.as_list()
-    return list(shape)
 
 
 # ---- the file ----------------------------------------------------------------------------------
