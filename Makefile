@@ -7,7 +7,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test test-gpu test-slow bench bench-report lint venv clean
+.PHONY: demo test test-gpu test-slow bench bench-part bench-report lint venv clean
 
 $(VPY):
 	$(PY) -m venv $(VENV_FLAGS) $(VENV)
@@ -59,21 +59,35 @@ test-gpu:
 	IPU_GPU_BACKEND=gpu NUMBA_BOUNDSCHECK=1 $(PY) -m pytest -q -m gpu -p no:cacheprovider
 
 ## make bench: run bench/ and rewrite bench/README.md with the ratio table
-# GPU_JSON: the `-m gpu` bench run of a GPU machine, PROBE_JSON: tools/gpu_probe.py's output;
-# when set, their rows and measurements join the report (GPU columns, GPU machine table).
-GPU_JSON ?=
-PROBE_JSON ?=
+# The CPU run is kept, compacted, as bench/results/cpu.json (partial reruns as
+# bench/results/cpu-part-*.json); GPU_JSON: the `-m gpu` bench run of a GPU machine,
+# PROBE_JSON: tools/gpu_probe.py's output (by default the H200 run kept in bench/results);
+# their rows and measurements join the report (GPU columns, GPU machine table).
+RESULTS = bench/results
+GPU_JSON ?= $(wildcard $(RESULTS)/gpu-h200.json)
+PROBE_JSON ?= $(wildcard $(RESULTS)/probe-h200.json)
 REPORT_FLAGS = $(if $(GPU_JSON),--gpu $(GPU_JSON)) $(if $(PROBE_JSON),--probe $(PROBE_JSON))
+PARTS = $(sort $(wildcard $(RESULTS)/cpu-part-*.json))
+BENCH_PY = if [ -x $(VPY) ]; then B=$(VPY); else B=$(PY); fi
 bench:
-	@if [ -x $(VPY) ]; then B=$(VPY); else B=$(PY); fi; \
+	@$(BENCH_PY); \
 	$$B -m pytest bench -q --benchmark-enable --benchmark-only --benchmark-json=bench/.last.json -p no:cacheprovider && \
-	$$B bench/report.py bench/.last.json bench/README.md $(REPORT_FLAGS)
+	cp bench/.last.json $(RESULTS)/cpu.json && rm -f $(RESULTS)/cpu-part-*.json && \
+	$$B bench/report.py $(RESULTS)/cpu.json bench/README.md --compact $(REPORT_FLAGS)
 
-## make bench-report GPU_JSON=... PROBE_JSON=...: rewrite bench/README.md from the last
-## bench run (bench/.last.json) plus a GPU machine's files, without rerunning the benches
+## make bench-part FILES="bench/test_bench_x.py ...": rerun some bench files on the machine of
+## the last full run; their groups replace that run's in bench/README.md
+bench-part:
+	@test -n "$(FILES)" || { echo 'make bench-part FILES="bench/test_bench_x.py ..."'; exit 2; }
+	@$(BENCH_PY); P=$(RESULTS)/cpu-part-$$(date -u +%Y%m%dT%H%M%S).json; \
+	$$B -m pytest $(FILES) -q --benchmark-enable --benchmark-only --benchmark-json=$$P -p no:cacheprovider && \
+	$$B bench/report.py $(RESULTS)/cpu.json bench/README.md --compact \
+	  $(addprefix --also ,$(PARTS)) --also $$P $(REPORT_FLAGS)
+
+## make bench-report: rewrite bench/README.md from the kept runs without rerunning the benches
 bench-report:
-	@if [ -x $(VPY) ]; then B=$(VPY); else B=$(PY); fi; \
-	$$B bench/report.py bench/.last.json bench/README.md $(REPORT_FLAGS)
+	@$(BENCH_PY); \
+	$$B bench/report.py $(RESULTS)/cpu.json bench/README.md $(addprefix --also ,$(PARTS)) $(REPORT_FLAGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .numba-cache-boundscheck

@@ -10,6 +10,13 @@ targets are filled; its machine gets a table of its own. ``--probe`` adds the me
 of ``tools/gpu_probe.py`` (CUDA graphs, replica and infeed overlap). ``make bench-report
 GPU_JSON=... PROBE_JSON=...`` runs this on bench/.last.json without rerunning the benches.
 
+``--also PART.json`` (repeatable, applied in order) lays a partial rerun of some bench files
+over CPU.json: each group the part has replaces that group whole, so every ratio still comes
+from one run; the README names the run each group came from. ``make bench-part
+FILES="bench/test_bench_x.py ..."`` makes such a part in bench/results/. ``--compact`` first
+rewrites every input JSON without the per-round timings (which the report does not read), the
+form in which runs are kept in bench/results/.
+
 The whole README is rewritten from the template below on every run; edit the template,
 not the README.
 """
@@ -25,7 +32,7 @@ from collections import defaultdict
 TEMPLATE = """\
 # Benchmarks
 
-Written by `bench/report.py` from {sources}.
+Written by `bench/report.py` from {sources}
 Do not edit by hand: `make bench` rewrites this file, and `make bench-report GPU_JSON=...
 PROBE_JSON=...` rewrites it from the last run plus a GPU machine's files (the text lives in
 the template inside `bench/report.py`).
@@ -204,6 +211,46 @@ def load(path):
     with open(path) as f:
         data = json.load(f)
     return data, group_rows(data)
+
+
+def compact(path):
+    """Rewrite the pytest-benchmark JSON at ``path`` without each row's per-round timings."""
+    with open(path) as f:
+        data = json.load(f)
+    for b in data.get("benchmarks", []):
+        b.get("stats", {}).pop("data", None)
+    with open(path, "w") as f:
+        json.dump(data, f, separators=(",", ":"))
+
+
+def overlay_parts(groups, parts) -> tuple[dict, list]:
+    """``groups`` with each ``(name, data)`` part's groups replacing the same-named ones
+    whole, in order; and, per part, the names of the groups it supplied."""
+    merged = dict(groups)
+    supplied = []
+    for _, data in parts:
+        part_groups = group_rows(data)
+        merged.update(part_groups)
+        supplied.append(sorted(part_groups))
+    return dict(sorted(merged.items())), supplied
+
+
+def parts_sources(parts, supplied) -> str:
+    """The README's sentence naming each partial rerun and the groups it supplied."""
+    if not parts:
+        return ""
+    lines = [f"`{name}` (run on {fmt_when(data)}: {len(names)} groups, "
+             f"{', '.join(sorted({n.split('-')[0] for n in names}))})"
+             for (name, data), names in zip(parts, supplied)]
+    return (" Later reruns of some bench files on the same machine replace whole groups: "
+            + "; ".join(lines) + ".")
+
+
+def cpu_of(data) -> str:
+    extra = next((b.get("extra_info") for b in data.get("benchmarks", [])
+                  if b.get("extra_info")), {}) or {}
+    return extra.get("cpu") or ((data.get("machine_info") or {}).get("cpu") or {}).get(
+        "brand_raw", "?")
 
 
 def merge_gpu(groups, gpu_groups) -> dict:
@@ -489,10 +536,16 @@ def base(path: str) -> str:
 
 
 def render(data, groups, cpu_json="bench.json", gpu=None, gpu_json="gpu.json", probe=None,
-           probe_json="probe.json") -> str:
+           probe_json="probe.json", parts=()) -> str:
     """(README text, merged groups): ``data``/``groups`` the CPU run (its JSON dict and
     ``group_rows``), ``gpu`` the JSON dict of a run on a GPU machine whose GPU rows join the
-    groups, ``probe`` the dict tools/gpu_probe.py wrote."""
+    groups, ``probe`` the dict tools/gpu_probe.py wrote, ``parts`` ``(name, JSON dict)``
+    partial CPU reruns on the same machine laid over the CPU run."""
+    for name, part in parts:
+        if cpu_of(part) != cpu_of(data):
+            raise ValueError(f"{name} ran on {cpu_of(part)!r}, not on the CPU run's "
+                             f"{cpu_of(data)!r}: its rows cannot join that run's table")
+    groups, supplied = overlay_parts(groups, parts)
     sources = f"`{cpu_json}` (run on {fmt_when(data)})"
     gpu_machine = ""
     if gpu is not None:
@@ -507,6 +560,7 @@ def render(data, groups, cpu_json="bench.json", gpu=None, gpu_json="gpu.json", p
         machine = machine_section(data, groups)
     if probe:
         sources += f", with the GPU probe `{probe_json}` (tools/gpu_probe.py)"
+    sources += "." + parts_sources(parts, supplied)
     return TEMPLATE.format(
         sources=sources,
         machine=machine,
@@ -529,8 +583,16 @@ def main(argv):
     ap.add_argument("--gpu", metavar="GPU.json",
                     help="pytest-benchmark JSON of the -m gpu run on a GPU machine")
     ap.add_argument("--probe", metavar="PROBE.json", help="JSON written by tools/gpu_probe.py")
+    ap.add_argument("--also", metavar="PART.json", action="append", default=[],
+                    help="a partial CPU rerun whose groups replace the CPU run's (repeatable)")
+    ap.add_argument("--compact", action="store_true",
+                    help="first rewrite the input JSON files without per-round timings")
     args = ap.parse_args(argv[1:])
+    if args.compact:
+        for path in [args.cpu_json, *args.also, *filter(None, [args.gpu])]:
+            compact(path)
     data, groups = load(args.cpu_json)
+    parts = [(base(p), load(p)[0]) for p in args.also]
     gpu = probe = None
     if args.gpu:
         with open(args.gpu) as f:
@@ -539,7 +601,8 @@ def main(argv):
         with open(args.probe) as f:
             probe = json.load(f)
     text, groups = render(data, groups, base(args.cpu_json), gpu,
-                          base(args.gpu or "gpu.json"), probe, base(args.probe or "probe.json"))
+                          base(args.gpu or "gpu.json"), probe, base(args.probe or "probe.json"),
+                          parts)
     with open(args.readme, "w") as f:
         f.write(text)
     print(f"wrote {args.readme}: {len(groups)} groups")

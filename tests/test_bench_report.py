@@ -121,6 +121,42 @@ def test_cli(report, tmp_path):
     assert "## GPU machine" in text and "## GPU: CUDA graphs" in text
 
 
+def test_partial_rerun_replaces_whole_groups(report):
+    data = _cpu()
+    part = _run([_row(G, "ipu_gpu", 0.030, **CPU_FACTS), _row(G, "torch", 0.040, **CPU_FACTS),
+                 _row("keras_fit-b32-mlp", "ipu_gpu", 0.2, **CPU_FACTS)],
+                when="2026-11-28T03:00:00+00:00")
+    text, groups = report.render(data, report.group_rows(data), "cpu.json",
+                                 parts=[("cpu-part-1.json", part)])
+    assert groups[G]["ipu_gpu"]["stats"]["median"] == 0.030  # the part's row
+    assert groups[E]["ipu_gpu"]["stats"]["median"] == 0.004  # the full run's row
+    assert "keras_fit-b32-mlp" in groups
+    conv = next(x for x in text.splitlines() if x.startswith(f"| {G} |"))
+    assert conv.split(" | ")[2] == "0.75×"
+    assert "`cpu-part-1.json` (run on 2026-11-28 03:00:00 UTC: 2 groups, conv2d_fwd_bwd, " \
+           "keras_fit)" in text.split("\n", 3)[2]
+
+
+def test_partial_rerun_from_another_cpu_is_refused(report):
+    data = _cpu()
+    part = _run([_row(G, "ipu_gpu", 0.030, **{**CPU_FACTS, "cpu": "Intel Xeon"})])
+    with pytest.raises(ValueError, match="Intel Xeon"):
+        report.render(data, report.group_rows(data), "cpu.json", parts=[("p.json", part)])
+
+
+def test_cli_compact_and_also(report, tmp_path):
+    cpu, part = tmp_path / "cpu.json", tmp_path / "cpu-part-1.json"
+    rows = _cpu()
+    rows["benchmarks"][0]["stats"]["data"] = [0.05] * 10
+    cpu.write_text(json.dumps(rows))
+    part.write_text(json.dumps(_run([_row(G, "ipu_gpu", 0.030, **CPU_FACTS),
+                                     _row(G, "torch", 0.040, **CPU_FACTS)])))
+    out = tmp_path / "README.md"
+    assert report.main(["report.py", str(cpu), str(out), "--also", str(part), "--compact"]) == 0
+    assert "data" not in json.loads(cpu.read_text())["benchmarks"][0]["stats"]
+    assert "`cpu-part-1.json`" in out.read_text()
+
+
 @pytest.mark.parametrize("x,want", [(2.345678, "2.35"), (1234.5, "1230"), (0.012345, "0.0123"),
                                     (0.0, "0.0"), (1.5e-5, "1.5e-05"), (3, "3")])
 def test_fmt_value(report, x, want):
