@@ -18,7 +18,7 @@ import uuid
 
 from ..core.spec import TensorSpec
 
-__all__ = ["export_keras", "export_pipeline", "export_single_step"]
+__all__ = ["export_for_ipu_serving", "export_keras", "export_pipeline", "export_single_step"]
 
 
 # ---- argument checks (Graphcore's rules and messages) ----------------------------------------
@@ -351,34 +351,60 @@ def export_keras(model, export_dir, batch_size=None, output_names=None,
                  postprocessing_step=None, postprocessing_step_signature=None,
                  purge_export_dir=False):
     """Export a Keras model (made inside an IPUStrategy) as a SavedModel for TensorFlow
-    Serving: its ``call`` in a loop of ``steps_per_execution`` iterations (``compile``'s,
-    default 1) at batch size ``batch_size`` (default: the model's own).
+    Serving: the same as the model's ``export_for_ipu_serving`` method.
 
     Raises:
-      ValueError: the model was not made inside an IPU strategy; no batch size is known;
-        ``export_dir`` is not empty (without ``purge_export_dir``).
+      ValueError: the model was not made inside an IPU strategy (it has no
+        ``export_for_ipu_serving``); the errors of ``export_for_ipu_serving``.
     """
-    from ..keras.engine.ipu_execution import _ipu_strategy
-
-    if not hasattr(model, "distribute_strategy") or _ipu_strategy(model) is None:
+    if not hasattr(model, "export_for_ipu_serving"):
         raise ValueError("Provided model was not created inside an IPU strategy, so it does "
                          "not contain IPU-specific functions. Please wrap its creation inside "
                          "an IPU strategy.")
+    return model.export_for_ipu_serving(export_dir, batch_size, output_names,
+                                        preprocessing_step, preprocessing_step_signature,
+                                        postprocessing_step, postprocessing_step_signature,
+                                        purge_export_dir)
+
+
+def export_for_ipu_serving(model, export_dir, batch_size=None, output_names=None,
+                           preprocessing_step=None, preprocessing_step_signature=None,
+                           postprocessing_step=None, postprocessing_step_signature=None,
+                           purge_export_dir=False):
+    """Export ``model``'s ``call`` in a loop of ``steps_per_execution`` iterations
+    (``compile``'s, default 1) at batch size ``batch_size`` (default: the model's own), with
+    an infeed, an outfeed and variables frozen to their values, as a SavedModel (Graphcore's
+    ``Model.export_for_ipu_serving``; pipelined models compute what their stages compute in
+    order). The optional CPU ``preprocessing_step`` feeds the model's inputs and the optional
+    ``postprocessing_step`` takes its outputs.
+
+    Returns:
+      The exported predict function (the SavedModel's, loaded back).
+
+    Raises:
+      ValueError: ``export_dir`` is not empty (without ``purge_export_dir``); the batch size
+        is unknown; a step's signature is missing or does not match the model's.
+      TypeError: a step signature is not a tuple or list of TensorSpec.
+      RuntimeError: the model is not built (its input signature is unknown).
+    """
+    from ..function import function
+
     export_dir = os.fspath(export_dir)
     _validate_export_dir(export_dir, purge_export_dir)
-    shapes = _keras_input_specs(model, batch_size)
+    signature = [TensorSpec(s.shape, s.dtype, name=s.name or f"input_{i}")
+                 for i, s in enumerate(_keras_input_specs(model, batch_size))]
     iterations = _steps_per_execution(model)
 
     def predict_step(*xs):
         return model(xs[0] if len(xs) == 1 else list(xs), training=False)
 
-    from ..function import function
-
-    signature = [TensorSpec(s.shape, s.dtype, name=s.name or f"input_{i}")
-                 for i, s in enumerate(shapes)]
+    defunc = function(predict_step, input_signature=signature)
+    _validate_signatures(defunc, signature, None, preprocessing_step,
+                         preprocessing_step_signature, postprocessing_step,
+                         postprocessing_step_signature)
     return export_single_step(
-        function(predict_step, input_signature=signature), export_dir, iterations,
-        output_names=output_names, preprocessing_step=preprocessing_step,
+        defunc, export_dir, iterations, output_names=output_names,
+        preprocessing_step=preprocessing_step,
         preprocessing_step_signature=preprocessing_step_signature,
         postprocessing_step=postprocessing_step,
         postprocessing_step_signature=postprocessing_step_signature)
@@ -393,25 +419,31 @@ def _steps_per_execution(model) -> int:
 
 
 def _keras_input_specs(model, batch_size) -> list:
+    """The model's call signature (its inputs, or the shapes it was built with), the batch
+    dimension set to ``batch_size`` when given (Graphcore's checks and messages)."""
     inputs = getattr(model, "inputs", None)
     if inputs:
         specs = [(list(t.shape), t.dtype, getattr(t, "name", None)) for t in inputs]
     else:
         shape = getattr(model, "_build_input_shape", None)
         if shape is None:
-            raise ValueError("The model must be built (call `build` with the input shapes) "
-                             "before it is exported")
-        shapes = shape if isinstance(shape, (list, tuple)) and shape and isinstance(
-            shape[0], (list, tuple)) else [shape]
-        specs = [(list(s), "float32", None) for s in shapes]
+            raise RuntimeError("Cannot get model's input signature. Please specify the input "
+                               "shape using `model.build()` or invoke your model using real "
+                               "data.")
+        shape = shape.as_list() if hasattr(shape, "as_list") else shape
+        shapes = shape if isinstance(shape, (list, tuple)) and shape and not isinstance(
+            shape[0], (int, type(None))) else [shape]
+        specs = [(list(s.as_list() if hasattr(s, "as_list") else s), "float32", None)
+                 for s in shapes]
     out = []
     for shape, dtype, name in specs:
         shape = list(shape)
         if batch_size is not None:
             shape[0] = int(batch_size)
-        elif shape and shape[0] is None:
-            raise ValueError("The batch size of the exported model is unknown: pass "
-                             "`batch_size` or build the model with a fixed batch size")
+        elif None in shape:
+            raise ValueError("Not all dimensions of inputs can be determined. Please specify "
+                             "batch size in model's input layer or specify `batch_size` "
+                             "parameter when exporting model.")
         out.append(TensorSpec(shape, dtype, name=_param_name(name)))
     return out
 

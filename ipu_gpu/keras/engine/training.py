@@ -958,6 +958,25 @@ class Model(Layer):
         """Resets the pipeline stage assignment so that the model is no longer pipelined."""
         self._ipu_options.pipeline_stage_assignment = None
 
+    @property
+    def export_for_ipu_serving(self):
+        """``export_for_ipu_serving(export_dir, batch_size=None, output_names=None,
+        preprocessing_step=None, preprocessing_step_signature=None, postprocessing_step=None,
+        postprocessing_step_signature=None, purge_export_dir=False)``: export the model as a
+        SavedModel for TensorFlow Serving (``ipu.serving.export_for_ipu_serving``). As
+        Graphcore's, only a model made inside an IPUStrategy (with Keras extensions) has it:
+        elsewhere reading it raises AttributeError."""
+        import functools
+
+        from ...ipu import serving
+        from .ipu_execution import _ipu_strategy
+
+        if _ipu_strategy(self) is None:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 "'export_for_ipu_serving'")
+        return functools.update_wrapper(functools.partial(serving.export_for_ipu_serving, self),
+                                        serving.export_for_ipu_serving)
+
     def print_pipeline_stage_assignment_summary(self, line_length=None, print_fn=None):
         """Prints a summary of the pipeline stage assignment of the model (Graphcore's
         table)."""
