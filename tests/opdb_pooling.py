@@ -6,6 +6,7 @@ import numpy as np
 from opdb import F32, I32, ErrorInput, OpInfo, Sample, make
 from reference import pooling as rpooling
 
+from ipu_gpu.errors import UnimplementedError
 from ipu_gpu.ops import pooling
 
 NHWC_EXPLICIT = [[0, 0], [1, 0], [2, 1], [0, 0]]
@@ -61,14 +62,16 @@ def pool_errors(name):
         yield e(TypeError, "strides must be an int", strides=True)
         yield e(ValueError, "ksize must be 1 in the batch dimension", ksize=[2, 2, 2, 1])
         yield e(ValueError, "strides must be 1 in the batch dimension", strides=[2, 1, 1, 1])
-        yield e(ValueError, "strides must be 1 in the channel dimension", strides=[1, 1, 1, 2])
-        yield e(ValueError, "strides must be 1 in the channel dimension", strides=[1, 2, 1, 1],
-                data_format="NCHW")
+        yield e(UnimplementedError, "Depthwise max pooling requires the depth window to "
+                "evenly divide", ksize=[1, 1, 1, 3], strides=[1, 1, 1, 3])
+        yield e(UnimplementedError, "MaxPooling supports exactly one of pooling across depth",
+                ksize=[1, 2, 1, 2], strides=[1, 1, 1, 2])
         if name == "max_pool2d":
-            yield e(NotImplementedError, "ksize must be 1 in the channel dimension",
-                    ksize=[1, 1, 1, 2], strides=[1, 1, 1, 2])
+            yield e(UnimplementedError, "Depthwise max pooling requires the depth window to "
+                    "equal the depth stride", ksize=[1, 1, 1, 2])
         else:
-            yield e(ValueError, "ksize must be 1 in the channel dimension", ksize=[1, 1, 1, 2])
+            yield e(UnimplementedError, "Non-spatial pooling is not yet supported",
+                    ksize=[1, 1, 1, 2], strides=[1, 1, 1, 2])
         yield e(ValueError, "padding must be 'SAME'", padding="same")
         yield e(ValueError, "padding must be 'SAME'", padding="EXPLICIT")
         yield e(ValueError, "data_format must be 'NHWC' or 'NCHW'", data_format="NCHW_VECT_C")

@@ -10,6 +10,14 @@ value and takes an element only when it is strictly greater (NaN is skipped; an 
 window gives the lowest finite value), and its gradient goes to the first maximum in
 row-major window order.
 
+A window across channels (4-element ``ksize``/``strides`` with a depth entry k != 1) is TF's
+CPU depthwise max pooling: only for max pooling of NHWC tensors, with no spatial window, k
+dividing the channels and equal to the depth stride (TF's UnimplementedError otherwise); the
+spatial strides are ignored and padding plays no part; each run of k channels becomes its
+maximum (C/k channels out). TF has no gradient for it (MaxPoolingGrad raises
+UnimplementedError), and neither do we. A depth stride next to a spatial window is ignored,
+as TF's kernels do.
+
 The kernels take [B, H, W, C] arrays: NHWC tensors with many channels as they are (the
 loops run across channels), NCHW tensors as [N*C, H, W, 1] planes (a reshape; the kernels
 have a planar loop nest), and NHWC tensors with few channels transposed to one of those
@@ -22,6 +30,7 @@ import numpy as np
 
 from ..core import dtypes, tape
 from ..core.registry import register
+from ..errors import UnimplementedError
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _FORMATS = ("NHWC", "NCHW")
@@ -46,7 +55,8 @@ def _ints(op, arg, value, expected="an int or a list of 1, 2 or 4 ints"):
 
 
 def _window(op, arg, value, data_format):
-    """TF's ``_get_sequence`` for two spatial dimensions: (height, width)."""
+    """TF's ``_get_sequence`` for two spatial dimensions: (height, width, depth), depth the
+    channel entry of a 4-element value (1 otherwise)."""
     items = _ints(op, arg, value)
     if len(items) not in (1, 2, 4):
         raise ValueError(f"{op}: {arg} must have length 1, 2 or 4, got {items} of length "
@@ -54,20 +64,15 @@ def _window(op, arg, value, data_format):
     if min(items) <= 0:
         raise ValueError(f"{op}: {arg} must be positive, got {items}")
     if len(items) == 1:
-        return items[0], items[0]
+        return items[0], items[0], 1
     if len(items) == 2:
-        return items[0], items[1]
+        return items[0], items[1], 1
     c_axis = 3 if data_format == "NHWC" else 1
     h_axis = 1 if data_format == "NHWC" else 2
     if items[0] != 1:
         raise ValueError(f"{op}: {arg} must be 1 in the batch dimension (pooling is not "
                          f"supported on the batch dimension), got {items}")
-    if items[c_axis] != 1:
-        if op == "max_pool2d" and arg == "ksize":
-            raise NotImplementedError(f"{op}: {arg} must be 1 in the channel dimension (TF's "
-                                      f"depthwise max pooling is not supported), got {items}")
-        raise ValueError(f"{op}: {arg} must be 1 in the channel dimension, got {items}")
-    return items[h_axis], items[h_axis + 1]
+    return items[h_axis], items[h_axis + 1], items[c_axis]
 
 
 def _data_format(op, data_format):
@@ -106,9 +111,13 @@ def _padding(op, padding, data_format, explicit):
 
 def _static(op, ksize, strides, padding, data_format, explicit):
     data_format = _data_format(op, data_format)
-    ksize = _window(op, "ksize", ksize, data_format)
-    strides = _window(op, "strides", strides, data_format)
+    kh, kw, kd = _window(op, "ksize", ksize, data_format)
+    sh, sw, sd = _window(op, "strides", strides, data_format)
+    if kd != 1 and (kh, kw) != (1, 1):
+        raise UnimplementedError(f"{op}: MaxPooling supports exactly one of pooling across "
+                                 f"depth or pooling across width/height.")
     padding = _padding(op, padding, data_format, explicit)
+    ksize = (kh, kw)
     if not isinstance(padding, str):
         for side, pad, k in (("top", padding[0][0], ksize[0]), ("bottom", padding[0][1], ksize[0]),
                              ("left", padding[1][0], ksize[1]),
@@ -116,7 +125,33 @@ def _static(op, ksize, strides, padding, data_format, explicit):
             if pad >= k:
                 raise ValueError(f"{op}: padding must be smaller than the window size, got "
                                  f"{side} padding {pad} for window size {k}")
-    return dict(ksize=ksize, strides=strides, padding=padding, data_format=data_format)
+    # TF's kernels ignore the depth stride of a spatial window and the spatial strides of a
+    # depth window
+    depth = (1, 1) if kd == 1 else (kd, sd)
+    strides = (sh, sw) if kd == 1 else (1, 1)
+    return dict(ksize=ksize, strides=strides, padding=padding, data_format=data_format,
+                depth=depth)
+
+
+def _check_depth(op, c, depth, padding, data_format):
+    """TF's conditions on a window across channels (PoolParameters, then the op's own), in
+    TF's order; all raise UnimplementedError."""
+    window, stride = depth
+    if c % window:
+        raise UnimplementedError(f"{op}: Depthwise max pooling requires the depth window to "
+                                 f"evenly divide the input depth")
+    if stride != window:
+        raise UnimplementedError(f"{op}: Depthwise max pooling requires the depth window to "
+                                 f"equal the depth stride")
+    if op == "avg_pool2d":
+        raise UnimplementedError(f"{op}: Non-spatial pooling is not yet supported. "
+                                 f"Volunteers? :)")
+    if data_format != "NHWC":  # TF's NCHW kernels are its GPU kernels
+        raise UnimplementedError(f"{op}: Depthwise max pooling is currently only implemented "
+                                 f"for CPU devices.")
+    if not isinstance(padding, str):
+        raise UnimplementedError(f"{op}: Depthwise max pooling does not support explicit "
+                                 f"padding.")
 
 
 # ---- geometry ------------------------------------------------------------------------------
@@ -201,7 +236,7 @@ def _compute_dtype(dtype):
 
 # ---- the ops -------------------------------------------------------------------------------
 def _check(op):
-    def check(x, *, ksize, strides, padding, data_format):
+    def check(x, *, ksize, strides, padding, data_format, depth):
         if x.dtype not in _FLOATS:
             raise TypeError(f"{op}: input must be float16, float32 or float64, got {x.dtype}")
         if x.ndim != 4:
@@ -209,14 +244,30 @@ def _check(op):
                 else "[batch, channels, height, width]"
             raise ValueError(f"{op}: input must be 4-dimensional {layout}, got shape "
                              f"{list(x.shape)}")
-        _, h, w, _, _, _, _, _ = _geometry(op, x.shape, ksize, strides, padding, data_format)
+        _, h, w, c, _, _, _, _ = _geometry(op, x.shape, ksize, strides, padding, data_format)
+        if depth != (1, 1):
+            _check_depth(op, c, depth, padding, data_format)
         if op == "max_pool2d" and h * w > np.iinfo(np.int32).max:
             raise ValueError(f"{op}: input must have fewer than 2**31 elements per channel "
                              f"plane, got {h} x {w}")
     return check
 
 
-def _max_forward(k, xp, x, *, ksize, strides, padding, data_format):
+def _depth_max_forward(xp, x, window):
+    """TF's CPU depthwise max pooling: each run of ``window`` channels reduced to its maximum,
+    the running value starting at the run's first element and taking an element only when it
+    is strictly greater (a NaN that opens a run stays; a later NaN is skipped)."""
+    runs = x.reshape(x.shape[:3] + (x.shape[3] // window, window))
+    out = xp.ascontiguousarray(runs[..., 0])
+    for i in range(1, window):
+        v = runs[..., i]
+        xp.copyto(out, v, where=v > out)
+    return out
+
+
+def _max_forward(k, xp, x, *, ksize, strides, padding, data_format, depth):
+    if depth[0] != 1:
+        return _depth_max_forward(xp, x, depth[0]), None
     n, h, w, c, oh, ow, pt, pl = _geometry("max_pool2d", x.shape, ksize, strides, padding,
                                            data_format)
     dt = _compute_dtype(x.dtype)
@@ -229,7 +280,10 @@ def _max_forward(k, xp, x, *, ksize, strides, padding, data_format):
     return _from_kernel(xp, out4, data_format, n, c, x.dtype), (arg, x.shape, x.dtype)
 
 
-def _max_backward(k, xp, res, g, *, ksize, strides, padding, data_format):
+def _max_backward(k, xp, res, g, *, ksize, strides, padding, data_format, depth):
+    if depth[0] != 1:
+        raise UnimplementedError("max_pool2d: MaxPoolingGrad is not yet supported on the depth "
+                                 "dimension.")
     arg, shape, dtype = res
     n, h, w, c, oh, ow, pt, pl = _geometry("max_pool2d", shape, ksize, strides, padding,
                                            data_format)
@@ -240,7 +294,7 @@ def _max_backward(k, xp, res, g, *, ksize, strides, padding, data_format):
     return (_from_kernel(xp, dx4, data_format, n, c, dtype),)
 
 
-def _avg_forward(k, xp, x, *, ksize, strides, padding, data_format):
+def _avg_forward(k, xp, x, *, ksize, strides, padding, data_format, depth):
     n, h, w, c, oh, ow, pt, pl = _geometry("avg_pool2d", x.shape, ksize, strides, padding,
                                            data_format)
     dt = _compute_dtype(x.dtype)
@@ -250,7 +304,7 @@ def _avg_forward(k, xp, x, *, ksize, strides, padding, data_format):
     return _from_kernel(xp, out4, data_format, n, c, x.dtype), (x.shape, x.dtype)
 
 
-def _avg_backward(k, xp, res, g, *, ksize, strides, padding, data_format):
+def _avg_backward(k, xp, res, g, *, ksize, strides, padding, data_format, depth):
     shape, dtype = res
     n, h, w, c, oh, ow, pt, pl = _geometry("avg_pool2d", shape, ksize, strides, padding,
                                            data_format)
@@ -273,9 +327,11 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
     Args:
       input: A 4-D float16/float32/float64 tensor of the format given by ``data_format``.
       ksize: An int or list of ints of length 1, 2 or 4: the window size (1 or 2 values
-        give the height and width; 4 values must be 1 in the batch and channel
-        dimensions).
-      strides: An int or list of ints of length 1, 2 or 4: the stride of the window.
+        give the height and width; 4 values must be 1 in the batch dimension, and a channel
+        entry k != 1 pools across channels (TF's depthwise max pooling: NHWC only, height
+        and width windows 1, k dividing the channels).
+      strides: An int or list of ints of length 1, 2 or 4: the stride of the window (with a
+        channel window, its channel entry must equal k; the spatial entries are ignored).
       padding: ``"SAME"``, ``"VALID"``, or explicit padding: a list of 4 ``[before,
         after]`` pairs in the layout of ``data_format``, 0 in the batch and channel
         dimensions, each smaller than the window.
@@ -285,6 +341,8 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
     Returns:
       The max-pooled tensor, of the input's dtype and format. Padding never wins: a window
       starts from the dtype's lowest finite value and NaN is skipped, as TF's CPU kernel.
+      Pooling across channels gives C/k channels; a run starts from its first channel (so a
+      leading NaN stays), as TF's depthwise kernel.
 
     The gradient goes to the first maximum of each window in row-major order, as TF's CPU
     kernel (where TF's CPU kernel sends it to a NaN that opens a window, we send it to the
@@ -294,7 +352,9 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
       ValueError: bad lengths or values of ``ksize``/``strides``/``padding``, an unknown
         ``data_format``, an input that is not 4-D, or a window that does not fit.
       TypeError: a non-float input, or non-int window arguments.
-      NotImplementedError: pooling across channels (TF's depthwise max pooling).
+      UnimplementedError: a channel window with a spatial window, one that does not divide
+        the channels or differs from its stride, with explicit padding or NCHW (TF's
+        messages); and the gradient of pooling across channels.
     """
     static = _static("max_pool2d", ksize, strides, padding, data_format, explicit=True)
     return _MAX_POOL2D(input, **static)
@@ -323,6 +383,8 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
       ValueError: bad lengths or values of ``ksize``/``strides``/``padding``, an unknown
         ``data_format``, an input that is not 4-D, or a window that does not fit.
       TypeError: a non-float input, non-int window arguments, or a non-string padding.
+      UnimplementedError: a window across channels (TF: "Non-spatial pooling is not yet
+        supported", after its depthwise checks).
     """
     static = _static("avg_pool2d", ksize, strides, padding, data_format, explicit=False)
     return _AVG_POOL2D(input, **static)

@@ -116,3 +116,14 @@ def avg_pool2d_grad(input, grad, ksize, strides, padding, data_format="NHWC"):
             count = (h1 - h0) * (w1 - w0)
             dx[:, h0:h1, w0:w1] += (g[:, i, j] / count)[:, None, None, :]
     return _layout(dx, data_format)
+
+
+def depth_max_pool(input, k):
+    """TF's depthwise max pooling of an NHWC ``input`` over runs of ``k`` channels, in
+    float64: each run's first element, replaced by a later one only when strictly greater."""
+    x = np.asarray(input, np.float64)
+    runs = x.reshape(x.shape[:3] + (x.shape[3] // k, k))
+    y = runs[..., 0].copy()
+    for i in range(1, k):
+        y = np.where(runs[..., i] > y, runs[..., i], y)
+    return y
