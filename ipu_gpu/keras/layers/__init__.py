@@ -35,6 +35,8 @@ from .dense_attention import AdditiveAttention, Attention
 from .group_normalization import GroupNormalization
 from .spatial_dropout import SpatialDropout1D, SpatialDropout3D
 from .unit_activation import ThresholdedReLU, UnitNormalization
+from .alpha_dropout import AlphaDropout
+from .locally_connected import LocallyConnected1D, LocallyConnected2D
 
 __all__ = [
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells",
@@ -61,6 +63,7 @@ __all__ += ["AveragePooling3D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convo
             "UnitNormalization", "AdditiveAttention", "Attention", "Conv1DTranspose",
             "Convolution1DTranspose", "DepthwiseConv1D", "SeparableConv1D",
             "SeparableConvolution1D", "GroupNormalization"]  # issue 16
+__all__ += ["AlphaDropout", "LocallyConnected1D", "LocallyConnected2D"]  # issue 16
 
 
 def serialize(layer) -> dict:
