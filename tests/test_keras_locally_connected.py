@@ -14,7 +14,6 @@ import ipu_gpu as ig
 import ipu_gpu.compat.v1 as v1
 from ipu_gpu.keras import backend, losses, optimizers
 from ipu_gpu.keras import layers as L
-from ipu_gpu.keras.models import Sequential
 
 
 @pytest.fixture(scope="module")
