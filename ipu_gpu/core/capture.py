@@ -11,7 +11,8 @@ While the stream is capturing, ``refuse`` raises ``CaptureRefused`` and the capt
 abandoned; otherwise the reason is noted and the loop decides not to capture.
 
 ``Variable`` reports every buffer swap (``note_variable_write``) so that the graph can copy
-the last buffer written back into the buffer the next iteration reads.
+the last buffer written back into the buffer the next iteration reads. ``observing`` passes
+every swap, on any thread, to an observer as well (``emulation/rollback.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import threading
 
 from . import tensor as _tensor
 
-__all__ = ["CaptureRefused", "Recorder", "capturing", "recording", "refuse"]
+__all__ = ["CaptureRefused", "Recorder", "capturing", "observing", "recording", "refuse"]
 
 
 class CaptureRefused(RuntimeError):
@@ -44,14 +45,45 @@ class Recorder:
 
 
 _local = threading.local()
-_active = [0]
+_active = [0]  # recorders and observers installed: the write hook is set while > 0
 _lock = threading.Lock()
+_observers: tuple = ()
 
 
 def _note_variable_write(var) -> None:
     rec = getattr(_local, "recorder", None)
     if rec is not None and id(var) not in rec.writes:
         rec.writes[id(var)] = (var, var._value)
+    for observer in _observers:
+        observer(var)
+
+
+def _hold_hook(delta: int) -> None:
+    with _lock:
+        before = _active[0]
+        _active[0] += delta
+        if before == 0:
+            _tensor.set_write_hook(_note_variable_write)
+        elif _active[0] == 0:
+            _tensor.set_write_hook(None)
+
+
+@contextlib.contextmanager
+def observing(observer):
+    """Call ``observer(variable)`` before every Variable buffer swap, on every thread, while
+    the block runs."""
+    global _observers
+    with _lock:
+        _observers = (*_observers, observer)
+    _hold_hook(1)
+    try:
+        yield
+    finally:
+        _hold_hook(-1)
+        with _lock:
+            rest = list(_observers)
+            rest.remove(observer)
+            _observers = tuple(rest)
 
 
 @contextlib.contextmanager
@@ -61,18 +93,12 @@ def recording(capturing: bool = False):
     rec = Recorder(capturing)
     previous = getattr(_local, "recorder", None)
     _local.recorder = rec
-    with _lock:
-        _active[0] += 1
-        if _active[0] == 1:
-            _tensor.set_write_hook(_note_variable_write)
+    _hold_hook(1)
     try:
         yield rec
     finally:
         _local.recorder = previous
-        with _lock:
-            _active[0] -= 1
-            if _active[0] == 0:
-                _tensor.set_write_hook(None)
+        _hold_hook(-1)
 
 
 def refuse(reason: str) -> None:

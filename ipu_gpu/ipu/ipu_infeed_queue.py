@@ -77,6 +77,7 @@ from ..core import nest as _nest
 from ..core.tensor import Tensor, wrap
 from ..emulation import context as _context
 from ..emulation import poplar_flags as _poplar_flags
+from ..emulation import rollback as _rollback
 from ..errors import OutOfRangeError
 
 __all__ = ["FeedOperation", "IPUInfeedQueue"]
@@ -588,6 +589,7 @@ class IPUInfeedQueue:
         self._synthetic: _Synthetic | None = None  # set while started without host data
         self._initialized = False
         self._dequeued = False
+        self._read_since: list | None = None  # elements read while an undo point is kept
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -679,6 +681,8 @@ class IPUInfeedQueue:
                 self._start()
             synthetic = self._synthetic
             if synthetic is None:
+                if _rollback.is_open():
+                    _rollback.save(self, self._undo_point)
                 flat = self._take(n_rep, r)
         if synthetic is not None:  # no host data: nothing to count, never ends
             flat = synthetic.element(ctx)
@@ -737,6 +741,9 @@ class IPUInfeedQueue:
         self._replica_step[r] = k + 1
         return flat
 
+    def _undo_point(self) -> _InfeedPoint:
+        return _InfeedPoint(self)
+
     def _change_replication(self, n_rep: int) -> None:
         """Start a new replication factor from the first element no replica has used."""
         for k in sorted(self._steps, reverse=True):
@@ -758,6 +765,8 @@ class IPUInfeedQueue:
         kind, value = self._prefetcher.get()
         if kind == _ITEM:
             self._taken += 1
+            if self._read_since is not None:
+                self._read_since.append(value)
             return value
         if kind == _END:
             self._end = value
@@ -809,3 +818,33 @@ class IPUInfeedQueue:
         p = getattr(self, "_prefetcher", None)
         if p is not None:
             p.stop.set()
+
+
+class _InfeedPoint:
+    """Where a queue stood before an undoable run (``emulation/rollback.py``): undone, the
+    elements handed out since are handed out again, in the same order (those read from the
+    dataset since go back in front of it; its end or error, if reached, stays)."""
+
+    def __init__(self, q: IPUInfeedQueue):
+        self.q = q
+        self.leftover = list(q._leftover)
+        self.steps = {k: [list(v[0]), v[1]] for k, v in q._steps.items()}
+        self.filled_steps = q._filled_steps
+        self.replication = q._replication
+        self.replica_step = list(q._replica_step)
+        self.prefetcher = q._prefetcher
+        q._read_since = []
+
+    def undo(self) -> None:
+        q = self.q
+        with q._lock:
+            if q._prefetcher is not self.prefetcher:  # deleted meanwhile: nothing to put back
+                return
+            q._leftover = deque(self.leftover + (q._read_since or []))
+            q._steps = self.steps
+            q._filled_steps = self.filled_steps
+            q._replication = self.replication
+            q._replica_step = self.replica_step
+
+    def close(self) -> None:
+        self.q._read_since = None

@@ -40,6 +40,7 @@ from ..core import nest as _nest
 from ..core.tensor import Tensor, wrap
 from ..emulation import context as _context
 from ..emulation import poplar_flags as _poplar_flags
+from ..emulation import rollback as _rollback
 from ..errors import OutOfRangeError
 from .ipu_infeed_queue import FeedOperation, check_ordinal, warn_deprecated
 
@@ -181,6 +182,8 @@ class IPUOutfeedQueue:
         structure = _nest.pack_sequence_as(tensors, [None] * len(flat))
         synthetic = _synthetic()
         with self._lock:
+            if _rollback.is_open():
+                _rollback.save(self, self._undo_point)
             if not self._known:
                 self._known = True
                 self._structure = structure
@@ -203,6 +206,9 @@ class IPUOutfeedQueue:
                     stored.clear()
                 stored.append(flat)
         return FeedOperation(self._name, "IPUOutfeedEnqueue")
+
+    def _undo_point(self) -> _OutfeedPoint:
+        return _OutfeedPoint(self)
 
     def _check_same(self, structure, flat) -> None:
         if not _same_structure(structure, self._structure):
@@ -356,6 +362,26 @@ class IPUOutfeedQueue:
                 flat = self._stack_replicas(taken, self._replication)
                 structure = self._structure
             yield _nest.pack_sequence_as(structure, [wrap(a) for a in flat])
+
+
+class _OutfeedPoint:
+    """What a queue held before an undoable run (``emulation/rollback.py``)."""
+
+    _FIELDS = ("_known", "_structure", "_shapes", "_dtypes", "_replication", "_enqueued")
+
+    def __init__(self, q: IPUOutfeedQueue):
+        self.q = q
+        self.fields = [getattr(q, f) for f in self._FIELDS]
+        self.per_replica = [list(lst) for lst in q._per_replica]
+
+    def undo(self) -> None:
+        with self.q._lock:
+            for f, v in zip(self._FIELDS, self.fields):
+                setattr(self.q, f, v)
+            self.q._per_replica = self.per_replica
+
+    def close(self) -> None:
+        pass
 
 
 def _same_structure(a, b) -> bool:

@@ -10,8 +10,16 @@ A pipeline declares its shards with ``require(shards)``:
 * in a program running eagerly (``run``: ``compile`` outside a graph, ``IPUStrategy.run``)
   that was started with fewer IPUs per replica, ``require`` raises ``NeedsShards`` before
   the pipeline does anything, and ``run`` runs the program again with that many shards
-  (remembered per function, so later runs start right). The computation's work before the
-  pipeline call is then done twice; Graphcore's programs call the pipeline first.
+  (remembered per function, so later runs start right).
+
+A function's first run (no run of it has finished yet) is undoable
+(``emulation/rollback.py``): when it stops for more shards, what its replicas did before
+the pipeline call (variable writes, infeed elements taken, outfeed enqueues, the device's
+seed executions) is undone before the second start, so that work happens once per call, as
+on the IPU, where the function is compiled whole and then run. Only Python side effects of
+the function happen twice. A function whose runs have finished with fewer shards and that
+later calls a pipeline needing more (a pipeline behind a Python condition) is rerun without
+undoing.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import contextlib
 import threading
 import weakref
 
-from ..emulation import context, engine
+from ..emulation import context, engine, rollback
 
 __all__ = ["NeedsShards", "ipus_per_replica", "require", "run", "tracking"]
 
@@ -84,6 +92,19 @@ def run(device, fn, args=(), kwargs=None, key=None):
     """``engine.run`` with the shards ``fn``'s pipelines need (see the module docstring)."""
     key = fn if key is None else key
     shards = _known(key)
+    if shards is None and context.current() is None:
+        shards = 1
+        with rollback.undoable(device) as first:
+            try:
+                result = engine.run(device, fn, args, kwargs, num_shards=shards)
+            except NeedsShards as e:
+                first.undo()
+                shards = e.shards
+            else:
+                _remember(key, shards)
+                return result
+        _remember(key, shards)
+    shards = shards or 1
     while True:
         try:
             return engine.run(device, fn, args, kwargs, num_shards=shards)
@@ -94,11 +115,12 @@ def run(device, fn, args=(), kwargs=None, key=None):
             _remember(key, shards)
 
 
-def _known(key) -> int:
+def _known(key) -> int | None:
+    """The shards a finished run of ``key`` took (None: none has finished)."""
     try:
-        return _KNOWN.get(key, 1)
+        return _KNOWN.get(key)
     except TypeError:
-        return 1
+        return None
 
 
 def _remember(key, shards: int) -> None:

@@ -51,7 +51,7 @@ from ..core.convert import to_array
 from ..core.allocation import check_allocation
 from ..core.registry import recorded_call, register, symbolic_call
 from ..core.tensor import Tensor, Variable, wrap
-from ..emulation import context
+from ..emulation import context, rollback
 from ..errors import InvalidArgumentError
 from . import math as math_ops
 from ._util import quiet, shape_str
@@ -387,6 +387,19 @@ class _ReplicaStreams:
         self.positions = [0] * len(keys)
 
 
+class _RunsPoint:
+    __slots__ = ("runs", "before")
+
+    def __init__(self, runs: list):
+        self.runs, self.before = runs, list(runs)
+
+    def undo(self) -> None:
+        self.runs[:] = self.before
+
+    def close(self) -> None:
+        pass
+
+
 def _replica_keys(device, replicas: int) -> list:
     """One Philox key per replica for one execution: random, or after ``reset_ipu_seed`` a
     function of (seed, execution since the reset, replica; replica 0 for all when identical)."""
@@ -397,6 +410,8 @@ def _replica_keys(device, replicas: int) -> list:
     runs = _DEVICE_RUNS.get(device)
     if runs is None or runs[0] != generation:
         runs = _DEVICE_RUNS[device] = [generation, 0]
+    if rollback.is_open():  # an undone execution does not count (emulation/rollback.py)
+        rollback.save(runs, lambda: _RunsPoint(runs))
     execution = runs[1]
     runs[1] += 1
     identical = bool(getattr(device, "identical_replicas", False))
