@@ -24,7 +24,7 @@ from ..core import registry
 from ..core.spec import TensorShape
 from ..core.tensor import Tensor, Variable, wrap
 
-__all__ = ["LiveProgram", "NotPortable", "PortableProgram", "encode_program"]
+__all__ = ["LiveProgram", "NotPortable", "PortableProgram", "encode_graph", "encode_program"]
 
 
 @contextlib.contextmanager
@@ -157,6 +157,10 @@ def _call_of(op):
     kernel = op.kernel
     if kernel is None:
         raise NotPortable(f"node {op.name!r} ({op.type}) has no kernel")
+    if hasattr(op, "const_value"):  # graph.core._const_node: a named constant
+        return "const", None, None
+    if op.type == "NoOp" and not op.outputs and not kernel.template:  # group, no_op
+        return "group", None, None
     if isinstance(kernel.fn, registry.Op) and registry.REGISTRY.get(kernel.fn.name) is kernel.fn:
         return "op", kernel.fn.name, kernel.kwargs or {}
     if not kernel.pass_run:  # graph.core.record_function: lambda a, k: fn(*a, **k)
@@ -213,12 +217,7 @@ def encode_program(placeholders: list, groups: dict, freeze: bool, skip=()):
             continue  # read where used (tensor_ref)
         if getattr(op, "placeholder", False):
             raise NotPortable(f"placeholder {op.name!r} is not an input of the program")
-        kind, target, kwargs = _call_of(op)
-        template = op.kernel.template
-        entry = {"name": op.name, "call": kind, "target": target,
-                 "inputs": enc.encode(list(template)),
-                 "kwargs": enc.encode(dict(kwargs or {})),
-                 "outputs": len(op.outputs)}
+        entry = _entry(enc, op)
         enc.node_index[id(op)] = len(nodes)
         nodes.append(entry)
 
@@ -231,6 +230,68 @@ def encode_program(placeholders: list, groups: dict, freeze: bool, skip=()):
 
     header = {"placeholders": [_spec_json(p) for p in placeholders],
               "nodes": nodes,
+              "groups": {name: [ref(x) for x in group] for name, group in groups.items()}}
+    header["variables"] = [{"name": _variable_name(v, i), "dtype": v.dtype.name,
+                            "shape": list(v.shape)} for i, v in enumerate(enc.variables)]
+    return header, enc.arrays, enc.variables
+
+
+def _entry(enc, op) -> dict:
+    """The JSON entry of ``op`` (its control inputs already written)."""
+    kind, target, kwargs = _call_of(op)
+    inputs = [op.const_value] if kind == "const" else list(op.kernel.template)
+    entry = {"name": op.name, "call": kind, "target": target,
+             "inputs": enc.encode(inputs), "kwargs": enc.encode(dict(kwargs or {})),
+             "outputs": len(op.outputs)}
+    control = [enc.node_index[id(c)] for c in op.control_inputs if id(c) in enc.node_index]
+    if control:
+        entry["control"] = control
+    return entry
+
+
+def encode_graph(graph, groups: dict):
+    """(header, arrays, variables, written op names) of every operation of ``graph`` that can
+    be written (with all it depends on), for a TF1 SavedModel: the placeholders are the
+    graph's own; ``groups`` (name -> graph tensors or operations) must be writable.
+
+    Raises:
+      NotPortable: an operation of ``groups`` cannot be written (or depends on one)."""
+    from ..graph.core import GraphTensor, Operation
+    from ..graph.nodes import GraphVariable
+
+    placeholders = [op.outputs[0] for op in graph._ops if getattr(op, "placeholder", False)]
+    enc = _Encoder({id(p.op): i for i, p in enumerate(placeholders)}, False)
+    nodes, failed = [], {}
+    for op in graph._ops:
+        if id(op) in enc.placeholders or isinstance(op.outputs[0] if op.outputs else None,
+                                                     GraphVariable):
+            continue
+        blocked = next((failed[id(x)] for x in [*(t.op for t in op.inputs),
+                                                *op.control_inputs] if id(x) in failed), None)
+        if blocked is not None:
+            failed[id(op)] = f"{blocked} (needed by node {op.name!r})"
+            continue
+        arrays, variables = len(enc.arrays), len(enc.variables)
+        try:
+            entry = _entry(enc, op)
+        except NotPortable as e:
+            for key in list(enc.arrays)[arrays:]:
+                del enc.arrays[key]
+            del enc.variables[variables:]
+            failed[id(op)] = str(e)
+            continue
+        enc.node_index[id(op)] = len(nodes)
+        nodes.append(entry)
+
+    def ref(x):
+        op = x if isinstance(x, Operation) else x.op if isinstance(x, GraphTensor) else None
+        if op is not None and id(op) in failed:
+            raise NotPortable(failed[id(op)])
+        if isinstance(x, Operation):
+            return {"op": enc.node_index[id(x)]}
+        return enc.tensor_ref(x) if isinstance(x, GraphTensor) else enc.encode(x)
+
+    header = {"placeholders": [_spec_json(p) for p in placeholders], "nodes": nodes,
               "groups": {name: [ref(x) for x in group] for name, group in groups.items()}}
     header["variables"] = [{"name": _variable_name(v, i), "dtype": v.dtype.name,
                             "shape": list(v.shape)} for i, v in enumerate(enc.variables)]
@@ -259,8 +320,9 @@ class PortableProgram:
         self.arrays = arrays
         self.variables = list(variables or [])
         self.nodes = header["nodes"]
-        self.calls = [registry.REGISTRY[n["target"]] if n["call"] == "op"
-                      else _resolve(n["target"]) for n in self.nodes]
+        self.calls = [registry.REGISTRY.get(n["target"]) if n["call"] == "op"
+                      else _resolve(n["target"]) if n["call"] == "function" else None
+                      for n in self.nodes]
         missing = [n["target"] for n in self.nodes
                    if n["call"] == "op" and n["target"] not in registry.REGISTRY]
         if missing:
@@ -290,6 +352,7 @@ class PortableProgram:
             wanted.add(i)
             collect(self.nodes[i]["inputs"])
             collect(self.nodes[i]["kwargs"])
+            stack.extend(self.nodes[i].get("control", ()))
         return sorted(wanted)  # node order is graph order: inputs come first
 
     def run(self, group: str, feeds: dict) -> list:
@@ -300,6 +363,10 @@ class PortableProgram:
             args = decode(node["inputs"])
             if node["call"] == "function":  # the template is [args, kwargs]
                 out = self.calls[i](*args[0], **args[1])
+            elif node["call"] == "const":
+                out = args[0]
+            elif node["call"] == "group":
+                out = []
             else:
                 out = self.calls[i](*args, **decode(node["kwargs"]))
             values[i] = list(out) if isinstance(out, (list, tuple)) else [out]

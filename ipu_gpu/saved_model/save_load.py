@@ -386,11 +386,12 @@ class _UserObject:
 
 
 def load(export_dir, tags=None, options=None):
-    """Load a SavedModel written by ``save`` (or ``ipu.serving``).
+    """Load a SavedModel written by ``save`` (or ``ipu.serving``), or one written by TF 1's
+    API (its meta graph of ``tags`` runs in a session of its own; ``signatures`` only).
 
     Raises:
       OSError: ``export_dir`` holds no SavedModel (TF's message)."""
-    del tags, options
+    del options
     export_dir = os.fspath(export_dir)
     meta_path = os.path.join(export_dir, "saved_model.json")
     if not os.path.isfile(meta_path):
@@ -400,6 +401,10 @@ def load(export_dir, tags=None, options=None):
         meta = json.load(f)
     if meta.get("format") != FORMAT:
         raise OSError(f"{meta_path} is not an ipu_gpu SavedModel")
+    if "meta_graphs" in meta:  # written by TF 1's API (tf1.py)
+        from .tf1 import load_v1_in_v2
+
+        return load_v1_in_v2(export_dir, meta, tags)
     with np.load(os.path.join(export_dir, "variables", "variables.npz")) as z:
         values = {k: z[k] for k in z.files}
     variables = [Variable(values[v["name"]], trainable=v["trainable"], name=v["name"])

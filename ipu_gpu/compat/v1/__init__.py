@@ -247,3 +247,8 @@ _op_names.install(nn)
 from . import graph_tape as _graph_tape  # noqa: E402
 
 GradientTape = _graph_tape.GradientTape
+
+# tf.compat.v1.saved_model: TF 1's builder, loader and simple_save beside TF 2's save (issue 17)
+import importlib as _importlib  # noqa: E402  (the name is bound to TF 2's module above)
+
+saved_model = _importlib.import_module(f"{__name__}.saved_model")
