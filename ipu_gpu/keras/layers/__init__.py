@@ -35,6 +35,11 @@ from .dense_attention import AdditiveAttention, Attention
 from .group_normalization import GroupNormalization
 from .spatial_dropout import SpatialDropout1D, SpatialDropout3D
 from .unit_activation import ThresholdedReLU, UnitNormalization
+from . import experimental
+from .preprocessing import (CategoryEncoding, CenterCrop, Discretization, Hashing,
+                            IntegerLookup, Normalization, RandomBrightness, RandomContrast,
+                            RandomCrop, RandomFlip, RandomHeight, RandomRotation,
+                            RandomTranslation, RandomWidth, RandomZoom, Resizing)
 from .alpha_dropout import AlphaDropout
 from .locally_connected import LocallyConnected1D, LocallyConnected2D
 
@@ -63,6 +68,10 @@ __all__ += ["AveragePooling3D", "AvgPool3D", "Conv3D", "Conv3DTranspose", "Convo
             "UnitNormalization", "AdditiveAttention", "Attention", "Conv1DTranspose",
             "Convolution1DTranspose", "DepthwiseConv1D", "SeparableConv1D",
             "SeparableConvolution1D", "GroupNormalization"]  # issue 16
+__all__ += ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup",
+            "Normalization", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
+            "RandomHeight", "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom",
+            "Resizing", "experimental"]  # issue 16: preprocessing layers
 __all__ += ["AlphaDropout", "LocallyConnected1D", "LocallyConnected2D"]  # issue 16
 
 
