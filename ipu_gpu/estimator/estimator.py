@@ -398,6 +398,57 @@ class Estimator:
             finally:
                 session.close()
 
+    # ---- export ----------------------------------------------------------------------------
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn,
+                           assets_extra=None, as_text=False, checkpoint_path=None,
+                           experimental_mode=ModeKeys.PREDICT):
+        """Exports the inference graph as a SavedModel (ipu_gpu's format, ``saved_model.tf1``)
+        in a new timestamped directory below ``export_dir_base``: the receiver of
+        ``serving_input_receiver_fn`` and ``model_fn`` in PREDICT mode in a fresh graph, the
+        checkpoint (default: the newest) restored, tag ``serve``, one SignatureDef per
+        ``export_outputs`` entry (default: ``serving_default``, a PredictOutput of the
+        predictions) taking the receiver tensors. ``assets_extra`` files are copied under
+        ``assets.extra``. An IPU estimator exports its ``model_fn`` as a host graph.
+
+        Returns:
+          The export directory's path (bytes).
+
+        Raises:
+          ValueError: no ``serving_input_receiver_fn``; no checkpoint (TF's messages); a
+            mode other than PREDICT.
+        """
+        del as_text
+        if experimental_mode != ModeKeys.PREDICT:
+            raise ValueError(f"ipu_gpu exports the PREDICT graph only, got "
+                             f"experimental_mode={experimental_mode!r}")
+        from .export import export_saved_model
+
+        return export_saved_model(self, export_dir_base, serving_input_receiver_fn,
+                                  assets_extra, checkpoint_path)
+
+    def export_savedmodel(self, export_dir_base, serving_input_receiver_fn,
+                          assets_extra=None, as_text=False, checkpoint_path=None,
+                          strip_default_attrs=False):
+        """TF 1's older name of ``export_saved_model``."""
+        del strip_default_attrs
+        return self.export_saved_model(export_dir_base, serving_input_receiver_fn,
+                                       assets_extra, as_text, checkpoint_path)
+
+    def _call_model_fn_for_export(self, features, labels, mode):
+        """The spec of the user's ``model_fn`` on the receiver's features (an IPU estimator's
+        wrapped model_fn names the user's as ``user_model_fn``)."""
+        user = getattr(self._model_fn, "user_model_fn", None)
+        if user is None:
+            return self._call_model_fn(features, labels, mode, self._config)
+        params = {k: v for k, v in self._params.items() if k != "input_fn"}
+        spec = call_with_taken_args(user, mode, params, self._config,
+                                    **model_fn_inputs(user, features, labels))
+        if getattr(spec, "predictions", None) is None:
+            raise ValueError(f"model_fn should return an EstimatorSpec with predictions in "
+                             f"PREDICT mode to be exported. Given: {spec}")
+        return spec
+
+
 
 def _write_eval_summary(directory, results, step):
     """The scalar metrics as summaries at ``step`` in ``directory``'s event file (TF's

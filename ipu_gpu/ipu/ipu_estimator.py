@@ -411,6 +411,7 @@ def _augment_model_fn(model_fn, wrapper_class, ipu_device):
         return EstimatorSpec(mode, loss=loss, eval_metric_ops=metric_ops,
                              evaluation_hooks=hooks)
 
+    _model_fn.user_model_fn = model_fn  # what export_saved_model builds on the host
     return _model_fn
 
 
