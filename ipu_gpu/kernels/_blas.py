@@ -6,6 +6,11 @@ Haswell and Zen kernels: every AMD CPU and Intel CPUs without AVX-512) a GEMM's 
 that count. Code that needs GEMM results independent of the thread count and of what other
 threads are doing runs inside ``single_threaded_blas``: the convolution kernels (which thread
 over blocks themselves) and the engine while a program's replicas run concurrently.
+
+After a threaded call OpenBLAS's worker threads spin for ``2**OPENBLAS_THREAD_TIMEOUT`` clock
+ticks (default 28: about 0.1 s) before they sleep, taking a core from whatever runs next (a
+Numba kernel, the convolution threads, another process); asking for one thread does not stop
+them. ``limit_thread_spin`` shortens that wait (see it).
 """
 
 from __future__ import annotations
@@ -96,6 +101,60 @@ def single_threaded_blas():
             _depth -= 1
             if _depth == 0:
                 set_threads(_saved)
+
+
+# OpenBLAS's worker threads sleep after 2**THREAD_TIMEOUT clock ticks without work (about 26 us
+# at 2.5 GHz), so they do not outlive the chain of products of one op (a step's Python gap
+# between two GEMMs is a few us). Measured on a loaded 2-core AMD EPYC: a 256x1600x10 float32
+# product 1 ms after the last one took 15-23 ms at OpenBLAS's default of 28 (its spinning worker
+# held the second core), 0.2-0.4 ms at 4 to 16.
+THREAD_TIMEOUT = 16
+_spin_limited = None
+
+
+def _openblas_symbol(lib, stem):
+    for suffix in ("64_", "_64_", ""):
+        for prefix in ("scipy_openblas", "openblas"):
+            fn = getattr(lib, f"{prefix}_{stem}{suffix}", None)
+            if fn is not None:
+                return fn
+    return None
+
+
+def limit_thread_spin() -> bool:
+    """Make OpenBLAS's idle worker threads sleep after ``2**THREAD_TIMEOUT`` clock ticks instead
+    of its default 2**28, in a pthreads OpenBLAS, once per process; True when done (now or by an
+    earlier call). OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when it loads (with numpy), and
+    its threads keep that value: this sets the variable, has OpenBLAS read its environment again
+    and restarts its idle threads (they start again on the next threaded call). A timeout the
+    user set is left alone (returns False), and so is any other BLAS. Changes no result: the
+    threads do the same work, they only stop waiting for it sooner. Call it while no other
+    thread is inside BLAS."""
+    global _spin_limited
+    if _spin_limited is not None:
+        return _spin_limited
+    _spin_limited = False
+    if "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        return False
+    lib = numpy_blas_library()
+    if lib is None:
+        return False
+    parallel = _openblas_symbol(lib, "get_parallel")  # 0 serial, 1 pthreads, 2 OpenMP
+    read_env = getattr(lib, "openblas_read_env", None)
+    shutdown = getattr(lib, "blas_thread_shutdown_", None)
+    if parallel is None or read_env is None or shutdown is None:
+        return False
+    parallel.restype, parallel.argtypes = ctypes.c_int, []
+    if parallel() != 1:
+        return False
+    read_env.restype, read_env.argtypes = None, []
+    shutdown.restype, shutdown.argtypes = ctypes.c_int, []
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(THREAD_TIMEOUT)
+    with _lock:
+        read_env()
+        shutdown()  # the next threaded call starts the threads with the new timeout
+    _spin_limited = True
+    return True
 
 
 def _after_fork_in_child():

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import register
+from ..kernels._blas import limit_thread_spin
 from ._util import require_same_dtype, unbroadcast
+
+# OpenBLAS's idle workers would otherwise spin ~0.1 s after every threaded product, holding a
+# core the step's next kernels need (kernels/_blas.py); done at import, before any op runs.
+limit_thread_spin()
 
 _AB = ("a", "b")
 
