@@ -22,7 +22,12 @@ from .allocation import allocation_failure
 from .convert import to_array
 from .indexed_slices import IndexedSlices, densify
 from .nest import flatten
-from .tensor import Tensor, Variable, wrap
+from . import tensor as _tensor_module
+from .tensor import Tensor, Variable, _next_id, wrap
+
+_tape_local = tape._local  # the tapes recording in this thread (``.tapes``)
+_new_object = object.__new__
+_NO_MODULE = object()  # not looked up yet in ``Op._kernel_modules``
 
 REGISTRY: dict = {}  # op name -> Op
 
@@ -156,6 +161,7 @@ class Op:
     def kernels(self, xp):
         """The kernel module of this op's family for arrays of ``xp`` (None if it has none)."""
         if self.family is None:
+            self._kernel_modules[xp] = None
             return None
         k = self._kernel_modules.get(xp)
         if k is None:
@@ -188,7 +194,7 @@ class Op:
                         return result
                 if tx is not Variable and getattr(tx, "_reads_cast", False):  # AutoCastVariable
                     x = x.read_value()
-                elif tape._local.tapes and isinstance(x, Variable):
+                elif _tape_local.tapes and isinstance(x, Variable):
                     tape.variable_accessed(x)
                 a = x._value
                 ids[j] = x._id
@@ -229,29 +235,37 @@ class Op:
             if anchor is None:
                 xp = backend.xp_of(arrays[0]) if n else backend.default_xp()
         self.check(*arrays, **static)
+        k = self._kernel_modules.get(xp, _NO_MODULE)
+        if k is _NO_MODULE:
+            k = self.kernels(xp)
         try:
-            outputs, residuals = self.forward(self.kernels(xp), xp, *arrays, **static)
+            outputs, residuals = self.forward(k, xp, *arrays, **static)
         except (MemoryError, ValueError) as e:
             err = allocation_failure(self.name, e, xp)
             if err is None:
                 raise
             raise err from e
-        tapes = tape._local.tapes
-        if type(outputs) not in (tuple, list):  # one output: most ops
-            if xp is np and type(outputs) is not np.ndarray:  # numpy reductions give scalars
+        to = type(outputs)
+        if to is np.ndarray or (to is not tuple and to is not list):  # one output: most ops
+            if to is not np.ndarray and xp is np:  # numpy reductions give scalars
                 outputs = np.asarray(outputs)
-            out = wrap(outputs)
-            if tapes and self.backward is not None:
-                tape.record(self, ids, arrays, (out._id,), (outputs,), residuals, static, xp)
+            # ``wrap(outputs)``, inlined: this runs once per op call
+            out = _new_object(Tensor)
+            out._value = outputs
+            out._id = _next_id()
+            if _tensor_module._allocation_hook is not None:
+                _tensor_module._allocation_hook(out)
+            if _tape_local.tapes and self.backward is not None:
+                tape.record_one(self, ids, arrays, out._id, outputs, residuals, static, xp)
             return out
         outs = outputs
         if xp is np:
             outs = [o if type(o) is np.ndarray else np.asarray(o) for o in outs]
         out_tensors = [wrap(o) for o in outs]
-        if tapes and self.backward is not None:
+        if _tape_local.tapes and self.backward is not None:
             tape.record(self, ids, arrays, [t._id for t in out_tensors], outs, residuals,
                         static, xp)
-        return type(outputs)(out_tensors)
+        return to(out_tensors)
 
 
 def _follow_first_tensor(inputs, arrays, anchor):

@@ -56,6 +56,7 @@ def set_tensor_namespace(namespace) -> None:
 # input gradient into its cotangent ``g``; the tape uses it when ``g`` is a numpy array that
 # nothing but the tape holds (relu: TF's ReluGrad in place, no full-size temporary).
 _OWNED_BACKWARD: dict = {}
+_NO_MODULE = object()  # an op's kernel module not looked up yet (``Op._kernel_modules``)
 _OWNED_REFS = 2  # sys.getrefcount of such a cotangent in _backprop: its local and the call
 
 
@@ -117,6 +118,36 @@ def record(op, in_ids, in_arrays, out_ids, out_arrays, residuals, static, xp) ->
                          if op.twice_differentiable else None)
         tp._records.append(rec)
         watched.update(out_ids)
+
+
+def record_one(op, in_ids, in_arrays, out_id, out_array, residuals, static, xp) -> None:
+    """``record`` of an op with one output (most ops). Its record keeps no ``out_meta``:
+    a single output with no gradient is skipped, never given zeros."""
+    rec = None
+    for tp in _local.tapes:
+        watched = tp._watched
+        for i in in_ids:
+            if i in watched:
+                break
+        else:
+            continue
+        if rec is None:
+            rec = _new_record(Record)
+            rec.op = op
+            rec.in_ids = in_ids
+            rec.out_ids = (out_id,)
+            rec.in_dtypes = [a.dtype for a in in_arrays]
+            rec.out_meta = None
+            rec.residuals = residuals
+            rec.static = static
+            rec.xp = xp
+            rec.arrays = ((tuple(map(id, in_arrays)), (id(out_array),))
+                          if op.twice_differentiable else None)
+        tp._records.append(rec)
+        watched.add(out_id)
+
+
+_new_record = object.__new__
 
 
 def _is_float(dtype) -> bool:
@@ -330,14 +361,26 @@ class GradientTape:
                 c = grads.pop(o, None) if o not in source_ids else grads.get(o)
                 if c is None or reach.isdisjoint(rec.in_ids):
                     continue
-                rule = owned_rules.get(rec.op)
+                op = rec.op
+                xp = rec.xp
+                k = op._kernel_modules.get(xp, _NO_MODULE)
+                if k is _NO_MODULE:
+                    k = op.kernels(xp)
+                rule = owned_rules.get(op)
                 if (rule is not None and type(c) is np.ndarray and o not in source_ids
                         and c.base is None and sys.getrefcount(c) == _OWNED_REFS
                         and c.flags.writeable):
                     # nothing else holds the cotangent (no other node's gradient, no
                     # caller's array): the rule may write the input gradient into it
-                    in_grads = rule(rec.op.kernels(rec.xp), rec.xp, rec.residuals, c,
-                                    **rec.static)
+                    in_grads = rule(k, xp, rec.residuals, c, **rec.static)
+                elif type(c) is arrays_type and not nested:  # a dense cotangent: the rule
+                    if op.partial_backward:  # told which input gradients are kept
+                        in_grads = op.backward(k, xp, rec.residuals, c, **rec.static,
+                                               needed=tuple([i in reach and d.kind == "f"
+                                                             for i, d in zip(rec.in_ids,
+                                                                             rec.in_dtypes)]))
+                    else:
+                        in_grads = op.backward(k, xp, rec.residuals, c, **rec.static)
                 cots = [c]
             else:
                 cots = [grads.get(o) for o in out_ids]
