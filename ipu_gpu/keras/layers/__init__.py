@@ -42,6 +42,7 @@ from .preprocessing import (CategoryEncoding, CenterCrop, Discretization, Hashin
                             RandomTranslation, RandomWidth, RandomZoom, Resizing)
 from .alpha_dropout import AlphaDropout
 from .locally_connected import LocallyConnected1D, LocallyConnected2D
+from .conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 
 __all__ = [
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells",
@@ -72,7 +73,8 @@ __all__ += ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "Inte
             "Normalization", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
             "RandomHeight", "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom",
             "Resizing", "experimental"]  # issue 16: preprocessing layers
-__all__ += ["AlphaDropout", "LocallyConnected1D", "LocallyConnected2D"]  # issue 16
+__all__ += ["AlphaDropout", "LocallyConnected1D", "LocallyConnected2D", "ConvLSTM1D",
+            "ConvLSTM2D", "ConvLSTM3D"]  # issue 16
 
 
 def serialize(layer) -> dict:
