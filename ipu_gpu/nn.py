@@ -3,6 +3,7 @@
 from .nn_distribute import compute_average_loss, scale_regularization_loss
 from .ops.conv3d import avg_pool3d, conv3d, conv3d_transpose, max_pool3d  # issue 16
 from .ops.conv import conv1d, conv2d, conv2d_transpose, depthwise_conv2d
+from .ops.ctc_decoder import tf_nn_ctc_beam_search_decoder as ctc_beam_search_decoder
 from .ops.math import sigmoid, softplus, tanh
 from .ops.nn import selu  # issue 17
 from .ops.nn import (avg_pool, avg_pool1d, bias_add, elu, embedding_lookup, gelu, l2_loss,
@@ -24,3 +25,4 @@ __all__ += ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2
            "sparse_softmax_cross_entropy_with_logits", "swish", "tanh", "top_k"]
 __all__ += ["selu"]  # issue 17
 __all__ += ["avg_pool3d", "conv3d", "conv3d_transpose", "max_pool3d"]  # issue 16
+__all__ += ["ctc_beam_search_decoder"]  # issue 15/16: TF's decoder

@@ -308,13 +308,13 @@ def _tf_decode(tf, x, lengths, w, p):
                                        (5, 4, 3, 64, 4), (4, 3, 4, 121, 5)])
 def test_against_tensorflow(real_tf, t, b, c, w, p):
     # TF's decoder (v2: merge_repeated=False) runs the same prefix beam search with the
-    # blank fixed to the last class; it ranks with a heap (ties may differ, none here) and
-    # drops zero-probability candidates (none with finite logits). Its prefix trie also
-    # keeps the state of prefixes that fell out of the beam, so when the beam is narrower
-    # than the competing prefixes a path's probability can differ from Graphcore's
-    # algorithm (seen: T=12, C=4, beam 16, seed 32: path 2 of item 1, -1.9893 here and in
-    # the reference vs -1.9855 in TF). The rows here are fixed seeds where the results
-    # agree, plus beams wide enough to hold every prefix (exact for both).
+    # blank fixed to the last class, but selects differently: its pass 2 streams the
+    # extensions beam by beam, and a beam pushed out of the set before its parent reaches it
+    # is deactivated (TF resets its oldp) and extends no more that step. Graphcore's global
+    # top-W selection has no such rule, so once the beam is narrower than the competing
+    # prefixes the paths and probabilities can differ (test_ctc_decoder_tf.py shows a case;
+    # tf_ctc_beam_search_decoder reproduces TF's rule). The rows here are fixed seeds where
+    # the rule never fires, plus beams wide enough to hold every prefix.
     rng = np.random.default_rng(20 + t)
     x = _random(rng, t, b, c, scale=3.0)
     # TF refuses fewer distinct paths than top_paths ("Less leaves in the beam search than

@@ -5,6 +5,12 @@ The algorithm (copy / extend / merge / select with a stable tie rule, log space 
 finite log-zero -65504) is described in ``kernels/ctc_decoder_cpu.py`` and
 tf_ipu_semantics.md section 2.3. No gradient: the ops are registered without a backward
 rule, as on the IPU (decoding is not differentiable).
+
+``tf_ctc_beam_search_decoder`` / ``tf_nn_ctc_beam_search_decoder`` are TensorFlow's own
+decoder (``tf.nn.ctc_beam_search_decoder``, kernels/ctc_decoder_tf_cpu.py): the same
+recurrences, but TF's streaming beam selection, which deactivates a beam pushed out of the
+set before its parent reaches it; its paths and log-probabilities differ from Graphcore's
+once the beam is narrower than the competing prefixes.
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.allocation import check_allocation, format_bytes, host_memory_bytes
+from ..core.convert import constant
 from ..core.registry import register
-from ..errors import InvalidArgumentError, ResourceExhaustedError
+from ..errors import FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError
 from ._util import quiet, require_int
 
 _DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -200,3 +207,117 @@ def ctc_beam_search_decoder_with_log_probs(log_probs, input_lengths, beam_width=
     op = "ctc_beam_search_decoder_with_log_probs"
     return _DECODER_LOG_PROBS(log_probs, input_lengths,
                               **_statics(op, beam_width, top_paths, blank_index))
+
+
+# ---- TensorFlow's decoder (tf.nn.ctc_beam_search_decoder) ----------------------------------
+def _tf_check(inputs, sequence_length, *, beam_width, top_paths):
+    op = "ctc_beam_search_decoder"
+    if inputs.dtype not in (np.float32, np.float64):
+        raise TypeError(f"{op}: inputs must be float32 or float64, got {inputs.dtype}")
+    require_int(op, "sequence_length", sequence_length)
+    if beam_width < 1:
+        raise InvalidArgumentError(f"{op}: Value for attr 'beam_width' of {beam_width} must "
+                                   f"be at least minimum 1")
+    if top_paths < 1:
+        raise InvalidArgumentError(f"{op}: Value for attr 'top_paths' of {top_paths} must be "
+                                   f"at least minimum 1")
+    if inputs.ndim != 3:
+        raise InvalidArgumentError(f"{op}: inputs is not a 3-Tensor")
+    if sequence_length.ndim != 1:
+        raise InvalidArgumentError(f"{op}: sequence_length is not a vector")
+    if sequence_length.shape[0] != inputs.shape[1]:
+        raise FailedPreconditionError(
+            f"{op}: len(sequence_length) != batch_size.  len(sequence_length):  "
+            f"{sequence_length.shape[0]} batch_size: {inputs.shape[1]}")
+    if inputs.shape[2] < 1:
+        raise InvalidArgumentError(f"{op}: inputs must not be empty")
+    if top_paths > beam_width:
+        raise InvalidArgumentError(f"{op}: requested more paths than the beam width.")
+
+
+def _tf_forward(k, xp, inputs, sequence_length, *, beam_width, top_paths):
+    op = "ctc_beam_search_decoder"
+    max_time, batch, num_classes = inputs.shape
+    lens = xp.maximum(xp.asarray(sequence_length, dtype=xp.int64), 0)  # < 0: no steps, as TF
+    hi = int(xp.max(lens)) if batch else 0  # syncs device
+    if hi > max_time:
+        b = int(xp.argmax(lens > max_time))
+        raise FailedPreconditionError(f"{op}: sequence_length({b}) <= {max_time}")
+    lens = xp.ascontiguousarray(lens, dtype=xp.int32)
+    from ..kernels._ctc_beams import effective_beam_width  # kernels load lazily
+
+    width = effective_beam_width(beam_width, num_classes, hi)
+    _check_memory(op, xp, beam_width, width, top_paths, max_time, batch, num_classes)
+    probs = xp.empty((batch, top_paths), xp.float32)
+    out_lengths = xp.empty((batch, top_paths), xp.int32)
+    decoded = xp.empty((batch, top_paths, max_time), xp.int32)
+    leaves = xp.empty(batch, xp.int32)
+    k.ctc_beam_search_tf(xp.ascontiguousarray(inputs, dtype=xp.float32), lens, width, probs,
+                         out_lengths, decoded, leaves)
+    if batch and int(xp.min(leaves)) < top_paths:  # syncs device
+        raise InvalidArgumentError(f"{op}: Less leaves in the beam search than requested.")
+    return (probs.astype(inputs.dtype, copy=False), out_lengths, decoded), None
+
+
+_TF_DECODER = register("ctc_beam_search_decoder_tf", args=("inputs", "sequence_length"),
+                       check=_tf_check, forward=_tf_forward, family="ctc_decoder_tf")
+
+
+def tf_ctc_beam_search_decoder(inputs, sequence_length, beam_width=100, top_paths=1):
+    """TensorFlow's CTC beam search (``tf.nn.ctc_beam_search_decoder``'s kernel,
+    CTCBeamSearchDecoder with merge_repeated=False), in this module's dense form.
+
+    Not Graphcore's algorithm (``ctc_beam_search_decoder`` above): TF's decoder normalises
+    the logits itself, keeps the blank at the last class, and its beam selection streams the
+    extensions beam by beam, deactivating a beam that was pushed out of the set before its
+    parent reached it (kernels/ctc_decoder_tf_cpu.py), so once the beam is narrower than the
+    competing prefixes its paths and log-probabilities differ from the global top-W
+    selection. Here they equal TF's bit for bit (float32, same operation order), ties aside
+    (TF's heap orders equal totals arbitrarily).
+
+    Args:
+      inputs: [max_time, batch_size, num_classes] float32 (or float64, decoded in float32)
+        logits; the blank is the last class.
+      sequence_length: [batch_size] integer, each <= max_time (a negative one: no steps).
+      beam_width: beams kept per step (>= 1).
+      top_paths: paths returned (1 <= top_paths <= beam_width).
+
+    Returns:
+      ``(log_probability, lengths, decoded)``: [batch_size, top_paths] float32 (TF's
+      log_probability: each path's log-probability), [batch_size, top_paths] int32 path
+      lengths, and [batch_size, top_paths, max_time] int32 labels (the blank past each
+      length).
+
+    Raises (TF's errors and messages):
+      TypeError: inputs not float32/float64, lengths not integer, non-int arguments.
+      InvalidArgumentError: beam_width or top_paths < 1, top_paths > beam_width, inputs not
+        3-D or without classes, or fewer distinct paths than top_paths ("Less leaves in the
+        beam search than requested.").
+      FailedPreconditionError: a batch size mismatch, or a length above max_time.
+    """
+    op = "ctc_beam_search_decoder"
+    return _TF_DECODER(inputs, sequence_length,
+                       beam_width=_require_int_arg(op, "beam_width", beam_width),
+                       top_paths=_require_int_arg(op, "top_paths", top_paths))
+
+
+def tf_nn_ctc_beam_search_decoder(inputs, sequence_length, beam_width=100, top_paths=1):
+    """``tf.nn.ctc_beam_search_decoder`` (TF2: merge_repeated=False): TF's decoder
+    (``tf_ctc_beam_search_decoder``) with TF's outputs: ``(decoded, log_probability)``,
+    ``decoded`` a list of ``top_paths`` SparseTensors (int64 indices [N, 2] of (batch,
+    position), int64 values, dense_shape [batch_size, longest path]) and
+    ``log_probability`` [batch_size, top_paths]."""
+    from ..io.sparse import SparseTensor
+
+    probs, lengths, labels = (np.asarray(t.numpy()) for t in tf_ctc_beam_search_decoder(
+        inputs, sequence_length, beam_width=beam_width, top_paths=top_paths))
+    decoded = []
+    for p in range(lengths.shape[1]):
+        n = lengths[:, p]
+        rows = np.repeat(np.arange(n.size, dtype=np.int64), n)
+        cols = np.concatenate([np.arange(k, dtype=np.int64) for k in n]) if n.size else \
+            np.zeros(0, np.int64)
+        values = labels[rows, p, cols].astype(np.int64)
+        shape = np.array([n.size, int(n.max()) if n.size else 0], np.int64)
+        decoded.append(SparseTensor(np.stack([rows, cols], axis=1), values, shape))
+    return decoded, constant(probs)
