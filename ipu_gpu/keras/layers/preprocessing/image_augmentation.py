@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ....image import ops as _image
+from ....ops import array as _array
+from ....ops import indexing as _indexing
 from ....ops import math as _m
 from ....ops import shape as _shape
 from . import image_transform as _transform
@@ -39,15 +41,29 @@ class RandomFlip(BaseRandomLayer):
         self.horizontal = mode in (HORIZONTAL, HORIZONTAL_AND_VERTICAL)
         self.vertical = mode in (VERTICAL, HORIZONTAL_AND_VERTICAL)
 
+    def _random_flip(self, x, axis: int):
+        """tf.image's stateless random flip: in a batch an image is flipped when its draw
+        rounds (half to even) to 1; a single image when its draw is below 1/2."""
+        batched = len(x.shape) == 4
+        u = self._stateless_uniform([int(x.shape[0])] if batched else [])
+        flips = np.round(u) == 1 if batched else u < 0.5
+        if not flips.any():
+            return x
+        flipped = _array.reverse(x, [axis + 1 if batched else axis])
+        if not batched or flips.all():
+            return flipped
+        mask = _transform._on_device(x, flips.reshape(-1, 1, 1, 1))
+        return _indexing.where(mask, flipped, x)
+
     def call(self, inputs, training=True):
         check_image(self, inputs)
         x = as_compute_dtype(self, inputs)
         if not training:
             return x
         if self.horizontal:
-            x = _image.random_flip_left_right(x, seed=self._legacy_seed())
+            x = self._random_flip(x, 1)
         if self.vertical:
-            x = _image.random_flip_up_down(x, seed=self._legacy_seed())
+            x = self._random_flip(x, 0)
         return x
 
     def get_config(self) -> dict:
@@ -228,9 +244,11 @@ class RandomContrast(BaseRandomLayer):
         if not training:
             return x
         lower, upper = 1.0 - self.lower, 1.0 + self.upper
-        if upper <= lower:
+        if upper <= lower:  # tf.image.stateless_random_contrast's checks
             raise ValueError("upper must be > lower.")
-        factor = self._uniform([], lower, upper)
+        if lower < 0:
+            raise ValueError("lower must be non-negative.")
+        factor = self._stateless_uniform([], lower, upper)
         out = _image.adjust_contrast(x, factor)
         return _m.clip_by_value(out, 0, 255)
 

@@ -158,7 +158,7 @@ class RandomCrop(BaseRandomLayer):
         h_diff = int(x.shape[-3]) - self.height
         w_diff = int(x.shape[-2]) - self.width
         if training and h_diff >= 0 and w_diff >= 0:
-            rands = self._uniform_int([2], np.iinfo(np.int32).max)
+            rands = self._uniform([2], 0, np.iinfo(np.int32).max, dtype="int32")
             return _image.crop_to_bounding_box(x, int(rands[0]) % (h_diff + 1),
                                                int(rands[1]) % (w_diff + 1),
                                                self.height, self.width)

@@ -1,18 +1,20 @@
-"""The base of the random preprocessing layers (tf-keras's ``BaseRandomLayer``): a
-``seed`` that makes the draws reproducible, and ``training`` that defaults to True, the
-layer being the identity (after the cast to its compute dtype) when it is False.
-
-Draws come from ipu_gpu's stateful random ops with tf-keras's legacy seed rule: the op seed
-of the first call is ``seed``, then seed + 1, ...; unseeded layers follow
-``tf.random.set_seed``. The streams are ipu_gpu's, not TF's; the distributions are TF's."""
+"""The base of the random preprocessing layers (tf-keras's ``BaseRandomLayer`` with
+``force_generator=True``): each layer draws from its own ``tf.random.Generator`` (Philox)
+made from ``seed`` on the first draw, so a seeded layer draws the numbers tf-keras's layer
+of the same seed draws; unseeded layers take a seed from ``keras.utils.set_random_seed``'s
+generator, else from Python's ``random``. ``training`` defaults to True; when it is False
+the layer is the identity (after the cast to its compute dtype)."""
 
 from __future__ import annotations
+
+import random
 
 import numpy as np
 
 from ....core.tensor import Tensor
 from ....ops import math as _m
 from ....ops import random as _random
+from ... import backend
 from ...engine.base_layer import Layer
 
 __all__ = ["BaseRandomLayer", "as_compute_dtype", "check_image"]
@@ -38,33 +40,47 @@ def check_image(layer: Layer, inputs) -> None:
                          "`keras_cv.layers`. See docs at https://keras.io/api/keras_cv/layers/")
 
 
+def _create_seed(seed):
+    """tf-keras's ``RandomGenerator._create_seed``."""
+    if seed is not None:
+        return seed
+    generator = backend._SEED_GENERATOR.generator
+    if generator is not None:
+        return generator.randint(1, int(1e9))
+    return random.randint(1, int(1e9))
+
+
 class BaseRandomLayer(Layer):
-    """A layer drawing random numbers: ``seed`` (an int or None) is in its config."""
+    """A layer drawing random numbers from its own generator: ``seed`` (an int or None) is
+    in its config; ``force_generator`` and ``rng_type`` (tf-keras's) are accepted."""
 
     _shape_inference = True
     _float_output = True
 
-    def __init__(self, seed=None, **kwargs):
+    def __init__(self, seed=None, force_generator=False, rng_type=None, **kwargs):
         super().__init__(**kwargs)
+        if rng_type not in (None, "stateful", "stateless", "legacy_stateful"):
+            raise ValueError('Invalid `rng_type` received. Valid `rng_type` are ["stateless", '
+                             f'"stateful", "legacy_stateful"]. Got: {rng_type}')
         self.seed = seed
-        self._next_seed = seed
+        self._generator = None
 
-    def _legacy_seed(self):
-        """The op seed of the next draw: the seed, then seed + 1, ... (None: unseeded)."""
-        seed = self._next_seed
-        if seed is not None:
-            self._next_seed = seed + 1
-        return seed
+    def _rng(self) -> _random.Generator:
+        if self._generator is None:
+            self._generator = _random.Generator.from_seed(_create_seed(self.seed),
+                                                          alg=_random.Algorithm.AUTO_SELECT)
+        return self._generator
 
-    def _uniform(self, shape, minval, maxval) -> np.ndarray:
-        """float32 draws uniform in [minval, maxval), on the host."""
-        return np.asarray(_random.uniform(list(shape), minval, maxval, dtype="float32",
-                                          seed=self._legacy_seed()).numpy())
+    def _uniform(self, shape, minval, maxval, dtype="float32") -> np.ndarray:
+        """Draws uniform in [minval, maxval), on the host."""
+        return np.asarray(self._rng().uniform(list(shape), minval, maxval, dtype=dtype).numpy())
 
-    def _uniform_int(self, shape, maxval) -> np.ndarray:
-        """int32 draws uniform in [0, maxval), on the host."""
-        return np.asarray(_random.uniform(list(shape), 0, maxval, dtype="int32",
-                                          seed=self._legacy_seed()).numpy())
+    def _stateless_uniform(self, shape, minval=0.0, maxval=1.0) -> np.ndarray:
+        """float32 draws uniform in [minval, maxval) of a stateless op seeded by the
+        generator (tf-keras's ``make_seed_for_stateless_op``), on the host."""
+        seed = self._rng().make_seeds()[:, 0]
+        return np.asarray(_random.stateless_uniform(list(shape), seed, minval,
+                                                    maxval).numpy())
 
     def compute_output_shape(self, input_shape):
         return input_shape
