@@ -188,3 +188,62 @@ def test_fresh_process_and_tf2_load(tmp_path):
     np.testing.assert_array_equal(out["y"].numpy(), want)
     with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
         loaded.signatures["serving_default"](x=X, z=X)
+
+
+def test_defaults_assignments_and_main_op_round_trip(tmp_path, real_tf):
+    """A placeholder_with_default input, a main op assigning a variable (run by the loader
+    after the restore) and an assign_add fetched by name, as real TF."""
+    results = {}
+    for name, v1 in (("ours", tf), ("tf", real_tf.compat.v1)):
+        d = str(tmp_path / name)
+        with v1.Graph().as_default(), v1.Session() as sess:
+            x = v1.placeholder_with_default(np.float32([1, 2]), [2], name="x")
+            w = v1.Variable(np.float32([3, 4]), name="w")
+            count = v1.Variable(np.float32(0), name="count", trainable=False,
+                                use_resource=False)
+            y = v1.multiply(x, w, name="y")
+            v1.assign_add(count, 1.0, name="bump")
+            reset = v1.group(v1.assign(count, 10.0), name="reset")
+            sess.run(v1.global_variables_initializer())
+            v1.saved_model.simple_save(sess, d, {"x": x}, {"y": y}, legacy_init_op=reset)
+        with v1.Graph().as_default() as g, v1.Session() as sess:
+            v1.saved_model.loader.load(sess, ["serve"], d)
+            results[name] = [sess.run("y:0"), sess.run("y:0", {"x:0": [2, 2]}),
+                             sess.run(g.get_tensor_by_name("bump:0")),
+                             sess.run(g.get_tensor_by_name("bump:0"))]
+    for a, b in zip(results["ours"], results["tf"]):
+        np.testing.assert_allclose(a, b)
+    np.testing.assert_allclose(results["ours"][2:], [11.0, 12.0])
+
+
+def test_tf_layers_cnn_and_keras_layer_round_trip(tmp_path):
+    """conv2d, max_pooling2d, batch_normalization (inference), dropout, dense, one_hot and a
+    Keras layer called on graph tensors (its variables are not the graph's own): the reloaded
+    graph gives exactly the saved session's values; no training ops are written."""
+    from ipu_gpu import keras
+
+    xv = np.random.RandomState(0).randn(2, 8, 8, 1).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(1)
+        x = tf.placeholder(tf.float32, [None, 8, 8, 1], name="x")
+        h = tf.layers.conv2d(x, 4, 3, padding="same", activation=tf.nn.relu)
+        h = tf.layers.max_pooling2d(h, 2, 2)
+        h = tf.layers.batch_normalization(h, training=False)
+        h = tf.layers.dropout(tf.layers.flatten(h), 0.5, training=False)
+        logits = tf.layers.dense(h, 3)
+        cls = tf.argmax(tf.nn.softmax(logits), -1, name="cls")
+        k = keras.layers.Dense(2, name="head")(logits)
+        r = tf.cast(tf.one_hot(cls, 3), tf.float32) + tf.constant(1.0, name="one")
+        tf.train.AdamOptimizer().minimize(tf.reduce_sum(k))
+        sess.run(tf.global_variables_initializer())
+        want = sess.run([logits, cls, k, r], {x: xv})
+        tf.saved_model.simple_save(sess, str(tmp_path / "cnn"), {"x": x},
+                                   {"logits": logits, "cls": cls, "k": k, "r": r})
+    with tf.Graph().as_default() as g, tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "cnn"))
+        outputs = meta.signature_def["serving_default"].outputs
+        got = sess.run([outputs[n].name for n in ("logits", "cls", "k", "r")], {"x:0": xv})
+        assert not [op.name for op in g.get_operations() if "Adam" in op.name]
+        assert len(tf.global_variables()) == 10  # 8 of tf.layers, the Keras kernel and bias
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b)

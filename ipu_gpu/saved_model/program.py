@@ -161,6 +161,10 @@ def _call_of(op):
         return "const", None, None
     if op.type == "NoOp" and not op.outputs and not kernel.template:  # group, no_op
         return "group", None, None
+    if op.type == "PlaceholderWithDefault" and not kernel.template:
+        return "default", None, {"shape": _shape_list(op.outputs[0])}
+    if op.type in _ASSIGNS and _assigns_variable(op):  # GraphVariable._assign
+        return "assign", _ASSIGNS[op.type], None
     if isinstance(kernel.fn, registry.Op) and registry.REGISTRY.get(kernel.fn.name) is kernel.fn:
         return "op", kernel.fn.name, kernel.kwargs or {}
     if not kernel.pass_run:  # graph.core.record_function: lambda a, k: fn(*a, **k)
@@ -169,6 +173,28 @@ def _call_of(op):
         if fn is not None and code is not None and code.co_varnames[:2] == ("a", "k"):
             return "function", _qualified(fn), None
     raise NotPortable(f"node {op.name!r} ({op.type}) runs Python code that cannot be written")
+
+
+_ASSIGNS = {"Assign": "assign", "AssignAdd": "assign_add", "AssignSub": "assign_sub"}
+
+
+def _assigns_variable(op) -> bool:
+    from ..graph.nodes import GraphVariable
+
+    return (len(op.kernel.template) == 2 and isinstance(op.kernel.template[0], GraphVariable)
+            and len(op.outputs) == 1)
+
+
+def _shape_list(t):
+    return None if t.shape.rank is None else t.shape.as_list()
+
+
+def _default_value(op):
+    """The value a ``placeholder_with_default`` node gives when it is not fed."""
+    value = inspect.getclosurevars(op.kernel.fn).nonlocals.get("value")
+    if value is None:
+        raise NotPortable(f"node {op.name!r} ({op.type}) has no default value to write")
+    return value
 
 
 def needed_ops(outputs, stop: set) -> list:
@@ -239,7 +265,8 @@ def encode_program(placeholders: list, groups: dict, freeze: bool, skip=()):
 def _entry(enc, op) -> dict:
     """The JSON entry of ``op`` (its control inputs already written)."""
     kind, target, kwargs = _call_of(op)
-    inputs = [op.const_value] if kind == "const" else list(op.kernel.template)
+    inputs = ([op.const_value] if kind == "const" else [_default_value(op)]
+              if kind == "default" else list(op.kernel.template))
     entry = {"name": op.name, "call": kind, "target": target,
              "inputs": enc.encode(inputs), "kwargs": enc.encode(dict(kwargs or {})),
              "outputs": len(op.outputs)}
@@ -363,8 +390,11 @@ class PortableProgram:
             args = decode(node["inputs"])
             if node["call"] == "function":  # the template is [args, kwargs]
                 out = self.calls[i](*args[0], **args[1])
-            elif node["call"] == "const":
+            elif node["call"] in ("const", "default"):
                 out = args[0]
+            elif node["call"] == "assign":
+                getattr(args[0], node["target"])(args[1])
+                out = args[0].read_value()
             elif node["call"] == "group":
                 out = []
             else:

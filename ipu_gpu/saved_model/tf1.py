@@ -203,6 +203,7 @@ class SavedModelBuilder:
         self._meta_graphs: list = []
         self._programs: list = []
         self._variables: dict = {}  # name -> (value, trainable)
+        self._objects: dict = {}  # name -> the eager Variable saved under it
 
     def add_meta_graph_and_variables(self, sess, tags, signature_def_map=None,
                                      assets_collection=None, legacy_init_op=None,
@@ -225,7 +226,9 @@ class SavedModelBuilder:
         variables = [v for v in graph.get_collection("variables")
                      if isinstance(v, GraphVariable)]
         for v in variables:
-            self._variables[v.op.name] = (v._read()[0].numpy(), v.trainable)
+            value = v._read()[0]
+            self._variables[v.op.name] = (value.numpy(), v.trainable)
+            self._objects[v.op.name] = value
         self._add(graph, tags, signature_def_map, main_op or init_op or legacy_init_op)
         self._has_saved_variables = True
 
@@ -266,9 +269,7 @@ class SavedModelBuilder:
             header, arrays, variables = _program.encode_graph(graph, groups)
         except _program.NotPortable as e:
             raise ValueError(f"ipu_gpu cannot save this graph in a SavedModel: {e}") from None
-        names = [_graph_variable_name(graph, v) for v in variables]
-        for v, name in zip(variables, names):
-            self._variables.setdefault(name, (v.numpy(), bool(getattr(v, "trainable", True))))
+        names = [self._name_of(graph, v) for v in variables]
         i = len(self._meta_graphs)
         self._programs.append((f"programs/meta_graph_{i}", header, arrays))
         self._meta_graphs.append({
@@ -296,6 +297,22 @@ class SavedModelBuilder:
         with open(path, "w") as f:
             json.dump(meta, f, indent=1)
         return path.encode()
+
+
+    def _name_of(self, graph, v) -> str:
+        """The saved name of eager Variable ``v`` (a graph variable's value is saved under
+        the graph variable's name; another variable, a Keras layer's say, under its own
+        name made unique), saving its value when it is new."""
+        for name, known in self._objects.items():
+            if known is v:
+                return name
+        base = _graph_variable_name(graph, v)
+        name, k = base, 1
+        while name in self._variables:
+            name, k = f"{base}_{k}", k + 1
+        self._variables[name] = (v.numpy(), bool(getattr(v, "trainable", True)))
+        self._objects[name] = v
+        return name
 
 
 def _tags(tags) -> list:
@@ -391,7 +408,7 @@ def _import(graph, header, arrays, program_vars, values, trainable, scope):
     """Replays a written graph into ``graph``: placeholders, variables (restored), operations
     under their saved names (prefixed by ``scope``). Returns the main op, if any."""
     from ..graph.core import add_node
-    from ..graph.nodes import GraphVariable, placeholder
+    from ..graph.nodes import GraphVariable, placeholder, placeholder_with_default
 
     with graph.as_default():
         holders = {i: placeholder(np.dtype(p["dtype"]), p["shape"],
@@ -419,6 +436,11 @@ def _import(graph, header, arrays, program_vars, values, trainable, scope):
                                   [(value.dtype, list(value.shape))])
                     op.const_value = value
                     outs = list(op.outputs)
+                elif kind == "default":
+                    outs = [placeholder_with_default(args[0],
+                                                     decode(node["kwargs"])["shape"])]
+                elif kind == "assign":
+                    outs = [args[0]._assign(node["target"], args[1], None)]
                 elif kind == "group":
                     op = add_node(graph, "NoOp", "NoOp", [], lambda: [], [],
                                   control_inputs=controls)
