@@ -43,6 +43,7 @@ from .preprocessing import (CategoryEncoding, CenterCrop, Discretization, Hashin
 from .alpha_dropout import AlphaDropout
 from .locally_connected import LocallyConnected1D, LocallyConnected2D
 from .conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
+from .spectral_normalization import SpectralNormalization
 
 __all__ = [
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells",
@@ -74,7 +75,7 @@ __all__ += ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "Inte
             "RandomHeight", "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom",
             "Resizing", "experimental"]  # issue 16: preprocessing layers
 __all__ += ["AlphaDropout", "LocallyConnected1D", "LocallyConnected2D", "ConvLSTM1D",
-            "ConvLSTM2D", "ConvLSTM3D"]  # issue 16
+            "ConvLSTM2D", "ConvLSTM3D", "SpectralNormalization"]  # issue 16
 
 
 def serialize(layer) -> dict:
