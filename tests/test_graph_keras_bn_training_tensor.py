@@ -300,25 +300,6 @@ def test_subclassed_layer_holding_batch_normalization_equals_tf_keras(base, real
         np.testing.assert_array_equal(b, w0)
 
 
-def test_layer_making_its_own_update_ops_under_a_training_placeholder_raises():
-    """Other layers are a cond of their two calls: update ops their training call makes
-    would sit inside the cond's branch."""
-    class Counting(L.Layer):
-        def build(self, input_shape):
-            self.count = self.add_weight(name="count", shape=(), trainable=False)
-
-        def call(self, inputs, training=None):
-            if training:
-                self.add_update(v1.assign_add(self.count, 1.0))
-            return inputs
-
-    with v1.Graph().as_default():
-        x = v1.placeholder(np.float32, [None, 3])
-        is_training = v1.placeholder(bool, [])
-        with pytest.raises(ValueError, match="Python bool"):
-            Counting()(x, training=is_training)
-
-
 def test_masked_training_placeholder_equals_tf_keras_compat_v1(real_tf, tf_keras):
     """A mask weights the batch statistics of the runs fed True (batch of unknown size)."""
     x_val = _data((3, 4, 2), 60) * 2 + 1

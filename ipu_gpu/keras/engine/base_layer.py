@@ -72,6 +72,47 @@ class KerasVariable(Variable):
     def regularizer(self):
         return self._regularizer
 
+    # In a layer's call while a TF1 graph is built, an assignment is a graph op (see
+    # ``_graph_assignment``); elsewhere it happens at once.
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        op = _graph_assignment(self, "assign", value, name)
+        return super().assign(value, use_locking, name, read_value) if op is None else op
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        op = _graph_assignment(self, "assign_add", delta, name)
+        return super().assign_add(delta, use_locking, name, read_value) if op is None else op
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        op = _graph_assignment(self, "assign_sub", delta, name)
+        return super().assign_sub(delta, use_locking, name, read_value) if op is None else op
+
+
+def _graph_building() -> bool:
+    """Whether a TF1 graph is being built (ops on graph tensors and variables make nodes)."""
+    core = sys.modules.get("ipu_gpu.graph.core")
+    return core is not None and core.building()
+
+
+_ASSIGN_OPS = {"assign": "AssignVariableOp", "assign_add": "AssignAddVariableOp",
+               "assign_sub": "AssignSubVariableOp"}
+
+
+def _graph_assignment(var, how, value, name):
+    """Inside a layer's ``call`` while a TF1 graph is built (a stateful RNN's new states, an
+    update a custom layer adds with ``add_update``): the graph op making the assignment in
+    each run that runs it, as tf_keras's in a ``compat.v1`` graph; its output is the new
+    value. None elsewhere (the assignment happens at once)."""
+    if _CONTEXT.layer is None or not _graph_building():
+        return None
+    core = sys.modules["ipu_gpu.graph.core"]
+    assign = getattr(Variable, how)
+
+    def run(v):
+        assign(var, v)
+        return var.read_value()
+    return core.add_node(core.get_default_graph(), _ASSIGN_OPS[how], name or _ASSIGN_OPS[how],
+                         [value], run, [(np.dtype(var.dtype), var.shape)])
+
 
 def _is_metric(obj) -> bool:
     return callable(getattr(obj, "update_state", None)) and callable(getattr(obj, "result",
@@ -304,13 +345,13 @@ class Layer:
             if self._convert_input_args:
                 inputs = _convert_inputs(inputs)
             training = kwargs.get("training")
-            if (training is None and backend.is_graph_tensor(_CONTEXT.training)
-                    and spec.expects_training_arg
-                    and not spec.arg_was_passed("training", args, kwargs)):
-                training = _CONTEXT.training  # a model's layers see its training tensor too
+            if training is None and spec.expects_training_arg:
+                if spec.arg_was_passed("training", args, kwargs):
+                    training = spec.get_arg_value("training", args, kwargs)  # positional
+                elif backend.is_graph_tensor(_CONTEXT.training):
+                    training = _CONTEXT.training  # a model's layers see its training tensor
             if backend.is_graph_tensor(training) and not self._takes_training_tensor():
-                return self._call_per_training_tensor(inputs, args,
-                                                      {**kwargs, "training": training})
+                return self._call_per_training_tensor(inputs, args, kwargs, training)
         if self._supports_masking or spec.expects_mask_arg:
             input_masks, implicit = self._get_input_masks(inputs, args, kwargs)
             if spec.expects_mask_arg and implicit:
@@ -364,25 +405,26 @@ class Layer:
         return self._handles_training_tensor or any(
             layer._updates_in_training for layer in self._flatten_layers(include_self=False))
 
-    def _call_per_training_tensor(self, inputs, args, kwargs):
+    def _call_per_training_tensor(self, inputs, args, kwargs, training):
         """``training`` given as a TF1 bool tensor (an ``is_training`` placeholder): the
         layer called in training and in inference mode, a graph cond picking one in each
-        run (TF-Keras's smart_cond).
+        run (TF-Keras's smart_cond). The update ops each call makes (``add_update``) run
+        only in the runs of its mode (``graph_updates``)."""
+        from .graph_updates import Branch
 
-        Raises:
-          ValueError: the training call makes update ops (BatchNormalization's moving
-            statistics), which inside a cond branch cannot be run as ``layer.updates``.
-        """
         program = sys.modules["ipu_gpu.graph.program"]
-        before = len(self.updates)
+        spec = self._call_spec
+        branches = {}
 
         def branch(flag):
-            return lambda: self(inputs, *args, **{**kwargs, "training": flag})
-        outputs = program.cond(kwargs["training"], branch(True), branch(False))
-        if len(self.updates) != before:
-            raise ValueError(f"Layer {self.name}: `training` given as a graph tensor: its "
-                             "update ops would be made inside a tf.cond branch; pass a "
-                             "Python bool (build a training and an inference graph)")
+            def call():
+                a, kw = spec.set_arg_value("training", flag, args, kwargs)
+                with Branch(self, training.graph) as branches[flag]:
+                    return self(inputs, *a, **kw)
+            return call
+        outputs = program.cond(training, branch(True), branch(False))
+        for flag, made in branches.items():
+            made.gate(training, flag)
         return outputs
 
     def _resolve_training(self, args, kwargs, ctx, symbolic=False):
@@ -789,6 +831,8 @@ class Layer:
             if callable(update):
                 update()
             elif update is not None:
+                if backend.is_graph_tensor(update):
+                    update = update.op  # as tf_keras: layer.updates holds operations
                 graph_updates = self.__dict__.get("_graph_updates")
                 if graph_updates is None:
                     graph_updates = []

@@ -27,7 +27,7 @@ from ...ops import nn as _nn
 from ...ops import random as _random
 from ...ops import shape as _shape
 from .. import activations, backend, initializers, regularizers
-from ..engine import call_context
+from ..engine import base_layer, call_context
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from ..engine.keras_tensor import KerasTensor
@@ -532,8 +532,9 @@ class RNN(Layer):
                                  f"state(s), but it received {len(states)} initial state(s). "
                                  f"Input received: {initial_state}")
             return states
-        if self.stateful:
-            return [s.read_value() for s in self._states]
+        if self.stateful:  # building a TF1 graph: ops read the variables in each run
+            building = base_layer._graph_building()
+            return [s if building else s.read_value() for s in self._states]
         sizes = _state_sizes(self.cell)
         zeros = call_on_values(
             lambda v: [_creation.zeros((v.shape[0], s), v.dtype) for s in sizes], x)
@@ -543,9 +544,35 @@ class RNN(Layer):
         if isinstance(mask, list):
             mask = mask[0]
         if unknown_dims(inputs) and inputs.shape[0 if self.time_major else 1] is None:
-            return call_on_values(  # a graph tensor's unknown length: unrolled in the run
-                lambda x, m, s: self.call(x, m, training, s), inputs, mask, initial_state,
-                reads=self.weights)
+            n = len(self._states) if self.stateful else 0
+
+            def run(x, m, s):  # one flat list: the outputs, then the final states
+                output, states = self._run(x, m, training, s)
+                return [*(output if isinstance(output, list) else [output]), *states[:n]]
+            flat = call_on_values(  # a graph tensor's unknown length: unrolled in the run
+                run, inputs, mask, initial_state, reads=self.weights)
+            flat = flat if isinstance(flat, list) else [flat]
+            output, states = flat[:len(flat) - n], flat[len(flat) - n:]
+            output = output if self.return_state else output[0]
+        else:
+            output, states = self._run(inputs, mask, training, initial_state)
+        if self.stateful:
+            self._keep_states(states)
+        return output
+
+    def _keep_states(self, states) -> None:
+        """The final states into the state variables: at once, or in a TF1 graph as update
+        ops (``updates``), run when the program runs them, as tf_keras's."""
+        ops = [base_layer._graph_assignment(v, "assign", s, None)
+               for v, s in zip(self._states, states)]
+        if ops and ops[0] is not None:
+            self.add_update(ops)
+            return
+        for variable, state in zip(self._states, states):
+            variable.assign(state)
+
+    def _run(self, inputs, mask, training, initial_state):
+        """(the call's result, the final states)."""
         x = _shape.transpose(inputs, [1, 0, 2]) if self.time_major else inputs
         if mask is not None and self.time_major:
             mask = _shape.transpose(mask, [1, 0])
@@ -590,16 +617,13 @@ class RNN(Layer):
             states = new_states
             if self.return_sequences:
                 outputs.append(out)
-        if self.stateful:
-            for variable, state in zip(self._states, states):
-                variable.assign(state)
         if self.return_sequences:
             output = _shape.stack(outputs, axis=0 if self.time_major else 1)
         else:
             output = out
         if self.return_state:
-            return [output, *_top_states(cell, states)]
-        return output
+            return [output, *_top_states(cell, states)], states
+        return output, states
 
     def compute_output_shape(self, input_shape):
         if isinstance(input_shape, list):
