@@ -25,13 +25,14 @@ _lock = threading.Lock()
 
 
 class _Request:
-    __slots__ = ("inputs", "outputs", "error", "done")
+    __slots__ = ("inputs", "outputs", "error", "done", "on_host")
 
-    def __init__(self, inputs):
+    def __init__(self, inputs, on_host=False):
         self.inputs = inputs
         self.outputs = None
         self.error = None
         self.done = threading.Event()
+        self.on_host = on_host  # the caller runs inside a program: it holds the device
 
 
 class Engine:
@@ -54,7 +55,9 @@ class Engine:
 
     def call(self, streamed: list) -> list:
         """The streamed outputs of one iteration fed ``streamed`` (blocks until it ran)."""
-        request = _Request(list(streamed))
+        from ..emulation import context
+
+        request = _Request(list(streamed), on_host=context.current() is not None)
         self._queue.put(request)
         request.done.wait()
         if request.error is not None:
@@ -71,7 +74,12 @@ class Engine:
         self._carried = list(self.program.run("init", feeds))
         self._iteration = 0
 
-    def _step(self, streamed):
+    def _step(self, request):
+        if request.on_host:
+            return self._run_step(request.inputs)
+        return _on_device(self._run_step, request.inputs)
+
+    def _run_step(self, streamed):
         if self._carried is None or self._iteration >= self.exe.iterations:
             self._start_program()
         out = self.program.run("step", self._feeds(streamed))
@@ -87,7 +95,7 @@ class Engine:
             request = self._queue.get()
             try:
                 with eager_scope():
-                    request.outputs = self._step(request.inputs)
+                    request.outputs = self._step(request)
             except Exception as e:  # noqa: BLE001 - handed to the caller as TF does
                 self._carried = None  # restart the program before the next request
                 error = InternalError(f"Embedded application runtime "
@@ -96,6 +104,19 @@ class Engine:
                 request.error = error
             finally:
                 request.done.set()
+
+
+def _on_device(fn, *args):
+    """``fn(*args)`` as a program on the emulated IPU device 0 (one replica taking all its
+    IPUs: its replica context, placement and memory ledger, as a compiled program runs),
+    or on the host when no IPU system is configured."""
+    from ..emulation import engine as emulation_engine
+    from ..emulation import system
+
+    if not system.is_configured():
+        return fn(*args)
+    device = system.current_system().device(0)
+    return emulation_engine.run(device, fn, args, num_shards=device.num_ipus)
 
 
 def _variables(exe) -> list:
