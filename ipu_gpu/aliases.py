@@ -101,6 +101,7 @@ TABLE: dict[str, Alias] = {
     "tensorflow.python.data": Alias(NAMESPACE),
     "tensorflow.python.data.ops": Alias(NAMESPACE),
     "tensorflow.python.data.ops.dataset_ops": Alias("ipu_gpu.data", names=("Dataset",)),
+    "tensorflow.python.saved_model": Alias("ipu_gpu.compat.v1.saved_model", recursive=True),
     "tensorflow.python.training": Alias(NAMESPACE),
     "tensorflow.python.training.optimizer": Alias("ipu_gpu.compat.v1.train",
                                                   names=("Optimizer",)),

@@ -14,6 +14,7 @@ import tensorflow as tf
 from tensorflow.python import ipu
 from tensorflow.python.ipu import ipu_compiler, ipu_infeed_queue, ipu_outfeed_queue, loops
 from tensorflow.python.ipu import scopes
+from tensorflow.python.saved_model import signature_constants, tag_constants
 
 tf.disable_v2_behavior()
 base = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
@@ -65,10 +66,9 @@ with tf.Session() as sess:
   signature = tf.saved_model.signature_def_utils.predict_signature_def(
       inputs={"features": serving_input}, outputs={"scores": prediction})
   builder.add_meta_graph_and_variables(
-      sess, [tf.saved_model.tag_constants.SERVING],
-      signature_def_map={
-          tf.saved_model.signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY: signature})
-  builder.add_meta_graph([tf.saved_model.tag_constants.SERVING, "ipu"])
+      sess, [tag_constants.SERVING],
+      signature_def_map={signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY: signature})
+  builder.add_meta_graph([tag_constants.SERVING, "ipu"])
   builder.save()
 
 for kind, key_in, key_out in (("simple", "x", "y"), ("builder", "features", "scores")):
