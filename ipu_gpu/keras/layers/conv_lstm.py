@@ -374,9 +374,16 @@ class ConvLSTM2D(ConvLSTM):
     _rank = 2
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
-                 dilation_rate=(1, 1), **kwargs):
-        super().__init__(filters, kernel_size, strides=strides, padding=padding,
-                         data_format=data_format, dilation_rate=dilation_rate, **kwargs)
+                 dilation_rate=(1, 1), activation="tanh", recurrent_activation="hard_sigmoid",
+                 use_bias=True, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 unit_forget_bias=True, kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, return_sequences=False,
+                 return_state=False, go_backwards=False, stateful=False, dropout=0.0,
+                 recurrent_dropout=0.0, **kwargs):
+        args = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        super().__init__(**args, **kwargs)
 
 
 class ConvLSTM3D(ConvLSTM):
@@ -384,7 +391,14 @@ class ConvLSTM3D(ConvLSTM):
 
     _rank = 3
 
-    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid",
-                 data_format=None, dilation_rate=(1, 1, 1), **kwargs):
-        super().__init__(filters, kernel_size, strides=strides, padding=padding,
-                         data_format=data_format, dilation_rate=dilation_rate, **kwargs)
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1, 1), activation="tanh", recurrent_activation="hard_sigmoid",
+                 use_bias=True, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 unit_forget_bias=True, kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, return_sequences=False,
+                 return_state=False, go_backwards=False, stateful=False, dropout=0.0,
+                 recurrent_dropout=0.0, **kwargs):
+        args = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        super().__init__(**args, **kwargs)

@@ -264,6 +264,9 @@ class LocallyConnected2D(_LocallyConnected):
     _rank = 2
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
-                 **kwargs):
-        super().__init__(filters, kernel_size, strides=strides, padding=padding,
-                         data_format=data_format, **kwargs)
+                 activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 implementation=1, **kwargs):
+        args = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        super().__init__(**args, **kwargs)
