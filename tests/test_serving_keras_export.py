@@ -155,3 +155,27 @@ def test_graphcore_errors(tmp_path):
     with no_ext.scope():
         plain = keras.Sequential([keras.layers.Dense(1)])
     assert not hasattr(plain, "export_for_ipu_serving")
+
+
+def test_pipelined_model_exports_its_stages_in_order(tmp_path):
+    """Graphcore's exporting_pipelined_model_example: the runtime function prints the even
+    numbers from 2."""
+    cfg = ipu.config.IPUConfig()
+    cfg.auto_select_ipus = 2
+    cfg.configure_ipu_system()
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        a = keras.layers.Input(shape=(4,), batch_size=1, name="input_1")
+        b = keras.layers.Input(shape=(4,), batch_size=1, name="input_2")
+        with keras.ipu.PipelineStage(0):
+            x = keras.layers.Multiply()([a, b])
+        with keras.ipu.PipelineStage(1):
+            x = keras.layers.Add()([x, b])
+        model = keras.Model(inputs=[a, b], outputs=x)
+        model.set_pipelining_options(device_mapping=[0, 1])
+        model.build([(1, 4), (1, 4)])
+        model.compile(steps_per_execution=16)
+    fn = model.export_for_ipu_serving(str(tmp_path / "p"))
+    assert _iterations(str(tmp_path / "p")) == 16
+    for i in range(18):  # past the 16 iterations: the engine restarts
+        out = fn(np.full((1, 4), i, np.float32), np.full((1, 4), 2, np.float32))
+        np.testing.assert_array_equal(out[0].numpy(), np.full((1, 4), 2 * i + 2, np.float32))
