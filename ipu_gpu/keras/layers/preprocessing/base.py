@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....core.spec import TensorShape
 from ....core.tensor import Tensor
 from ...engine.base_layer import Layer
 
@@ -13,11 +14,11 @@ __all__ = ["PreprocessingLayer", "adapt_batches"]
 
 
 def adapt_batches(data, batch_size=None, steps=None):
-    """The batches ``adapt`` reads: a ``tf.data`` dataset's elements (at most ``steps``), or
+    """The batches ``adapt`` reads (at most ``steps``): a ``tf.data`` dataset's elements, or
     an array split along its first axis into batches of ``batch_size`` (default 32).
 
     Raises:
-      ValueError: ``batch_size`` given with a dataset; ``steps`` with an array.
+      ValueError: ``batch_size`` given with a dataset.
     """
     from ....data.dataset import Dataset
 
@@ -31,14 +32,14 @@ def adapt_batches(data, batch_size=None, steps=None):
                 return
             yield element
         return
-    if steps is not None:  # tf-keras's DataHandler
-        raise ValueError("`steps` argument is not supported with array inputs.")
     array = data.numpy() if isinstance(data, Tensor) else np.asarray(data)
     if array.ndim == 0:
         yield array
         return
     batch = 32 if batch_size is None else int(batch_size)
-    for start in range(0, array.shape[0], batch):
+    for step, start in enumerate(range(0, array.shape[0], batch)):
+        if steps is not None and step >= steps:
+            return
         yield array[start:start + batch]
 
 
@@ -84,9 +85,10 @@ class PreprocessingLayer(Layer):
         self._is_adapted = True
 
     def _adapt_build(self, batch: np.ndarray) -> None:
+        """Build for the batches' shape, the batch size unknown (tf-keras traces its adapt
+        step on batches of any size)."""
         if getattr(self, "_batch_input_shape", None) is None:
             self._batch_input_shape = (None,) * batch.ndim
-        from ....core.spec import TensorShape
-
-        self.build(TensorShape(batch.shape))
-        Layer.build(self, TensorShape(batch.shape))
+        shape = TensorShape([None, *batch.shape[1:]] if batch.ndim else [])
+        self.build(shape)
+        Layer.build(self, shape)
