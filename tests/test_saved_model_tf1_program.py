@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from ipu_gpu.compat import v1 as tf
 
@@ -27,6 +28,7 @@ def _numpy_reference():
     return np.array(losses), (x[:4] @ w + b).ravel(), x[:4]
 
 
+@pytest.mark.slow  # a subprocess; the API is tested fast by test_saved_model_tf1.py
 def test_tf1_saved_model_program(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("IPU_GPU_BACKEND", "TF_POPLAR_FLAGS")}
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")

@@ -40,7 +40,7 @@ def _iterations(d) -> int:
     return executable.read(os.path.join(assets, os.listdir(assets)[0])).iterations
 
 
-def test_sequential_export_for_ipu_serving_and_fresh_process(tmp_path):
+def _sequential(tmp_path):
     with ipu.ipu_strategy.IPUStrategy().scope():
         model = keras.Sequential([keras.layers.Dense(3, activation="relu"),
                                   keras.layers.Dense(2)])
@@ -48,14 +48,28 @@ def test_sequential_export_for_ipu_serving_and_fresh_process(tmp_path):
         model.compile(steps_per_execution=3)
     d = str(tmp_path / "seq" / "001")
     fn = model.export_for_ipu_serving(d, batch_size=2, output_names="probs")
+    x = np.random.RandomState(1).randn(2, 4).astype(np.float32)
+    return model, d, fn, x
+
+
+def test_sequential_export_for_ipu_serving(tmp_path):
+    model, d, fn, x = _sequential(tmp_path)
     assert fn.input_signature[0].shape.as_list() == [2, 4]
     assert _iterations(d) == 3
-    x = np.random.RandomState(1).randn(2, 4).astype(np.float32)
     want = _dense_numpy(_dense_numpy(x, model.layers[0], "relu"), model.layers[1])
     got = fn(x)
     assert list(got) == ["probs"]
     np.testing.assert_allclose(got["probs"].numpy(), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(model(x).numpy(), want, rtol=1e-5, atol=1e-6)
+    loaded = tf.saved_model.load(d).signatures["serving_default"]
+    out = loaded(**{fn.input_signature[0].name: x})
+    np.testing.assert_array_equal(out["probs"].numpy(), got["probs"].numpy())
+
+
+@pytest.mark.slow  # a subprocess; the reload itself is tested by the test above
+def test_sequential_export_reloads_in_a_fresh_process(tmp_path):
+    _, d, fn, x = _sequential(tmp_path)
+    got = fn(x)
     np.save(tmp_path / "x.npy", x)
     code = ("import numpy as np, ipu_gpu as tf\n"
             f"m = tf.saved_model.load({d!r})\n"
