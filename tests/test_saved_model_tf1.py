@@ -247,3 +247,17 @@ def test_tf_layers_cnn_and_keras_layer_round_trip(tmp_path):
         assert len(tf.global_variables()) == 10  # 8 of tf.layers, the Keras kernel and bias
     for a, b in zip(want, got):
         np.testing.assert_array_equal(a, b)
+
+
+def test_loader_refuses_a_tf2_format_saved_model(tmp_path):
+    import ipu_gpu
+
+    class Doubler(ipu_gpu.Module):
+        @ipu_gpu.function(input_signature=[ipu_gpu.TensorSpec([2], ipu_gpu.float32)])
+        def __call__(self, x):
+            return x * 2
+
+    ipu_gpu.saved_model.save(Doubler(), str(tmp_path / "v2"))
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with pytest.raises(RuntimeError, match="load it with tf.saved_model.load"):
+            tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "v2"))

@@ -372,11 +372,15 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     if isinstance(export_dir, bytes):
         export_dir = export_dir.decode()
     meta = _read_meta(export_dir)
-    graphs = meta.get("meta_graphs", [])
+    if "meta_graphs" not in meta:
+        raise RuntimeError(f"The SavedModel in {export_dir} was written by "
+                           "tf.saved_model.save (or ipu.serving): its functions have no TF 1 "
+                           "graph for a Session; load it with tf.saved_model.load")
+    graphs = meta["meta_graphs"]
     wanted = set(_tags(tags))
     entry = next((m for m in graphs if set(m["tags"]) == wanted), None)
     if entry is None:
-        available = [set(m["tags"]) for m in graphs] or [set(_TF2_TAGS)]
+        available = [set(m["tags"]) for m in graphs]
         raise RuntimeError(f"MetaGraphDef associated with tags {_tags_text(tags)} could not be "
                            f"found in SavedModel, with available tags '{available}'. To "
                            "inspect available tag-sets in the SavedModel, please use the "
@@ -395,9 +399,6 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
         sess.run(main_op)
     signatures = {k: SignatureDef.from_json(s) for k, s in entry["signature_def"].items()}
     return MetaGraphDef(entry["tags"], signatures)
-
-
-_TF2_TAGS = ("serve",)
 
 
 def _tags_text(tags) -> str:
