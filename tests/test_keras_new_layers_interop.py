@@ -1,0 +1,76 @@
+"""The layers added for issue 16 (AlphaDropout, LocallyConnected1D/2D, ConvLSTM1D/2D/3D,
+SpectralNormalization) against tf-keras's: signatures (every argument with tf-keras's name,
+default and order), default configs, and whole models saved to HDF5 (architecture and
+weights) loading both ways."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_keras_audit_surface import config_differences, signature_differences
+
+from ipu_gpu import keras
+from ipu_gpu.keras import layers as L
+
+NAMES = ["AlphaDropout", "LocallyConnected1D", "LocallyConnected2D", "ConvLSTM1D",
+         "ConvLSTM2D", "ConvLSTM3D", "SpectralNormalization"]
+ARGS = {"AlphaDropout": (0.2,), "LocallyConnected1D": (2, 3), "LocallyConnected2D": (2, 3),
+        "ConvLSTM1D": (2, 3), "ConvLSTM2D": (2, 3), "ConvLSTM3D": (2, 3)}
+
+
+@pytest.fixture(scope="module")
+def tfk(real_tf):
+    return pytest.importorskip("tf_keras")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_signature_matches_tf_keras(tfk, name):
+    # ConvLSTM's tf-keras constructor takes unroll and time_major through **kwargs, as ours
+    assert signature_differences(getattr(L, name), getattr(tfk.layers, name)) == set()
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n in ARGS])
+def test_default_config_matches_tf_keras(tfk, name):
+    mine = getattr(L, name)(*ARGS[name], name="x")
+    theirs = getattr(tfk.layers, name)(*ARGS[name], name="x")
+    assert config_differences(mine.get_config(), theirs.get_config()) == set()
+
+
+def _model(k):
+    return k.models.Sequential([
+        k.layers.ConvLSTM2D(3, 2, padding="same", return_sequences=True, dropout=0.1,
+                            input_shape=(3, 6, 6, 2)),
+        k.layers.TimeDistributed(k.layers.LocallyConnected2D(2, 3, strides=2,
+                                                             implementation=2)),
+        k.layers.Reshape((3, 2, 4)),
+        k.layers.ConvLSTM1D(2, 2, data_format="channels_first", go_backwards=True),
+        k.layers.Flatten(), k.layers.AlphaDropout(0.2, seed=1),
+        k.layers.SpectralNormalization(k.layers.Dense(2), power_iterations=2)])
+
+
+def test_whole_models_in_hdf5_load_both_ways(tfk, tmp_path, monkeypatch):
+    """tf-keras's HDF5 loader does not know its own SpectralNormalization: it is given as a
+    custom object there."""
+    from tf_keras.src.layers.normalization import spectral_normalization
+
+    monkeypatch.setattr(spectral_normalization.tf.keras.layers, "InputSpec",
+                        tfk.layers.InputSpec)  # see test_keras_spectral_normalization
+    keras.backend.clear_session()
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6, 2)).astype(np.float32)
+    custom = {"SpectralNormalization": tfk.layers.SpectralNormalization}
+    for source in (keras, tfk):
+        model = _model(source)
+        path = str(tmp_path / f"{source.__name__}.h5")
+        if source is keras:
+            model.save(path)
+        else:
+            with pytest.warns(UserWarning, match="This file format is considered legacy"):
+                model.save(path)
+        want = model.predict(x, verbose=0)
+        for loader in (keras.models.load_model, lambda p: tfk.models.load_model(
+                p, custom_objects=custom)):
+            loaded = loader(path)
+            assert [type(a).__name__ for a in loaded.layers] == [
+                type(b).__name__ for b in model.layers]
+            np.testing.assert_allclose(loaded.predict(x, verbose=0), want, rtol=1e-5,
+                                       atol=1e-6)
