@@ -513,3 +513,31 @@ def test_layers_in_tf_data_map(tfk):
         lambda im: L.RandomFlip("horizontal", seed=0)(im))
     for x, y in zip(images, flip):
         assert np.array_equal(y.numpy(), x) or np.array_equal(y.numpy(), x[:, ::-1])
+
+
+def test_layers_on_tf1_graph_tensors():
+    """On placeholders of an unknown batch (Graphcore's TF1 programs): each run computes on
+    the fed values, random layers draw anew per run, a training placeholder fed False is
+    the identity."""
+    import ipu_gpu.compat.v1 as v1
+
+    images = _images((2, 8, 10, 3))
+    with v1.Graph().as_default():
+        x = v1.placeholder("float32", [None, 8, 10, 3])
+        training = v1.placeholder("bool", [])
+        resized = L.Resizing(4, 5)(x)
+        rotated = L.RandomRotation(0.2, seed=1)(x, training=training)
+        flipped = L.RandomFlip(seed=2)(x)
+        taller = L.RandomHeight(0.5, seed=3)(x)
+        assert rotated.shape.as_list() == [None, 8, 10, 3]
+        assert taller.shape.as_list() == [None, None, 10, 3]
+        with v1.Session() as sess:
+            np.testing.assert_allclose(sess.run(resized, {x: images}),
+                                       L.Resizing(4, 5)(images).numpy(), atol=1e-4)
+            runs = [sess.run(rotated, {x: images, training: True}) for _ in range(2)]
+            assert not np.array_equal(runs[0], runs[1])
+            np.testing.assert_array_equal(sess.run(rotated, {x: images, training: False}),
+                                          images)
+            flips = [sess.run(flipped, {x: images}) for _ in range(8)]
+            assert len({f.tobytes() for f in flips}) > 1
+            assert sess.run(taller, {x: images}).shape[2:] == (10, 3)

@@ -488,3 +488,25 @@ def test_categorical_layers_in_a_functional_model_and_tf_data(tfk):
     ds = ig.data.Dataset.from_tensor_slices(np.array([-1.0, 0.5, 3.0], np.float32)).batch(2)
     np.testing.assert_array_equal(np.concatenate([e.numpy() for e in ds.map(disc)]),
                                   [0, 1, 2])
+
+
+def test_layers_on_tf1_graph_tensors():
+    import ipu_gpu.compat.v1 as v1
+
+    ids = np.array([[10, 30, 5], [20, 20, 10]])
+    values = np.array([[-1.0, 0.5], [2.0, 0.0]], np.float32)
+    eager = [L.IntegerLookup(vocabulary=[10, 20, 30]), L.Hashing(4, salt=3),
+             L.Discretization([0.0, 1.0]), L.Normalization(mean=1.0, variance=4.0)]
+    with v1.Graph().as_default():
+        x = v1.placeholder("int64", [None, 3])
+        v = v1.placeholder("float32", [None, 2])
+        outputs = [L.IntegerLookup(vocabulary=[10, 20, 30])(x), L.Hashing(4, salt=3)(x),
+                   L.Discretization([0.0, 1.0])(v), L.Normalization(mean=1.0, variance=4.0)(v)]
+        counts = L.CategoryEncoding(4, output_mode="count")(outputs[0])
+        assert counts.shape.as_list() == [None, 4]
+        with v1.Session() as sess:
+            got = sess.run(outputs + [counts], {x: ids, v: values})
+    for layer, out, arg in zip(eager, got, (ids, ids, values, values)):
+        np.testing.assert_allclose(out, layer(arg).numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(got[-1], ref.encode(ref.lookup(ids, [10, 20, 30], 1), 4,
+                                                      "count"))

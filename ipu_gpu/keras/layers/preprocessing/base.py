@@ -6,11 +6,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....core import registry
 from ....core.spec import TensorShape
 from ....core.tensor import Tensor
+from ...backend import is_graph_tensor
 from ...engine.base_layer import Layer
 
-__all__ = ["PreprocessingLayer", "adapt_batches"]
+__all__ = ["PreprocessingLayer", "adapt_batches", "on_values"]
+
+
+def on_values(fn, *args):
+    """``fn(*args)``; when an argument is a TF1 graph tensor, one graph node calling ``fn``
+    on each ``Session.run``'s values (these layers compute on concrete values: lookups,
+    hashes, random draws)."""
+    if any(is_graph_tensor(a) for a in args):
+        node = registry.symbolic_call(fn, args, {})
+        if node is not NotImplemented:
+            return node
+    return fn(*args)
 
 
 def adapt_batches(data, batch_size=None, steps=None):

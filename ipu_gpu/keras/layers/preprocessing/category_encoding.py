@@ -11,6 +11,7 @@ from ....errors import InvalidArgumentError
 from ... import backend
 from ...engine.base_layer import Layer
 from . import categorical as _cat
+from .base import on_values
 
 __all__ = ["CategoryEncoding"]
 
@@ -51,6 +52,11 @@ class CategoryEncoding(Layer):
         if count_weights is not None and self.output_mode != _cat.COUNT:
             raise ValueError("`count_weights` is not used when `output_mode` is not `'count'`. "
                              f"Received `count_weights={count_weights}`.")
+        if count_weights is None:
+            return on_values(self._call, inputs)
+        return on_values(self._call, inputs, count_weights)
+
+    def _call(self, inputs, count_weights=None):
         values = _cat.host(inputs)
         if values.size and (values.max() >= self.num_tokens or values.min() < 0):
             raise InvalidArgumentError("assertion failed: [Input values must be in the range 0 "

@@ -10,7 +10,7 @@ from ....core.convert import convert_to_tensor
 from ....core.dtypes import as_dtype
 from ... import backend
 from . import categorical as _cat
-from .base import PreprocessingLayer
+from .base import PreprocessingLayer, on_values
 
 __all__ = ["Discretization"]
 
@@ -128,6 +128,9 @@ class Discretization(PreprocessingLayer):
         self.summary = np.zeros((2, 0), np.float32)
 
     def call(self, inputs):
+        return on_values(self._call, inputs)
+
+    def _call(self, inputs):
         values = _cat.host(inputs)
         boundaries = np.asarray(self.bin_boundaries, np.float32).astype(np.float64)
         indices = np.searchsorted(boundaries, values.astype(np.float64), side="right")

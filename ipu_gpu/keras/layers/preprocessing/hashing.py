@@ -13,6 +13,7 @@ from ....core.dtypes import as_dtype
 from ... import backend
 from ...engine.base_layer import Layer
 from . import categorical as _cat
+from .base import on_values
 from .string_hash import fingerprint64, siphash24
 
 __all__ = ["Hashing"]
@@ -84,6 +85,9 @@ class Hashing(Layer):
         return out
 
     def call(self, inputs):
+        return on_values(self._call, inputs)
+
+    def _call(self, inputs):
         values = _cat.host(inputs)
         if values.dtype.kind not in "iu":
             raise TypeError("Hashing: inputs must be integers (ipu_gpu has no string tensors), "

@@ -14,7 +14,7 @@ from ....ops import indexing as _indexing
 from ....ops import math as _m
 from ....ops import shape as _shape
 from . import image_transform as _transform
-from .random_base import BaseRandomLayer, as_compute_dtype, check_image
+from .random_base import BaseRandomLayer, as_compute_dtype
 
 __all__ = ["RandomBrightness", "RandomContrast", "RandomFlip", "RandomRotation",
            "RandomTranslation", "RandomZoom"]
@@ -55,8 +55,7 @@ class RandomFlip(BaseRandomLayer):
         mask = _transform._on_device(x, flips.reshape(-1, 1, 1, 1))
         return _indexing.where(mask, flipped, x)
 
-    def call(self, inputs, training=True):
-        check_image(self, inputs)
+    def _call(self, inputs, training):
         x = as_compute_dtype(self, inputs)
         if not training:
             return x
@@ -90,8 +89,7 @@ class _AffineLayer(BaseRandomLayer):
         self.fill_value = fill_value
         self.interpolation = interpolation
 
-    def call(self, inputs, training=True):
-        check_image(self, inputs)
+    def _call(self, inputs, training):
         x = as_compute_dtype(self, inputs)
         if not training:
             return x
@@ -238,8 +236,7 @@ class RandomContrast(BaseRandomLayer):
             raise ValueError("`factor` argument cannot have negative values or values greater "
                              f"than 1.Received: factor={factor}")
 
-    def call(self, inputs, training=True):
-        check_image(self, inputs)
+    def _call(self, inputs, training):
         x = as_compute_dtype(self, inputs)
         if not training:
             return x
@@ -299,8 +296,7 @@ class RandomBrightness(BaseRandomLayer):
         if number > 1.0 or number < -1.0:
             raise ValueError(self._FACTOR_VALIDATION_ERROR + f"Got {number}")
 
-    def call(self, inputs, training=True):
-        check_image(self, inputs)
+    def _call(self, inputs, training):
         x = as_compute_dtype(self, inputs)
         if not training:
             return x

@@ -152,8 +152,7 @@ class RandomCrop(BaseRandomLayer):
         self.height = height
         self.width = width
 
-    def call(self, inputs, training=True):
-        check_image(self, inputs)
+    def _call(self, inputs, training):
         x = as_compute_dtype(self, inputs)
         h_diff = int(x.shape[-3]) - self.height
         w_diff = int(x.shape[-2]) - self.width
@@ -194,8 +193,7 @@ class _RandomSize(BaseRandomLayer):
         self.interpolation = interpolation
         self._interpolation_method = get_interpolation(interpolation)
 
-    def call(self, inputs, training=True):
-        check_image(self, inputs)
+    def _call(self, inputs, training):
         if not training:
             return inputs
         f = self._uniform([], 1.0 + self._lower, 1.0 + self._upper)

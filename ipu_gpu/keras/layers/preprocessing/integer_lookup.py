@@ -17,7 +17,7 @@ from ....core.spec import TensorShape, TensorSpec, as_shape
 from ....errors import InvalidArgumentError
 from ... import backend
 from . import categorical as _cat
-from .base import PreprocessingLayer
+from .base import PreprocessingLayer, on_values
 
 __all__ = ["IntegerLookup"]
 
@@ -304,6 +304,9 @@ class IntegerLookup(PreprocessingLayer):
         return out.reshape(values.shape)
 
     def call(self, inputs):
+        return on_values(self._call, inputs)
+
+    def _call(self, inputs):
         if self.output_mode != _cat.INT and not self.pad_to_max_tokens:
             if self._frozen_vocab_size is None:
                 raise RuntimeError(f"When using `output_mode={self.output_mode}` and "

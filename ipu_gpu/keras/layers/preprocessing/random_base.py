@@ -16,6 +16,7 @@ from ....ops import math as _m
 from ....ops import random as _random
 from ... import backend
 from ...engine.base_layer import Layer
+from .base import on_values
 
 __all__ = ["BaseRandomLayer", "as_compute_dtype", "check_image"]
 
@@ -52,7 +53,8 @@ def _create_seed(seed):
 
 class BaseRandomLayer(Layer):
     """A layer drawing random numbers from its own generator: ``seed`` (an int or None) is
-    in its config; ``force_generator`` and ``rng_type`` (tf-keras's) are accepted."""
+    in its config; ``force_generator`` and ``rng_type`` (tf-keras's) are accepted.
+    Subclasses define ``_call(inputs, training)`` on concrete values."""
 
     _shape_inference = True
     _float_output = True
@@ -81,6 +83,10 @@ class BaseRandomLayer(Layer):
         seed = self._rng().make_seeds()[:, 0]
         return np.asarray(_random.stateless_uniform(list(shape), seed, minval,
                                                     maxval).numpy())
+
+    def call(self, inputs, training=True):
+        check_image(self, inputs)
+        return on_values(lambda x: self._call(x, training), inputs)
 
     def compute_output_shape(self, input_shape):
         return input_shape
