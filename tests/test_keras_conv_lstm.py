@@ -289,3 +289,42 @@ def test_in_a_tf1_graph_on_a_placeholder_of_unknown_batch():
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-6)
     for a, b in zip(got_grads, want_grads):
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_training_placeholder_in_a_tf1_graph_draws_dropout_per_training_run():
+    x = np.random.default_rng(9).standard_normal((2, 3, 6, 2)).astype(np.float32)
+    with v1.Graph().as_default():
+        ph = v1.placeholder(np.float32, (None, 3, 6, 2))
+        training = v1.placeholder_with_default(False, ())
+        layer = L.ConvLSTM1D(2, 2, dropout=0.5, recurrent_dropout=0.3)
+        y = layer(ph, training=training)
+        grads = v1.gradients(ig.reduce_sum(y), layer.trainable_weights)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            inference = [sess.run(y, {ph: x}) for _ in range(2)]
+            trained = [sess.run([y, grads], {ph: x, training: True})[0] for _ in range(2)]
+            weights = layer.get_weights()
+    eager = L.ConvLSTM1D(2, 2)
+    eager(x)
+    eager.set_weights(weights)
+    np.testing.assert_allclose(inference[0], eager(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(inference[0], inference[1])
+    assert not np.allclose(trained[0], inference[0]) and not np.allclose(*trained)
+
+
+def test_in_bidirectional_matches_tf_keras(tfk):
+    """Weight names differ only in the layer name: Keras 2.6's snake case names ConvLSTM1D
+    ``conv_lst_m1d`` (tf-keras's later one ``conv_lstm1d``)."""
+    x = np.random.default_rng(10).standard_normal((2, 3, 6, 2)).astype(np.float32)
+    ours = L.Bidirectional(L.ConvLSTM1D(2, 2, return_sequences=True), merge_mode="sum")
+    theirs = tfk.layers.Bidirectional(tfk.layers.ConvLSTM1D(2, 2, return_sequences=True),
+                                      merge_mode="sum")
+    theirs(x)
+    ours(x)
+    rng = np.random.default_rng(11)
+    weights = [rng.uniform(-0.5, 0.5, w.shape).astype(np.float32) for w in theirs.get_weights()]
+    ours.set_weights(weights)
+    theirs.set_weights(weights)
+    np.testing.assert_allclose(ours(x).numpy(), theirs(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert [w.name.replace("lst_m", "lstm") for w in ours.weights] == [
+        w.name for w in theirs.weights]
