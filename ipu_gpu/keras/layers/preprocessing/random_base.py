@@ -12,6 +12,7 @@ import random
 import numpy as np
 
 from ....core.tensor import Tensor
+from ....emulation import context
 from ....ops import math as _m
 from ....ops import random as _random
 from ... import backend
@@ -74,12 +75,18 @@ class BaseRandomLayer(Layer):
         return self._generator
 
     def _uniform(self, shape, minval, maxval, dtype="float32") -> np.ndarray:
-        """Draws uniform in [minval, maxval), on the host."""
+        """Draws uniform in [minval, maxval), on the host. Inside an IPU program each replica
+        draws from its own stream (the IPU's per-replica seeds, as the stateful random ops):
+        the replicas' threads must not race for one generator."""
+        if context.current() is not None:
+            return np.asarray(_random.uniform(list(shape), minval, maxval, dtype=dtype).numpy())
         return np.asarray(self._rng().uniform(list(shape), minval, maxval, dtype=dtype).numpy())
 
     def _stateless_uniform(self, shape, minval=0.0, maxval=1.0) -> np.ndarray:
         """float32 draws uniform in [minval, maxval) of a stateless op seeded by the
         generator (tf-keras's ``make_seed_for_stateless_op``), on the host."""
+        if context.current() is not None:
+            return self._uniform(shape, minval, maxval)
         seed = self._rng().make_seeds()[:, 0]
         return np.asarray(_random.stateless_uniform(list(shape), seed, minval,
                                                     maxval).numpy())
