@@ -261,3 +261,27 @@ def test_loader_refuses_a_tf2_format_saved_model(tmp_path):
     with tf.Graph().as_default(), tf.Session() as sess:
         with pytest.raises(RuntimeError, match="load it with tf.saved_model.load"):
             tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "v2"))
+
+
+def test_a_later_meta_graph_restores_variables_by_name(tmp_path, real_tf):
+    """add_meta_graph of another graph with a variable of a saved name: loading that meta
+    graph gives the value saved by add_meta_graph_and_variables, as real TF."""
+    results = {}
+    for name, v1 in (("ours", tf), ("tf", real_tf.compat.v1)):
+        d = str(tmp_path / name)
+        b = v1.saved_model.builder.SavedModelBuilder(d)
+        with v1.Graph().as_default(), v1.Session() as sess:
+            w = v1.Variable(np.float32([1, 2]), name="w")
+            sess.run(w.initializer)
+            b.add_meta_graph_and_variables(sess, ["train"])
+        with v1.Graph().as_default(), v1.Session() as sess:
+            w = v1.Variable(np.float32([5, 5]), name="w")
+            y = v1.multiply(w, 3.0, name="y")
+            b.add_meta_graph(["serve"], signature_def_map={
+                "serving_default": v1.saved_model.predict_signature_def({"w": w}, {"y": y})})
+        b.save()
+        with v1.Graph().as_default(), v1.Session() as sess:
+            v1.saved_model.loader.load(sess, ["serve"], d)
+            results[name] = sess.run("y:0")
+    np.testing.assert_allclose(results["ours"], results["tf"])
+    np.testing.assert_allclose(results["ours"], [3, 6])

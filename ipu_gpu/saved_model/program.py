@@ -50,12 +50,13 @@ class _Encoder:
     """Encodes node arguments; arrays go to ``arrays`` (``c<k>``), variables to ``variables``
     (frozen: their value is a constant)."""
 
-    def __init__(self, placeholders: dict, freeze: bool):
+    def __init__(self, placeholders: dict, freeze: bool, graph_variables: bool = False):
         self.placeholders = placeholders  # id(placeholder op) -> index
         self.freeze = freeze
+        self.graph_variables = graph_variables  # keep TF1 graph variables themselves
         self.node_index: dict = {}  # id(op) -> index in the node list
         self.arrays: dict = {}
-        self.variables: list = []  # the eager Variables referenced (not frozen)
+        self.variables: list = []  # the Variables referenced (not frozen)
 
     def array(self, a, kind: str) -> dict:
         """``kind``: how it is given back: "t" a Tensor, "n" an array, "g" a numpy scalar."""
@@ -78,7 +79,7 @@ class _Encoder:
         if id(t.op) in self.placeholders:
             return {"p": self.placeholders[id(t.op)]}
         if isinstance(t, GraphVariable):
-            return self.variable(_graph_variable_value(t))
+            return self.variable(t if self.graph_variables else _graph_variable_value(t))
         if id(t.op) not in self.node_index:
             raise NotPortable(f"node {t.op.name!r} ({t.op.type}) is not part of the program")
         return {"t": [self.node_index[id(t.op)], t.value_index]}
@@ -277,9 +278,10 @@ def _entry(enc, op) -> dict:
 
 
 def encode_graph(graph, groups: dict):
-    """(header, arrays, variables, written op names) of every operation of ``graph`` that can
-    be written (with all it depends on), for a TF1 SavedModel: the placeholders are the
-    graph's own; ``groups`` (name -> graph tensors or operations) must be writable.
+    """(header, arrays, variables) of every operation of ``graph`` that can be written (with
+    all it depends on), for a TF1 SavedModel: the placeholders are the graph's own, the
+    variables the graph variables (or eager Variables) read; ``groups`` (name -> graph
+    tensors or operations) must be writable.
 
     Raises:
       NotPortable: an operation of ``groups`` cannot be written (or depends on one)."""
@@ -287,7 +289,7 @@ def encode_graph(graph, groups: dict):
     from ..graph.nodes import GraphVariable
 
     placeholders = [op.outputs[0] for op in graph._ops if getattr(op, "placeholder", False)]
-    enc = _Encoder({id(p.op): i for i, p in enumerate(placeholders)}, False)
+    enc = _Encoder({id(p.op): i for i, p in enumerate(placeholders)}, False, True)
     nodes, failed = [], {}
     for op in graph._ops:
         if id(op) in enc.placeholders or isinstance(op.outputs[0] if op.outputs else None,
@@ -320,8 +322,8 @@ def encode_graph(graph, groups: dict):
 
     header = {"placeholders": [_spec_json(p) for p in placeholders], "nodes": nodes,
               "groups": {name: [ref(x) for x in group] for name, group in groups.items()}}
-    header["variables"] = [{"name": _variable_name(v, i), "dtype": v.dtype.name,
-                            "shape": list(v.shape)} for i, v in enumerate(enc.variables)]
+    header["variables"] = [{"name": _variable_name(v, i), "dtype": dtype_of(v).name,
+                            "shape": shape_of(v)} for i, v in enumerate(enc.variables)]
     return header, enc.arrays, enc.variables
 
 

@@ -203,7 +203,7 @@ class SavedModelBuilder:
         self._meta_graphs: list = []
         self._programs: list = []
         self._variables: dict = {}  # name -> (value, trainable)
-        self._objects: dict = {}  # name -> the eager Variable saved under it
+        self._objects: dict = {}  # name -> the variable saved under it
 
     def add_meta_graph_and_variables(self, sess, tags, signature_def_map=None,
                                      assets_collection=None, legacy_init_op=None,
@@ -226,9 +226,7 @@ class SavedModelBuilder:
         variables = [v for v in graph.get_collection("variables")
                      if isinstance(v, GraphVariable)]
         for v in variables:
-            value = v._read()[0]
-            self._variables[v.op.name] = (value.numpy(), v.trainable)
-            self._objects[v.op.name] = value
+            self._name_of(v)
         self._add(graph, tags, signature_def_map, main_op or init_op or legacy_init_op)
         self._has_saved_variables = True
 
@@ -269,7 +267,7 @@ class SavedModelBuilder:
             header, arrays, variables = _program.encode_graph(graph, groups)
         except _program.NotPortable as e:
             raise ValueError(f"ipu_gpu cannot save this graph in a SavedModel: {e}") from None
-        names = [self._name_of(graph, v) for v in variables]
+        names = [self._name_of(v) for v in variables]
         i = len(self._meta_graphs)
         self._programs.append((f"programs/meta_graph_{i}", header, arrays))
         self._meta_graphs.append({
@@ -299,15 +297,27 @@ class SavedModelBuilder:
         return path.encode()
 
 
-    def _name_of(self, graph, v) -> str:
-        """The saved name of eager Variable ``v`` (a graph variable's value is saved under
-        the graph variable's name; another variable, a Keras layer's say, under its own
-        name made unique), saving its value when it is new."""
+    def _name_of(self, v) -> str:
+        """The saved name of variable ``v``: a graph variable's is its name (one of a later
+        meta graph with a saved name takes the saved value, as TF restores by name); another
+        variable's, a Keras layer's say, its own name made unique. Its value is saved when
+        the name is new.
+
+        Raises:
+          FailedPreconditionError: a new graph variable is not initialized."""
+        from ..graph.nodes import GraphVariable
+
         for name, known in self._objects.items():
             if known is v:
                 return name
-        base = _graph_variable_name(graph, v)
-        name, k = base, 1
+        if isinstance(v, GraphVariable):
+            name = v.op.name
+            if name not in self._variables:
+                self._variables[name] = (v._read()[0].numpy(), v.trainable)
+                self._objects[name] = v
+            return name
+        base, k = _program._variable_name(v, 0), 1
+        name = base
         while name in self._variables:
             name, k = f"{base}_{k}", k + 1
         self._variables[name] = (v.numpy(), bool(getattr(v, "trainable", True)))
@@ -319,16 +329,6 @@ def _tags(tags) -> list:
     if isinstance(tags, (str, bytes)):
         tags = [tags]
     return [t.decode() if isinstance(t, bytes) else t for t in tags]
-
-
-def _graph_variable_name(graph, v) -> str:
-    """The graph name of eager Variable ``v`` (a graph variable's value), else its own."""
-    from ..graph.nodes import GraphVariable
-
-    for gv in graph.get_collection("variables"):
-        if isinstance(gv, GraphVariable) and gv._variable is v:
-            return gv.op.name
-    return _program._variable_name(v, 0)
 
 
 def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None):
