@@ -316,6 +316,8 @@ def test_in_bidirectional_matches_tf_keras(tfk):
     """Weight names differ only in the layer name: Keras 2.6's snake case names ConvLSTM1D
     ``conv_lst_m1d`` (tf-keras's later one ``conv_lstm1d``)."""
     x = np.random.default_rng(10).standard_normal((2, 3, 6, 2)).astype(np.float32)
+    backend.clear_session()
+    tfk.backend.clear_session()
     ours = L.Bidirectional(L.ConvLSTM1D(2, 2, return_sequences=True), merge_mode="sum")
     theirs = tfk.layers.Bidirectional(tfk.layers.ConvLSTM1D(2, 2, return_sequences=True),
                                       merge_mode="sum")
