@@ -166,3 +166,65 @@ def test_ipu_estimator_exports_its_model_fn_on_the_host(tmp_path, fresh_ipu_syst
     got = sess.run(sig.outputs["logits"].name, {"x:0": X[:4]})
     np.testing.assert_allclose(got, X[:4] @ w + b, rtol=1e-5, atol=1e-6)
     sess.close()
+
+
+def _supervised_model_fn(features, labels, mode, params):
+    x = features["x"] if isinstance(features, dict) else features
+    w = tf.get_variable("w", [D, K], initializer=tf.constant_initializer(W0))
+    b = tf.get_variable("b", [K], initializer=tf.zeros_initializer())
+    logits = tf.matmul(x, w) + b
+    if mode == est.ModeKeys.PREDICT:
+        return est.EstimatorSpec(mode, predictions={"logits": logits})
+    y = labels["label"] if isinstance(labels, dict) else labels
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
+    metrics = {"accuracy": tf.metrics.accuracy(y, tf.argmax(logits, -1))}
+    if mode == est.ModeKeys.EVAL:
+        return est.EstimatorSpec(mode, loss=loss, eval_metric_ops=metrics,
+                                 predictions={"logits": logits})
+    train = tf.train.GradientDescentOptimizer(LR).minimize(
+        loss, global_step=tf.train.get_global_step())
+    return est.EstimatorSpec(mode, loss=loss, train_op=train, predictions=logits)
+
+
+def test_export_all_saved_models_train_eval_and_predict(tmp_path):
+    e = est.Estimator(_supervised_model_fn, model_dir=str(tmp_path / "m"))
+    e.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat().batch(8),
+            steps=2)
+    w, b = e.get_variable_value("w"), e.get_variable_value("b")
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, D], name="x")
+        y = tf.placeholder(tf.int32, [None], name="y")
+        supervised = export.build_raw_supervised_input_receiver_fn({"x": x}, y)
+        serving = export.build_raw_serving_input_receiver_fn({"x": x})
+        with pytest.raises(ValueError, match="must have distinct names"):
+            export.build_raw_supervised_input_receiver_fn({"x": x}, {"x": y})
+    path = e.experimental_export_all_saved_models(str(tmp_path / "all"), {
+        est.ModeKeys.TRAIN: supervised, est.ModeKeys.EVAL: supervised,
+        est.ModeKeys.PREDICT: serving}).decode()
+    logits = X @ w + b
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    loss = -np.mean(np.log(p[np.arange(len(X)), Y]))
+    accuracy = np.mean(np.argmax(logits, -1) == Y)
+    for tags, method in ((["train"], "training"), (["eval"], "eval")):
+        with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+            meta = tf.saved_model.loader.load(sess, tags, path)
+            sig = meta.signature_def[tags[0]]
+            assert sig.method_name == f"tensorflow/supervised/{method}"
+            assert sorted(sig.inputs) == ["label", "x"]
+            feeds = {sig.inputs["x"].name: X, sig.inputs["label"].name: Y}
+            out = sess.run({k: i.name for k, i in sig.outputs.items()}, feeds)
+            np.testing.assert_allclose(out["loss"], loss, rtol=1e-5)
+            if tags == ["eval"]:
+                assert sorted(out) == ["loss", "metrics/accuracy/update_op",
+                                       "metrics/accuracy/value", "predictions/logits"]
+                np.testing.assert_allclose(out["metrics/accuracy/update_op"], accuracy)
+            else:
+                np.testing.assert_allclose(out["predictions"], logits, rtol=1e-5, atol=1e-6)
+    sess, meta = _load(path)
+    got = sess.run(meta.signature_def["serving_default"].outputs["logits"].name, {"x:0": X})
+    np.testing.assert_allclose(got, logits, rtol=1e-5, atol=1e-6)
+    sess.close()
+    with pytest.raises(ValueError, match="An input_receiver_fn must be defined."):
+        e.experimental_export_all_saved_models(str(tmp_path / "none"),
+                                               {est.ModeKeys.TRAIN: None})

@@ -409,22 +409,41 @@ class Estimator:
         ``export_outputs`` entry (default: ``serving_default``, a PredictOutput of the
         predictions) taking the receiver tensors. ``assets_extra`` files are copied under
         ``assets.extra``. An IPU estimator exports its ``model_fn`` as a host graph.
+        ``experimental_mode`` TRAIN or EVAL exports that mode's graph instead (see
+        ``experimental_export_all_saved_models``).
 
         Returns:
           The export directory's path (bytes).
 
         Raises:
-          ValueError: no ``serving_input_receiver_fn``; no checkpoint (TF's messages); a
-            mode other than PREDICT.
+          ValueError: no ``serving_input_receiver_fn``; no checkpoint (TF's messages).
         """
         del as_text
-        if experimental_mode != ModeKeys.PREDICT:
-            raise ValueError(f"ipu_gpu exports the PREDICT graph only, got "
-                             f"experimental_mode={experimental_mode!r}")
         from .export import export_saved_model
 
         return export_saved_model(self, export_dir_base, serving_input_receiver_fn,
-                                  assets_extra, checkpoint_path)
+                                  assets_extra, checkpoint_path, experimental_mode)
+
+    def experimental_export_all_saved_models(self, export_dir_base, input_receiver_fn_map,
+                                             assets_extra=None, as_text=False,
+                                             checkpoint_path=None):
+        """Exports one SavedModel with a meta graph per mode of ``input_receiver_fn_map``
+        (``ModeKeys`` -> receiver fn; TRAIN and EVAL take ``SupervisedInputReceiver``s):
+        tags ``train``/``eval``/``serve``; TRAIN and EVAL signatures hold the loss,
+        predictions and metrics (their train op is not written: ipu_gpu cannot write
+        gradient nodes); the variables are saved once, from the first mode of TRAIN, EVAL,
+        PREDICT.
+
+        Returns:
+          The export directory's path (bytes).
+
+        Raises:
+          ValueError: a receiver fn is None; no checkpoint (TF's messages)."""
+        del as_text
+        from .export import export_all_saved_models
+
+        return export_all_saved_models(self, export_dir_base, input_receiver_fn_map,
+                                       assets_extra, checkpoint_path)
 
     def export_savedmodel(self, export_dir_base, serving_input_receiver_fn,
                           assets_extra=None, as_text=False, checkpoint_path=None,
@@ -443,7 +462,7 @@ class Estimator:
         params = {k: v for k, v in self._params.items() if k != "input_fn"}
         spec = call_with_taken_args(user, mode, params, self._config,
                                     **model_fn_inputs(user, features, labels))
-        if getattr(spec, "predictions", None) is None:
+        if mode == ModeKeys.PREDICT and getattr(spec, "predictions", None) is None:
             raise ValueError(f"model_fn should return an EstimatorSpec with predictions in "
                              f"PREDICT mode to be exported. Given: {spec}")
         return spec

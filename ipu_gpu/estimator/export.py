@@ -13,9 +13,10 @@ import os
 import shutil
 import time
 
-__all__ = ["ClassificationOutput", "ExportOutput", "PredictOutput", "RegressionOutput",
-           "ServingInputReceiver", "TensorServingInputReceiver",
-           "build_raw_serving_input_receiver_fn"]
+__all__ = ["ClassificationOutput", "EvalOutput", "ExportOutput", "PredictOutput",
+           "RegressionOutput", "ServingInputReceiver", "SupervisedInputReceiver",
+           "TensorServingInputReceiver", "TrainOutput", "build_raw_serving_input_receiver_fn",
+           "build_raw_supervised_input_receiver_fn"]
 
 _SINGLE_FEATURE_KEY, _SINGLE_RECEIVER_KEY = "feature", "input"
 DEFAULT_SERVING_SIGNATURE_DEF_KEY = "serving_default"
@@ -107,6 +108,48 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
     return serving_input_receiver_fn
 
 
+class SupervisedInputReceiver(collections.namedtuple(
+        "SupervisedInputReceiver", ["features", "labels", "receiver_tensors"])):
+    """What a TRAIN or EVAL ``input_receiver_fn`` returns: ``features`` and ``labels`` for
+    the model, ``receiver_tensors`` a request feeds (single tensors become ``{"feature": t}``,
+    ``{"label": t}``, ``{"input": t}``).
+
+    Raises:
+      ValueError: as ServingInputReceiver's."""
+
+    def __new__(cls, features, labels, receiver_tensors):
+        features = _wrap_and_check(features, "feature", _SINGLE_FEATURE_KEY,
+                                   allow_int_keys=True)
+        labels = _wrap_and_check(labels, "label", "label", allow_int_keys=True)
+        receiver_tensors = _wrap_and_check(receiver_tensors, "receiver_tensor",
+                                           _SINGLE_RECEIVER_KEY)
+        return super().__new__(cls, features, labels, receiver_tensors)
+
+
+def build_raw_supervised_input_receiver_fn(features, labels, default_batch_size=None):
+    """An ``input_receiver_fn`` for TRAIN/EVAL exports feeding ``features`` and ``labels``
+    (tensors or dicts of them) directly: one placeholder each, batch dimension
+    ``default_batch_size``.
+
+    Raises:
+      ValueError: a feature and a label share a name (TF's message)."""
+    f = features if isinstance(features, dict) else {_SINGLE_FEATURE_KEY: features}
+    lab = labels if isinstance(labels, dict) else {"label": labels}
+    both = set(f) & set(lab)
+    if both:
+        raise ValueError(f"Features and labels must have distinct names, but {sorted(both)} "
+                         "appear in both.")
+
+    def supervised_input_receiver_fn():
+        made_f = build_raw_serving_input_receiver_fn(f, default_batch_size)().features
+        made_l = build_raw_serving_input_receiver_fn(lab, default_batch_size)().features
+        receivers = {**made_f, **made_l}
+        return SupervisedInputReceiver(
+            made_f if isinstance(features, dict) else made_f[_SINGLE_FEATURE_KEY],
+            made_l if isinstance(labels, dict) else made_l["label"], receivers)
+    return supervised_input_receiver_fn
+
+
 # ---- export outputs --------------------------------------------------------------------------
 class ExportOutput:
     """What a ``model_fn``'s ``export_outputs`` values are: ``as_signature_def``."""
@@ -176,6 +219,66 @@ class RegressionOutput(ExportOutput):
                          f"{receiver_tensors}")
 
 
+class _SupervisedOutput(ExportOutput):
+    """The outputs of a TRAIN or EVAL meta graph: ``loss``, ``predictions`` (``predictions``
+    or ``predictions/<key>``) and each metric's ``metrics/<name>/value`` and
+    ``metrics/<name>/update_op``."""
+
+    METHOD_NAME = ""
+
+    def __init__(self, loss=None, predictions=None, metrics=None):
+        self._outputs = {}
+        if loss is not None:
+            self._outputs.update(_prefixed(loss, "loss"))
+        if predictions is not None:
+            self._outputs.update(_prefixed(predictions, "predictions"))
+        for name, pair in (metrics or {}).items():
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise ValueError(f"Metrics must be (value, update_op) tuples, got {pair} for "
+                                 f"{name}")
+            value, update = pair
+            self._outputs[f"metrics/{name}/value"] = value
+            if _is_tensor(update):
+                self._outputs[f"metrics/{name}/update_op"] = update
+
+    @property
+    def outputs(self) -> dict:
+        return dict(self._outputs)
+
+    def as_signature_def(self, receiver_tensors):
+        from ..saved_model import tf1
+
+        return tf1.build_signature_def(
+            {k: tf1.build_tensor_info(t) for k, t in receiver_tensors.items()},
+            {k: tf1.build_tensor_info(t) for k, t in self._outputs.items()},
+            self.METHOD_NAME)
+
+
+class TrainOutput(_SupervisedOutput):
+    """The TRAIN meta graph's outputs (method ``tensorflow/supervised/training``)."""
+
+    METHOD_NAME = "tensorflow/supervised/training"
+
+
+class EvalOutput(_SupervisedOutput):
+    """The EVAL meta graph's outputs (method ``tensorflow/supervised/eval``)."""
+
+    METHOD_NAME = "tensorflow/supervised/eval"
+
+
+def _prefixed(value, prefix) -> dict:
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not _is_tensor(v):
+                raise ValueError(f"{prefix} output value must be a Tensor; got {v}.")
+            out[f"{prefix}/{k}"] = v
+        return out
+    if not _is_tensor(value):
+        raise ValueError(f"{prefix} output value must be a Tensor; got {value}.")
+    return {prefix: value}
+
+
 def export_outputs_for_predict(export_outputs, predictions) -> dict:
     """TF's rule: None means ``{serving_default: PredictOutput(predictions)}``; one output
     under another key is also the default; several need the default key.
@@ -231,15 +334,30 @@ def timestamped_export_dir(export_dir_base) -> str:
 
 
 def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
-                       assets_extra=None, checkpoint_path=None):
+                       assets_extra=None, checkpoint_path=None, mode="infer"):
     """The Estimator's ``export_saved_model`` (see there); returns the export dir (bytes)."""
-    from ..compat import v1
-    from ..graph.saver import Saver
-    from ..saved_model import tf1
-    from .estimator import _keras_names_of_a_new_graph
-    from .model_fn import ModeKeys
+    if not serving_input_receiver_fn and mode == "infer":
+        raise ValueError("An input_receiver_fn must be defined.")
+    return export_all_saved_models(estimator, export_dir_base,
+                                   {mode: serving_input_receiver_fn}, assets_extra,
+                                   checkpoint_path)
 
-    if not serving_input_receiver_fn:
+
+_TAGS = {"train": ["train"], "eval": ["eval"], "infer": ["serve"]}
+
+
+def export_all_saved_models(estimator, export_dir_base, input_receiver_fn_map,
+                            assets_extra=None, checkpoint_path=None):
+    """The Estimator's ``experimental_export_all_saved_models``: one meta graph per mode of
+    ``input_receiver_fn_map`` (TRAIN, EVAL, PREDICT: tags ``train``, ``eval``, ``serve``),
+    the variables saved from the first of them in that order; returns the export dir
+    (bytes).
+
+    Raises:
+      ValueError: a receiver fn is None; no checkpoint (TF's messages)."""
+    from ..saved_model import tf1
+
+    if any(fn is None for fn in input_receiver_fn_map.values()):
         raise ValueError("An input_receiver_fn must be defined.")
     checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
     if not checkpoint_path:
@@ -247,28 +365,55 @@ def export_saved_model(estimator, export_dir_base, serving_input_receiver_fn,
     export_dir = timestamped_export_dir(export_dir_base)
     head, tail = os.path.split(export_dir)
     temp_dir = os.path.join(head, f"temp-{tail}")
-    with v1.Graph().as_default() as graph:
-        estimator._create_global_step(graph)
-        if estimator.config.tf_random_seed is not None:
-            v1.set_random_seed(estimator.config.tf_random_seed)
-        with _keras_names_of_a_new_graph():
-            receiver = serving_input_receiver_fn()
-            spec = estimator._call_model_fn_for_export(
-                receiver.features, getattr(receiver, "labels", None), ModeKeys.PREDICT)
-        outputs = export_outputs_for_predict(getattr(spec, "export_outputs", None),
-                                             spec.predictions)
-        signatures = signature_defs(receiver.receiver_tensors, outputs)
-        scaffold = getattr(spec, "scaffold", None)
-        saver = getattr(scaffold, "saver", None) or Saver()
-        with v1.Session(graph=graph) as sess:
-            saver.restore(sess, checkpoint_path)
-            builder = tf1.SavedModelBuilder(temp_dir)
-            builder.add_meta_graph_and_variables(sess, [tf1.SERVING],
-                                                 signature_def_map=signatures)
-            builder.save()
+    builder = tf1.SavedModelBuilder(temp_dir)
+    first = True
+    for mode in ("train", "eval", "infer"):
+        if mode in input_receiver_fn_map:
+            _add_meta_graph_for_mode(estimator, builder, mode, input_receiver_fn_map[mode],
+                                     checkpoint_path, first)
+            first = False
+    builder.save()
     for dest, source in (assets_extra or {}).items():
         target = os.path.join(temp_dir, "assets.extra", dest)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copyfile(source, target)
     os.rename(temp_dir, export_dir)
     return export_dir.encode()
+
+
+def _add_meta_graph_for_mode(estimator, builder, mode, receiver_fn, checkpoint_path,
+                             save_variables):
+    """Builds ``mode``'s graph of the receiver and the model, restores the checkpoint and
+    adds it to ``builder`` (with the variables' values when ``save_variables``). TRAIN and
+    EVAL graphs start their metrics' local variables at zero; their train op is not
+    written (gradient nodes cannot be)."""
+    from ..compat import v1
+    from ..graph.saver import Saver
+    from .estimator import _keras_names_of_a_new_graph
+
+    with v1.Graph().as_default() as graph:
+        estimator._create_global_step(graph)
+        if estimator.config.tf_random_seed is not None:
+            v1.set_random_seed(estimator.config.tf_random_seed)
+        with _keras_names_of_a_new_graph():
+            receiver = receiver_fn()
+            spec = estimator._call_model_fn_for_export(
+                receiver.features, getattr(receiver, "labels", None), mode)
+        if mode == "infer":
+            outputs = export_outputs_for_predict(getattr(spec, "export_outputs", None),
+                                                 spec.predictions)
+        else:
+            kind = TrainOutput if mode == "train" else EvalOutput
+            outputs = {mode: kind(spec.loss, spec.predictions,
+                                  getattr(spec, "eval_metric_ops", None))}
+        signatures = signature_defs(receiver.receiver_tensors, outputs)
+        scaffold = getattr(spec, "scaffold", None)
+        saver = getattr(scaffold, "saver", None) or Saver()
+        with v1.Session(graph=graph) as sess:
+            saver.restore(sess, checkpoint_path)
+            sess.run(v1.local_variables_initializer())
+            if save_variables:
+                builder.add_meta_graph_and_variables(sess, _TAGS[mode],
+                                                     signature_def_map=signatures)
+            else:
+                builder.add_meta_graph(_TAGS[mode], signature_def_map=signatures)
