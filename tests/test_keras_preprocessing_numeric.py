@@ -313,8 +313,11 @@ def test_hashing_errors(tfk):
             lib.Hashing(num_bins=3, salt="x")
         with pytest.raises(ValueError, match="`sparse` may only be true"):
             lib.Hashing(num_bins=3, sparse=True)
-    with pytest.raises(TypeError, match="must be integers"):  # TF: not a string tensor
-        L.Hashing(3)(np.array([1.5, 2.0]))
+    for values in (np.array([1.5, 2.0], np.float32), np.array([True])):
+        for lib in (tfk.layers, L):
+            with pytest.raises(Exception, match="expected to be a string tensor") as info:
+                lib.Hashing(3)(values)
+            assert type(info.value).__name__ == "InvalidArgumentError"
 
 
 # ---- IntegerLookup ----------------------------------------------------------------------

@@ -10,6 +10,7 @@ import numpy as np
 
 from ....core.convert import convert_to_tensor
 from ....core.dtypes import as_dtype
+from ....errors import InvalidArgumentError
 from ... import backend
 from ...engine.base_layer import Layer
 from . import categorical as _cat
@@ -17,6 +18,8 @@ from .base import on_values
 from .string_hash import fingerprint64, siphash24
 
 __all__ = ["Hashing"]
+
+_TF_NAMES = {"float16": "half", "float32": "float", "float64": "double"}
 
 
 class Hashing(Layer):
@@ -26,7 +29,7 @@ class Hashing(Layer):
     Raises:
       ValueError: ``num_bins`` missing or not positive; an unknown ``output_mode``; "int"
         with a non-integer ``dtype``; ``sparse`` with "int"; a bad ``salt``.
-      TypeError: non-integer inputs (TF hashes only strings and integers).
+      InvalidArgumentError: non-integer inputs (TF hashes only strings and integers).
     """
 
     _shape_inference = True
@@ -89,9 +92,11 @@ class Hashing(Layer):
 
     def _call(self, inputs):
         values = _cat.host(inputs)
-        if values.dtype.kind not in "iu":
-            raise TypeError("Hashing: inputs must be integers (ipu_gpu has no string tensors), "
-                            f"got {values.dtype.name}")
+        if values.dtype.kind not in "iu":  # TF hashes strings, and integers as strings
+            name = _TF_NAMES.get(values.dtype.name, values.dtype.name)
+            raise InvalidArgumentError("cannot compute StringToHashBucketFast as input "
+                                       "#0(zero-based) was expected to be a string tensor but "
+                                       f"is a {name} tensor [Op:StringToHashBucketFast]")
         return _cat.encode_categorical_inputs(
             convert_to_tensor(self._hash_values_to_bins(values)), output_mode=self.output_mode,
             depth=self.num_bins, sparse=self.sparse, dtype=self.compute_dtype)
