@@ -215,7 +215,8 @@ def _charge_tensor(t) -> None:
         return
     nbytes = getattr(t._value, "nbytes", 0)
     if nbytes:
-        nbytes = int(nbytes)
+        if type(nbytes) is not int:
+            nbytes = int(nbytes)
         live.charge(nbytes, _TENSORS)
         ref = _weakref(t, live.died)
         live.refs[id(ref)] = (ref, nbytes)

@@ -123,14 +123,18 @@ class MemoryLedger:
     def _charge(self, nbytes: int, label: str) -> None:
         """``charge`` of a checked, non-negative int (the per-tensor hook's path)."""
         with self._lock:
-            if self._used + nbytes > self.capacity and not self.allow_out_of_memory:
+            used = self._used + nbytes
+            if used > self.capacity and not self.allow_out_of_memory:
                 report = self._report(nbytes, label)
             else:
-                entry = self._by_label.setdefault(label, [0, 0])
+                entry = self._by_label.get(label)
+                if entry is None:
+                    entry = self._by_label[label] = [0, 0]
                 entry[0] += nbytes
                 entry[1] += 1
-                self._used += nbytes
-                self._peak = max(self._peak, self._used)
+                self._used = used
+                if used > self._peak:
+                    self._peak = used
                 return
         _notify(report)
         where = f" ({self.device})" if self.device else ""
@@ -156,7 +160,8 @@ class MemoryLedger:
                 raise ValueError(f"release: {label!r} holds {have} bytes on IPU "
                                  f"{self.ipu_id}, cannot release {nbytes}")
             entry[0] -= nbytes
-            entry[1] = max(entry[1] - 1, 1)
+            if entry[1] > 1:  # a label holding bytes counts at least one tensor
+                entry[1] -= 1
             if entry[0] == 0:
                 del self._by_label[label]
             self._used -= nbytes

@@ -61,15 +61,16 @@ def _signature(tape, ys, xs):
             return None
         pattern.append(numbers.setdefault(t._id, len(numbers)))
     ops = []
+    number, add, add_op, add_ops = numbers.setdefault, pattern.append, ops.append, ops.extend
     for rec in tape._records:
-        ops.append(rec.op)
+        add_op(rec.op)
         for i in rec.in_ids:
-            pattern.append(numbers.setdefault(i, len(numbers)))
-        pattern.append(-1)
+            add(number(i, len(numbers)))
+        add(-1)
         for i in rec.out_ids:
-            pattern.append(numbers.setdefault(i, len(numbers)))
-        pattern.append(-2)
-        ops.extend(rec.in_dtypes)
+            add(number(i, len(numbers)))
+        add(-2)
+        add_ops(rec.in_dtypes)
     watched = tape._watched
     return (tuple(ops), tuple(pattern), tuple(x._id in watched for x in xs))
 
@@ -131,8 +132,7 @@ class _Backward:
         path the plan does not cover (a sparse gradient)."""
         grads = [None] * self.n_slots
         for slot, t in zip(self.target_slots, ys):
-            value = t._value
-            g = (np if type(value) is np.ndarray else _xp(value)).ones_like(value)
+            g = tape_module._ones_like(t._value)  # the tape's seed, made as the tape makes it
             old = grads[slot]
             grads[slot] = g if old is None else old + g
         for index, out_slots, op, needed, keep in self.steps:
@@ -169,13 +169,10 @@ class _Backward:
         out = []
         for slot in self.source_slots:
             g = None if slot is None else grads[slot]
-            if g is not None and not isinstance(g, Tensor):
+            if type(g) is np.ndarray:
+                g = wrap(g)
+            elif g is not None and not isinstance(g, Tensor):
                 g = wrap(np.asarray(g) if isinstance(g, np.generic) else g)
             out.append(g)
         return out
 
-
-def _xp(value):
-    from ..core import backend
-
-    return backend.xp_of(value)
