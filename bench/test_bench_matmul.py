@@ -47,3 +47,61 @@ def test_matmul(run, ipu_backend, size, impl):
     k = sa[-1]
     check_close(f"matmul {size} {impl}", fn(), want, rtol=1e-4, atol=2e-5 * k)
     run(fn, impl=impl, sizes={"a": list(sa), "b": list(sb), "dtype": "float32"})
+
+
+# ---- a Dense layer: matmul + bias + relu, forward and backward ------------------------------
+DENSE = {"b256-512x512": (256, 512, 512)}  # the MLP bench's hidden layer (bench/test_bench_mlp)
+
+
+def _dense_fn(impl, p, x, w, b):
+    """One dense layer's forward and backward (the input, kernel and bias gradients of a
+    sum): ipu_gpu's fused ``dense_bias`` (what Keras's Dense calls), ipu_gpu's three ops
+    (tf.matmul, tf.nn.bias_add, tf.nn.relu), torch's F.linear + relu."""
+    if impl in ("ipu_gpu", "three_ops"):
+        from ipu_gpu.ops.matmul import dense_bias
+
+        xt, wt, bt = ipu_gpu.constant(x), ipu_gpu.Variable(w), ipu_gpu.Variable(b)
+
+        def layer():
+            if impl == "ipu_gpu":
+                return dense_bias(xt, wt, bt, relu=True)
+            return ipu_gpu.nn.relu(ipu_gpu.nn.bias_add(ipu_gpu.matmul(xt, wt), bt))
+
+        def step():
+            with ipu_gpu.GradientTape() as tape:
+                tape.watch(xt)
+                y = layer()
+            return [g.numpy() for g in tape.gradient(y, [xt, wt, bt])]
+        return step
+    torch = p.torch
+    xt = torch.from_numpy(x).requires_grad_(True)
+    wt = torch.from_numpy(np.ascontiguousarray(w.T)).requires_grad_(True)
+    bt = torch.from_numpy(b).requires_grad_(True)
+
+    def step():
+        y = torch.relu(torch.nn.functional.linear(xt, wt, bt))
+        dx, dw, db = torch.autograd.grad(y, [xt, wt, bt], torch.ones_like(y))
+        return [dx.numpy(), dw.T.numpy(), db.numpy()]
+    return step
+
+
+@pytest.mark.parametrize("impl", ["ipu_gpu", "three_ops", "torch"])
+@pytest.mark.parametrize("size", [pytest.param(s, marks=pytest.mark.benchmark(
+    group=f"dense_bias_relu-fwd-bwd-{s}")) for s in DENSE])
+def test_dense_bias_relu(run, ipu_backend, size, impl):
+    p = require("torch" if impl == "torch" else "ipu_gpu")
+    n, k, u = DENSE[size]
+    g = rng(2)
+    x = g.standard_normal((n, k), dtype=np.float32)
+    w = (g.standard_normal((k, u)) / np.sqrt(k)).astype(np.float32)
+    b = (0.1 * g.standard_normal(u)).astype(np.float32)
+    z = x.astype(np.float64) @ w + b
+    mask = (z > 0).astype(np.float64)
+    want = [mask @ w.T.astype(np.float64), x.T.astype(np.float64) @ mask, mask.sum(0)]
+    fn = _dense_fn(impl, p, x, w, b)
+    for name, got, ref in zip(("dx", "dw", "db"), fn(), want):
+        check_close(f"dense {name} {size} {impl}", got, ref.astype(np.float32), rtol=1e-4,
+                    atol=1e-4 * n)
+    paired = None if impl != "ipu_gpu" else ("three_ops", _dense_fn("three_ops", p, x, w, b))
+    run(fn, impl=impl, paired=paired,
+        sizes={"batch": n, "in": k, "units": u, "dtype": "float32", "activation": "relu"})

@@ -107,3 +107,49 @@ def column_sums(g, c):
     else:
         _column_sums(rows, out)
     return out
+
+
+# ---- a dense layer's epilogue (ops/dense.py): bias and relu in one pass over the GEMM output
+@njit(cache=True, nogil=True)
+def _bias_relu_rows(z, b, relu):
+    n, c = z.shape
+    for r in range(n):
+        if relu:
+            for j in range(c):
+                v = z[r, j] + b[j]
+                z[r, j] = v if not v <= 0 else 0
+        else:
+            for j in range(c):
+                z[r, j] = z[r, j] + b[j]
+
+
+def bias_relu_into(z, b, relu):
+    """``relu(z + b)`` (the relu only with ``relu``) written into the 2-D ``z``, ``b`` added
+    along its last axis: one pass, the bits of ``bias_add_last`` then ``relu``; returns ``z``."""
+    if z.size:
+        _bias_relu_rows(z, b, relu)
+    return z
+
+
+@njit(cache=True, nogil=True)
+def _relu_grad_column_sums(g, y, out, sums):
+    n, c = g.shape
+    one, zero = g.dtype.type(1), g.dtype.type(0)
+    for j in range(c):
+        v = g[0, j] * (one if y[0, j] > 0 else zero)
+        out[0, j] = v
+        sums[j] = v
+    for r in range(1, n):
+        for j in range(c):
+            v = g[r, j] * (one if y[r, j] > 0 else zero)
+            out[r, j] = v
+            sums[j] += v
+
+
+def relu_grad_column_sums(g, y):
+    """``(relu_grad(g, y), column_sums(relu_grad(g, y)))`` for 2-D ``g``, ``y`` of one shape
+    with at least one row, in one pass: the same bits as the two kernels."""
+    out = np.empty_like(g)
+    sums = np.empty(g.shape[1], g.dtype)
+    _relu_grad_column_sums(g, y, out, sums)
+    return out, sums

@@ -1,4 +1,5 @@
-"""Matrix multiplication (``tf.linalg.matmul``): batched, with transposes, BLAS as the engine."""
+"""Matrix multiplication (``tf.linalg.matmul``): batched, with transposes, BLAS as the engine;
+and ``dense_bias``, Keras's Dense layer (matmul + bias + relu) in one op."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 
 from ..core.registry import register
 from ..kernels._blas import limit_thread_spin
-from ._util import require_same_dtype, unbroadcast
+from ._util import astype, quiet, require_same_dtype, unbroadcast
 
 # OpenBLAS's idle workers would otherwise spin ~0.1 s after every threaded product, holding a
 # core the step's next kernels need (kernels/_blas.py); done at import, before any op runs.
@@ -100,3 +101,80 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     transpose an operand first (the same for real dtypes). Both operands share one dtype."""
     return _MATMUL(a, b, transpose_a=bool(transpose_a or adjoint_a),
                    transpose_b=bool(transpose_b or adjoint_b))
+
+
+# ---- matmul + bias (+ relu): Keras's Dense in one op ----------------------------------------
+_DENSE_ARGS = ("x", "kernel", "bias")
+_ELEMENTWISE_CPU = []  # kernels/elementwise_cpu, imported on first use (it loads Numba)
+
+
+def _elementwise_cpu(xp, *arrays):
+    if xp is not np:
+        return None
+    if not _ELEMENTWISE_CPU:
+        from ..kernels import elementwise_cpu
+
+        _ELEMENTWISE_CPU.append(elementwise_cpu)
+    k = _ELEMENTWISE_CPU[0]
+    return k if k.fits(*arrays) else None
+
+
+def _check_dense_bias(x, w, b, *, relu):
+    require_same_dtype("dense_bias", _DENSE_ARGS, x, w, b)
+    if x.dtype.kind != "f":
+        raise TypeError(f"dense_bias: x must be float16/32/64, got {x.dtype}")
+    if x.ndim != 2 or w.ndim != 2:
+        raise ValueError(f"dense_bias: x and kernel must be matrices, got shapes "
+                         f"{list(x.shape)} and {list(w.shape)}")
+    if w.shape[0] != x.shape[1]:
+        raise ValueError(f"dense_bias: kernel must have {x.shape[1]} rows (the columns of x), "
+                         f"got shape {list(w.shape)}")
+    if b.ndim != 1 or b.shape[0] != w.shape[1]:
+        raise ValueError(f"dense_bias: bias must be a vector of {w.shape[1]} values (the "
+                         f"kernel's columns), got shape {list(b.shape)}")
+
+
+def _dense_bias_forward(k, xp, x, w, b, *, relu):
+    z = _mm(xp, x, w)
+    e = _elementwise_cpu(xp, z, b)
+    if e is not None:  # one pass over the product while it is in cache, in place
+        y = e.bias_relu_into(z, b, relu)
+    else:
+        with quiet(xp):  # inf + -inf is NaN without a warning, as TF
+            y = z + b
+        if relu:
+            y = xp.where(y <= 0, xp.zeros((), y.dtype), y)  # NaN stays NaN
+    return y, ((x, w, y) if relu else (x, w, None))
+
+
+def _dense_bias_backward(k, xp, res, g, *, relu, needed=(True, True, True)):
+    x, w, y = res
+    c = w.shape[1]
+    e = _elementwise_cpu(xp, g, y) if relu else _elementwise_cpu(xp, g)
+    db = None
+    if e is not None and g.shape[0] and c > 1:  # bias_add's and relu's kernels, or both at once
+        if relu:
+            g, db = e.relu_grad_column_sums(g, y)
+        else:
+            db = e.column_sums(g, c)
+    else:
+        if relu:  # TF's ReluGrad: times the output's mask, NaN in g stays NaN
+            g = g * astype(xp, y > 0, g.dtype)
+        db = xp.sum(g, axis=0)
+    dx = _mm(xp, g, _mT(xp, w)) if needed[0] else None
+    dw = _mm(xp, _mT(xp, x), g) if needed[1] else None
+    return dx, dw, db if needed[2] else None
+
+
+_DENSE_BIAS = register("dense_bias", args=_DENSE_ARGS, check=_check_dense_bias,
+                       forward=_dense_bias_forward, backward=_dense_bias_backward,
+                       twice_differentiable=True, partial_backward=True)
+
+
+def dense_bias(x, kernel, bias, relu=False):
+    """``relu(bias_add(matmul(x, kernel), bias))`` (the relu only with ``relu``) in one op,
+    for a matrix ``x`` [batch, in], ``kernel`` [in, units] and ``bias`` [units] of one float
+    dtype: what a Keras ``Dense`` layer computes. The bias and the relu are applied to the
+    product in one pass while it is in cache, and their gradients taken in one pass, with the
+    arithmetic of the three ops (the same bits)."""
+    return _DENSE_BIAS(x, kernel, bias, relu=bool(relu))

@@ -27,6 +27,11 @@ from ._graph_shapes import call_on_values, reshape_dims
 from ._weight_args import add_kernel_and_bias, set_weight_args, weight_args_config
 
 
+def _dtype_name(x):
+    dtype = getattr(x, "dtype", None)
+    return getattr(dtype, "name", str(dtype))
+
+
 class Dense(Layer):
     """``activation(inputs @ kernel + bias)``, along the last axis of inputs of any rank >= 2.
 
@@ -66,20 +71,30 @@ class Dense(Layer):
         self.built = True
 
     def call(self, inputs):
-        if inputs.ndim == 2:
-            outputs = _matmul.matmul(inputs, self.kernel)
-        elif tuple(inputs.shape[:-1]).count(None) > 1:  # a graph tensor's: in the run
-            return call_on_values(self.call, inputs, reads=self.weights)
-        else:  # tensordot over the last axis
-            lead = tuple(inputs.shape[:-1])
+        if inputs.ndim != 2 and tuple(inputs.shape[:-1]).count(None) > 1:
+            return call_on_values(self.call, inputs, reads=self.weights)  # a graph tensor's
+        flat = inputs
+        if inputs.ndim != 2:  # tensordot over the last axis
             flat = _shape.reshape(inputs, (-1, inputs.shape[-1]))
-            outputs = _shape.reshape(_matmul.matmul(flat, self.kernel),
-                                     reshape_dims(lead + (self.units,)))
-        if self.use_bias:
-            outputs = _nn.bias_add(outputs, self.bias)
-        if self.activation is not None:
+        relu = self.activation is activations.relu
+        if self._fuses_bias(flat):  # matmul, bias and relu in one op (the same arithmetic)
+            outputs = _matmul.dense_bias(flat, self.kernel, self.bias, relu=relu)
+        else:
+            relu = False
+            outputs = _matmul.matmul(flat, self.kernel)
+            if self.use_bias:
+                outputs = _nn.bias_add(outputs, self.bias)
+        if inputs.ndim != 2:
+            outputs = _shape.reshape(outputs, reshape_dims(tuple(inputs.shape[:-1])
+                                                           + (self.units,)))
+        if self.activation is not None and not relu:
             outputs = self.activation(outputs)
         return outputs
+
+    def _fuses_bias(self, inputs) -> bool:
+        dtype = _dtype_name(inputs)
+        return (self.use_bias and dtype in ("float32", "float64")
+                and _dtype_name(self.kernel) == dtype == _dtype_name(self.bias))
 
     def compute_output_shape(self, input_shape):
         input_shape = as_shape(input_shape).with_rank_at_least(2)
