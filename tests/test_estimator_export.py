@@ -228,3 +228,53 @@ def test_export_all_saved_models_train_eval_and_predict(tmp_path):
     with pytest.raises(ValueError, match="An input_receiver_fn must be defined."):
         e.experimental_export_all_saved_models(str(tmp_path / "none"),
                                                {est.ModeKeys.TRAIN: None})
+
+
+def test_ipu_pipeline_estimator_exports_its_stages_in_order(tmp_path, fresh_ipu_system):
+    from ipu_gpu.ipu import ipu_pipeline_estimator as pe
+    from ipu_gpu.ipu import pipelining_ops
+
+    def model_fn(mode, params):
+        def stage1(features, labels=None):
+            w = tf.get_variable("w", [D, K], initializer=tf.constant_initializer(W0))
+            logits = tf.matmul(features, w)
+            return logits if labels is None else (logits, labels)
+
+        def stage2(logits, labels=None):
+            if labels is None:
+                return {"logits": logits, "class": tf.argmax(logits, -1)}
+            return tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+
+        def optimizer_function(loss):
+            return pipelining_ops.OptimizerFunctionOutput(
+                tf.train.GradientDescentOptimizer(LR), loss)
+
+        return pe.IPUPipelineEstimatorSpec(mode, computational_stages=[stage1, stage2],
+                                           gradient_accumulation_count=4,
+                                           optimizer_function=optimizer_function)
+
+    cfg = ipu_config.IPUConfig()
+    cfg.auto_select_ipus = 2
+    run = ipu_run_config.IPURunConfig(iterations_per_loop=4, num_shards=2, ipu_options=cfg)
+    e = pe.IPUPipelineEstimator(model_fn, config=ipu_run_config.RunConfig(
+        ipu_run_config=run, model_dir=str(tmp_path / "pipe"), log_step_count_steps=None))
+    e.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(
+        4, drop_remainder=True), steps=4)
+    w = e.get_variable_value("w")
+    assert not np.allclose(w, W0)
+
+    def receiver_fn():
+        x = tf.placeholder(tf.float32, [None, D], name="x")
+        return export.TensorServingInputReceiver(x, x)
+
+    path = e.export_saved_model(str(tmp_path / "export"), receiver_fn).decode()
+    sess, meta = _load(path)
+    sig = meta.signature_def["serving_default"]
+    assert sorted(sig.outputs) == ["class", "logits"] and list(sig.inputs) == ["input"]
+    got = sess.run({k: i.name for k, i in sig.outputs.items()}, {"x:0": X})
+    np.testing.assert_allclose(got["logits"], X @ w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got["class"], np.argmax(X @ w, -1))
+    sess.close()
+    with pytest.raises(ValueError, match="exports its PREDICT graph only"):
+        e.export_saved_model(str(tmp_path / "t"), receiver_fn,
+                             experimental_mode=est.ModeKeys.TRAIN)

@@ -408,7 +408,8 @@ class Estimator:
         checkpoint (default: the newest) restored, tag ``serve``, one SignatureDef per
         ``export_outputs`` entry (default: ``serving_default``, a PredictOutput of the
         predictions) taking the receiver tensors. ``assets_extra`` files are copied under
-        ``assets.extra``. An IPU estimator exports its ``model_fn`` as a host graph.
+        ``assets.extra``. An IPU estimator exports its ``model_fn`` as a host graph (an
+        IPUPipelineEstimator: its computational stages run in order on the features).
         ``experimental_mode`` TRAIN or EVAL exports that mode's graph instead (see
         ``experimental_export_all_saved_models``).
 
@@ -460,8 +461,16 @@ class Estimator:
         if user is None:
             return self._call_model_fn(features, labels, mode, self._config)
         params = {k: v for k, v in self._params.items() if k != "input_fn"}
-        spec = call_with_taken_args(user, mode, params, self._config,
-                                    **model_fn_inputs(user, features, labels))
+        inputs = model_fn_inputs(user, features, labels) if "features" in fn_args(user) \
+            else {}  # a pipeline model_fn takes none: its stages take the features
+        spec = call_with_taken_args(user, mode, params, self._config, **inputs)
+        if hasattr(spec, "computational_stages"):  # an IPUPipelineEstimatorSpec
+            from .export import pipeline_predictions
+
+            if mode != ModeKeys.PREDICT:
+                raise ValueError("An IPUPipelineEstimator exports its PREDICT graph only (its "
+                                 "stages' loss and metrics are computed by the pipeline)")
+            return EstimatorSpec(mode, predictions=pipeline_predictions(spec, features))
         if mode == ModeKeys.PREDICT and getattr(spec, "predictions", None) is None:
             raise ValueError(f"model_fn should return an EstimatorSpec with predictions in "
                              f"PREDICT mode to be exported. Given: {spec}")

@@ -318,6 +318,35 @@ def signature_defs(receiver_tensors, export_outputs) -> dict:
     return out
 
 
+def pipeline_predictions(spec, features):
+    """The predictions of an IPUPipelineEstimatorSpec's stages run in order on ``features``
+    (a dict of them: keyword arguments of the first stage, after the pipeline's ``inputs``):
+    the last stage's dict, or its single tensor.
+
+    Raises:
+      ValueError: the last stage gives several tensors (Graphcore's message)."""
+    args = list(spec.pipeline_op_kwargs.get("inputs") or [])
+    kwargs = {}
+    if isinstance(features, dict) and all(isinstance(k, str) for k in features):
+        kwargs = dict(features)
+    else:
+        args += list(features) if isinstance(features, (list, tuple)) else [features]
+    stages = list(spec.computational_stages)
+    outputs = None
+    for i, stage in enumerate(stages):
+        outputs = stage(*args, **kwargs)
+        if i < len(stages) - 1:
+            args = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+            kwargs = {}
+    if isinstance(outputs, dict):
+        return outputs
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    if len(outputs) != 1:
+        raise ValueError(f"The last computational stage must return exactly one prediction "
+                         f"tensor, but got {len(outputs)}")
+    return outputs[0]
+
+
 # ---- export_saved_model ----------------------------------------------------------------------
 def timestamped_export_dir(export_dir_base) -> str:
     """``export_dir_base/<seconds since the epoch>``, waiting a second while it exists.
