@@ -541,3 +541,30 @@ def test_layers_on_tf1_graph_tensors():
             flips = [sess.run(flipped, {x: images}) for _ in range(8)]
             assert len({f.tobytes() for f in flips}) > 1
             assert sess.run(taller, {x: images}).shape[2:] == (10, 3)
+
+
+def test_models_with_preprocessing_layers_exchange_hdf5_with_tf_keras(tfk, tmp_path):
+    x = _images((8, 6, 6, 1)) / 255
+
+    def build(lib):
+        norm = lib.layers.Normalization()
+        norm.adapt(x)
+        return lib.Sequential([
+            lib.Input((6, 6, 1)), norm, lib.layers.RandomFlip(seed=1),
+            lib.layers.RandomRotation(0.1, fill_mode="constant"), lib.layers.Resizing(4, 4),
+            lib.layers.CenterCrop(3, 3), lib.layers.Flatten(), lib.layers.Dense(2)])
+    theirs = build(tfk)
+    with pytest.warns(UserWarning, match="This file format is considered legacy"):
+        theirs.save(tmp_path / "theirs.h5")
+    ours = keras.models.load_model(tmp_path / "theirs.h5")
+    assert [type(layer).__name__ for layer in ours.layers] == [
+        type(layer).__name__ for layer in theirs.layers]
+    np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+    mine = build(keras)
+    mine.save(tmp_path / "ours.h5")
+    back = tfk.models.load_model(tmp_path / "ours.h5")
+    np.testing.assert_allclose(back.predict(x, verbose=0), mine.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+    clone = keras.models.model_from_json(mine.to_json())
+    assert clone.layers[1].get_config() == mine.layers[1].get_config()
