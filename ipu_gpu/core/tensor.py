@@ -445,9 +445,24 @@ def _pending_product(t, s, scalar_first: bool):
             or (type(s) is int and not -_EXACT_INT <= s <= _EXACT_INT)):
         return None
     p = object.__new__(_Product)
-    _SLOT.__set__(p, (a, np.array(s, dtype=a.dtype), scalar_first))
+    _SLOT.__set__(p, (a, _scalar_array(s, a.dtype), scalar_first))
     p._id = _next_id()
     return p
+
+
+_SCALARS: dict = {}  # dtype -> (the Python number last multiplied, its read-only 0-d array)
+
+
+def _scalar_array(s, dtype):
+    """``np.array(s, dtype=dtype)``, shared read-only while ``s`` is the very number object of
+    the last call for ``dtype`` (a training loop's learning rate)."""
+    last = _SCALARS.get(dtype)
+    if last is not None and last[0] is s:
+        return last[1]
+    arr = np.array(s, dtype=dtype)
+    arr.flags.writeable = False  # shared by every product of this number: nothing writes it
+    _SCALARS[dtype] = (s, arr)
+    return arr
 
 
 _optimizer_kernels = []  # kernels/optimizer_cpu, imported on first use (it loads Numba)
@@ -576,13 +591,18 @@ class Variable(Tensor):
         bits as computing it, then subtracting); False where ``_update`` would not update in
         place or the kernel does not take the arrays (the caller then takes the general
         path)."""
-        pending = delta._pending()
-        if pending is None or not self._owns_buffer():
+        pending = _SLOT.__get__(delta)  # ``delta._pending()``, inlined
+        if type(pending) is not tuple:
             return False
-        a, s = pending
+        a, s, _ = pending
         value = self._value
-        if (type(value) is not np.ndarray or value.dtype != a.dtype or value.shape != a.shape
-                or not value.flags.c_contiguous):
+        # ``_owns_buffer()``, inlined: ``value`` is one more reference to the buffer
+        if (_allocation_hook is not None or sys.getrefcount(value) > _SOLE_OWNER_REFS + 1
+                or type(value) is not np.ndarray or value.base is not None):
+            return False
+        flags = value.flags
+        if (not flags.writeable or not flags.c_contiguous or value.dtype != a.dtype
+                or value.shape != a.shape):
             return False
         if not _optimizer_kernels:
             _optimizer_kernels.append(backend.kernels_for("optimizer", np))
