@@ -5,7 +5,9 @@ shared, one filter bank per output position (tf-keras's layers, weights laid out
 ``(kernel positions * channels, filters)`` matrix per output position (``"valid"`` padding
 only) and applies it to the gathered input patches; 2 holds a dense input-by-output weight
 tensor masked to the connected pairs; 3 holds only the connected pairs' weights, in the
-sorted order of their (output, input) flat indices. All three compute the same function.
+sorted order of their (output, input) flat indices. All three compute the same function;
+2 and 3 compute it over the connected pairs only (each pair's input column times its weight,
+summed per output: TF's sparse matmul), not as tf-keras's dense masked matmul for 2.
 ``"same"`` padding connects an output at position ``p`` to inputs
 ``p * stride - k // 2 .. p * stride + k - k // 2 - 1`` (within the input), tf-keras's rule.
 """
@@ -18,10 +20,10 @@ import numpy as np
 
 from ...core.spec import as_shape
 from ...ops import indexing as _idx
+from ...ops import math_extra as _segments
 from ...ops import matmul as _matmul
 from ...ops import shape as _shape
-from ...ops import sort as _sort
-from .. import activations, backend, regularizers
+from .. import activations, regularizers
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from . import conv_utils
@@ -167,14 +169,15 @@ class _LocallyConnected(Layer):
         elif self.implementation == 2:
             shape = ((channels, *spatial, filters, *out) if first
                      else (*spatial, channels, *out, filters))
-            self._mask = _kernel_mask(spatial, self.kernel_size, self.strides, self.padding,
-                                      first)
+            mask = _kernel_mask(spatial, self.kernel_size, self.strides, self.padding, first)
+            in_idx, out_idx = np.nonzero(np.broadcast_to(mask, shape).reshape(
+                int(np.prod(spatial)) * channels, -1))
+            self._pairs = (out_idx, in_idx, in_idx * (int(np.prod(out)) * filters) + out_idx)
         elif self.implementation == 3:
-            self._idxs = _kernel_idxs(spatial, self.kernel_size, self.strides, self.padding,
-                                      channels, filters, first)
-            self._dense_shape = (int(np.prod(out)) * filters,
-                                 int(np.prod(spatial)) * channels)
-            shape = (len(self._idxs),)
+            idxs = _kernel_idxs(spatial, self.kernel_size, self.strides, self.padding,
+                                channels, filters, first)
+            self._pairs = (idxs[:, 0], idxs[:, 1], None)
+            shape = (len(idxs),)
         else:
             raise ValueError(f"Unrecognized implementation mode: {self.implementation}.")
         self.kernel_shape = shape
@@ -202,15 +205,14 @@ class _LocallyConnected(Layer):
             patches = _idx.gather(flat, self._patches, axis=1)  # (batch, positions, features)
             out = _matmul.matmul(_shape.transpose(patches, [1, 0, 2]), self.kernel)
             out = _shape.transpose(out, [1, 2, 0] if self._channels_first else [1, 0, 2])
-        else:
-            if self.implementation == 2:
-                mask = backend._constant_like(self._mask, self.kernel)
-                out_size = int(np.prod(self._out)) * self.filters
-                weights = _shape.reshape(self.kernel * mask, (in_size, out_size))
-                out = _matmul.matmul(flat, weights)
-            else:
-                dense = _sort.scatter_nd(self._idxs, self.kernel, self._dense_shape)
-                out = _matmul.matmul(flat, dense, transpose_b=True)
+        else:  # only the connected pairs: (pairs, batch) products summed per output
+            out_idx, in_idx, positions = self._pairs
+            values = self.kernel if positions is None else _idx.gather(
+                _shape.reshape(self.kernel, [-1]), positions)  # the dense kernel's connections
+            columns = _idx.gather(_shape.transpose(flat, [1, 0]), in_idx)
+            products = columns * _shape.expand_dims(values, 1)
+            out = _shape.transpose(_segments.unsorted_segment_sum(
+                products, out_idx, int(np.prod(self._out)) * self.filters), [1, 0])
         out = _shape.reshape(out, (-1, *self._sample_shape()))
         if self.use_bias:
             bias_shape = tuple(self.bias.shape)
