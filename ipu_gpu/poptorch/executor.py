@@ -45,7 +45,7 @@ from .device_state import DeviceState, HalfUpdatesInFloat32, draws_integers, syn
 from .enums import CommGroupType, OutputMode, ReductionType
 from .errors import Error
 from .ops import _running
-from .optim import _max_grad_norm, apply_update
+from .optim import _max_grad_norm, apply_update, differs
 from .replica_weights import GroupingHandle, ReplicaGroupedWeights
 
 __all__ = ["PoplarExecutor", "identity_loss", "inferenceModel", "trainingModel"]
@@ -85,8 +85,9 @@ _NOTHING = object()  # no micro-batch has run yet
 _PLACEHOLDER = torch.empty(0)  # a tensor leaf in an output's structure
 
 
-def _find_loss(out):
-    leaves = tensor_leaves(out)
+def _find_loss(out, leaves=None):
+    if leaves is None:
+        leaves = tensor_leaves(out)
     marked = [t for t in leaves if getattr(t, "_poptorch_loss", False)]
     if len(marked) > 1:
         raise Error("Multiple independent losses found in graph. Graph must have one final "
@@ -885,6 +886,9 @@ class PoplarExecutor:
             ls = float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
             if als is not None:
                 loss_scaling.FACTORS[self.optimizer] = als
+            hyper = self._device_hyperparameters  # swapped in per update only if they differ
+            if hyper is not None and not differs(self.optimizer, hyper):
+                hyper = None
         scale = mean * ls if training else mean
 
         g = input_groups.group_size(self.options)
@@ -913,8 +917,12 @@ class PoplarExecutor:
             if not kwargs and all(isinstance(t, torch.Tensor) for t in args):
                 # the usual call, model(x, y, ...): index the views directly (what _map
                 # does for a flat list of tensors, without its per-micro-batch overhead)
-                def inputs(si, ai, ri):
-                    return [v[si, ai, ri] if v.dim() else v for v in shaped_args], {}
+                if all(v.dim() for v in shaped_args):
+                    def inputs(si, ai, ri):
+                        return [v[si, ai, ri] for v in shaped_args], {}
+                else:
+                    def inputs(si, ai, ri):
+                        return [v[si, ai, ri] if v.dim() else v for v in shaped_args], {}
             else:
                 def inputs(si, ai, ri):
                     def pick(v):
@@ -927,6 +935,7 @@ class PoplarExecutor:
                         _map(lambda _: next(it).clone(), kwargs))
 
         kept = {}  # (s, a, r) -> the output leaves the output mode returns
+        summing = mode == OutputMode.Sum
         sums = [None] * r  # OutputMode.Sum: per replica running sums
         template = _NOTHING
         checks = state.checks if first else None
@@ -950,6 +959,7 @@ class PoplarExecutor:
                             or (mode == OutputMode.EveryN and si % period == period - 1))
                     for ri in range(r):
                         xs, kw = inputs(si, ai, ri)
+                        leaves = None
                         buffers.enter(ri)
                         if r > 1:
                             random.use(ri)
@@ -984,7 +994,8 @@ class PoplarExecutor:
                             if checks is not None:
                                 checks.check()
                                 checks = None
-                            loss = _find_loss(out)
+                            leaves = tensor_leaves(out)
+                            loss = _find_loss(out, leaves)
                             (loss if scale == 1.0 else loss * scale).backward()
                         else:
                             with torch.no_grad(), _running(self, xs, kw):
@@ -997,17 +1008,20 @@ class PoplarExecutor:
                             anchors.micro_batch(si, ai, ri, 1.0 / mean if training else 1.0)
                         if template is _NOTHING:
                             template = _map(lambda _: _PLACEHOLDER, out)
-                        leaves = tensor_leaves(out)
-                        if mode == OutputMode.Sum:
+                        if summing:
+                            if leaves is None:
+                                leaves = tensor_leaves(out)
                             if sums[ri] is None:
                                 sums[ri] = [t.detach().clone() for t in leaves]
                             else:
                                 for acc, t in zip(sums[ri], leaves):
                                     acc.add_(t.detach())
                         elif keep:
+                            if leaves is None:
+                                leaves = tensor_leaves(out)
                             kept[(si, ai, ri)] = [t.detach().clone() for t in leaves]
                 if training:
-                    self._step(ls)
+                    self._step(ls, hyper)
                     if als is not None:
                         als.update()
                     if anchors is not None:
@@ -1019,23 +1033,27 @@ class PoplarExecutor:
         return self._assemble(template, kept, sums, mode, period, s, a, r,
                               state.synthetic is not None)
 
-    def _step(self, ls):
+    def _step(self, ls, hyperparameters):
+        """One weight update: gradients unscaled and clipped, then the device's update rule
+        with ``hyperparameters`` (None: the host optimizer's values are the device's)."""
         opt = self.optimizer
-        params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
-        if ls != 1.0:
-            for p in params:
-                p.grad.div_(ls)
         norm = _max_grad_norm(opt)
-        if norm is not None:
-            torch.nn.utils.clip_grad_norm_(params, norm)
         state = self._device_state
-        if state is not None and state.stochastic_rounding:
+        rounding = state is not None and state.stochastic_rounding
+        if ls != 1.0 or norm is not None or rounding:
+            params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
+            if ls != 1.0:
+                for p in params:
+                    p.grad.div_(ls)
+            if norm is not None:
+                torch.nn.utils.clip_grad_norm_(params, norm)
+        if rounding:
             state.random.use(state.random.IDENTICAL)  # the replicas round alike
             with HalfUpdatesInFloat32(params):
-                apply_update(opt, self._device_hyperparameters)
+                apply_update(opt, hyperparameters)
         else:
             # the device's update rule, never a subclass's Python step
-            apply_update(opt, self._device_hyperparameters)
+            apply_update(opt, hyperparameters)
 
     @staticmethod
     def _assemble(template, kept, sums, mode, period, s, a, r, synthetic):

@@ -16,7 +16,6 @@ emulator cannot load PopART C++ ops), ``CPU`` calls its function on the host, an
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import torch
@@ -273,20 +272,33 @@ class _Call:
 _CALL = _Call()
 
 
-@contextlib.contextmanager
-def _running(executor, args, kwargs, tracing=False):
+class _running:  # noqa: N801 - used as a function, ``with _running(...)``
     """Mark ``executor``'s model as running on the IPU while its ``forward`` runs (the
     executor enters this around each call of the model; ``tracing`` for the compile-time
-    trace, during which nothing prints, as PopTorch's trace prints nothing)."""
-    saved = (_CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped, _CALL.input_uses)
-    _CALL.executor, _CALL.inputs = executor, tuple(tensor_leaves([args, kwargs]))
-    _CALL.tracing, _CALL.overlapped = tracing, []
-    _CALL.input_uses = _input_names(executor, args, kwargs) if tracing else {}
-    try:
-        yield
-    finally:
+    trace, during which nothing prints, as PopTorch's trace prints nothing). A class, not
+    a generator: it is entered once per micro-batch."""
+
+    __slots__ = ("_executor", "_args", "_kwargs", "_tracing", "_saved")
+
+    def __init__(self, executor, args, kwargs, tracing=False) -> None:
+        self._executor, self._args, self._kwargs, self._tracing = (
+            executor, args, kwargs, tracing)
+
+    def __enter__(self):
+        call = _CALL
+        self._saved = (call.executor, call.inputs, call.tracing, call.overlapped,
+                       call.input_uses)
+        args, kwargs = self._args, self._kwargs
+        call.executor, call.inputs = self._executor, tuple(tensor_leaves([args, kwargs]))
+        call.tracing, call.overlapped = self._tracing, []
+        call.input_uses = (_input_names(self._executor, args, kwargs) if self._tracing
+                           else {})
+        return self
+
+    def __exit__(self, *exc_info):
         (_CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped,
-         _CALL.input_uses) = saved
+         _CALL.input_uses) = self._saved
+        return False
 
 
 def _input_names(executor, args, kwargs) -> dict:

@@ -40,7 +40,6 @@ attributes (``AttributeTracker``), the hyper-parameters the device holds
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import weakref
@@ -538,24 +537,69 @@ def hyperparameters(optimizer) -> dict:
                            if hasattr(optimizer, k)}}
 
 
-@contextlib.contextmanager
-def _using(optimizer, snapshot):
-    # the host's own objects, restored as they were (a deep copy per update cost ~90 µs)
-    saved = {"groups": [{k: v for k, v in group.items() if k != "params"}
-                        for group in optimizer.param_groups],
-             "attributes": {k: getattr(optimizer, k) for k in _GLOBAL_HYPER
-                            if hasattr(optimizer, k)}}
-    try:
-        for group, values in zip(optimizer.param_groups, snapshot["groups"]):
-            group.update(values)
-        for name, value in snapshot["attributes"].items():
+_MISSING = object()
+_SCALARS = (int, bool, str, type(None))
+
+
+def _same(a, b) -> bool:
+    """Whether writing ``b`` over ``a`` would change nothing the update reads (scalars and
+    tuples of them, equal in type and value, zeros in sign; anything else counts as new)."""
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is float:
+        return a == b and (a != 0.0 or math.copysign(1.0, a) == math.copysign(1.0, b))
+    if t in _SCALARS:
+        return a == b
+    if t is tuple:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return False
+
+
+def _swap_in(optimizer, snapshot) -> list:
+    """Put the snapshot's values into the host's groups and attributes where they differ;
+    the ``(target, key, old value)`` to put back (an update per step: copying every group
+    both ways cost more than the rest of the wrapper's per-step work)."""
+    undo = []
+    for group, values in zip(optimizer.param_groups, snapshot["groups"]):
+        for key, value in values.items():
+            old = group.get(key, _MISSING)
+            if old is not value and not _same(old, value):
+                undo.append((group, key, old))
+                group[key] = value
+    for name, value in snapshot["attributes"].items():
+        old = getattr(optimizer, name, _MISSING)
+        if old is not value and not _same(old, value):
+            undo.append((optimizer, name, old))
             setattr(optimizer, name, value)
-        yield
-    finally:
-        for group, values in zip(optimizer.param_groups, saved["groups"]):
-            group.update(values)
-        for name, value in saved["attributes"].items():
-            setattr(optimizer, name, value)
+    return undo
+
+
+def differs(optimizer, snapshot) -> bool:
+    """Whether ``apply_update(optimizer, snapshot)`` would update with any value other than
+    the host optimizer's own (checked once per call: the updates of a call then skip the
+    swap)."""
+    for group, values in zip(optimizer.param_groups, snapshot["groups"]):
+        for key, value in values.items():
+            old = group.get(key, _MISSING)
+            if old is not value and not _same(old, value):
+                return True
+    for name, value in snapshot["attributes"].items():
+        old = getattr(optimizer, name, _MISSING)
+        if old is not value and not _same(old, value):
+            return True
+    return False
+
+
+def _put_back(undo) -> None:
+    # as before the update; a value the host did not have stays (as it always did)
+    for target, key, old in reversed(undo):
+        if old is _MISSING:
+            continue
+        if isinstance(target, dict):
+            target[key] = old
+        else:
+            setattr(target, key, old)
 
 
 def apply_update(optimizer, hyperparameters: dict | None = None) -> None:
@@ -568,8 +612,15 @@ def apply_update(optimizer, hyperparameters: dict | None = None) -> None:
     Raises:
       AssertionError: an unsupported optimizer type (see ``check_supported``)."""
     kind = check_supported(optimizer, warn=False)
-    scope = _using(optimizer, hyperparameters) if hyperparameters else contextlib.nullcontext()
-    with torch.no_grad(), scope:
+    undo = _swap_in(optimizer, hyperparameters) if hyperparameters else ()
+    try:
+        _update(optimizer, kind)
+    finally:
+        _put_back(undo)
+
+
+def _update(optimizer, kind: str) -> None:
+    with torch.no_grad():
         if kind in ("SGD1", "SGD2"):
             _sgd_update(optimizer)
         elif kind in ("LAMB", "LAMB_NO_BIAS"):
