@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....core import backend as _backend
 from ....core.convert import convert_to_tensor
 from ....core.spec import TensorShape
-from ....core.tensor import Tensor, Variable
+from ....core.tensor import Tensor, Variable, wrap
 from ....ops import math as _m
 from ....ops import shape as _shape
 from ... import backend
@@ -23,6 +24,17 @@ def _listify(value):
     if isinstance(value, np.ndarray):
         value = value.tolist()
     return value
+
+
+def _on_device_of(x: Tensor, t: Tensor) -> Tensor:
+    """``t`` on ``x``'s device (tf.data hands map functions host Tensors even where the
+    statistics live on a GPU)."""
+    if getattr(x, "_value", None) is None or getattr(t, "_value", None) is None:
+        return t  # a TF1 graph tensor: its node runs where its inputs are
+    xp = _backend.xp_of(x._value)
+    if _backend.xp_of(t._value) is xp:
+        return t
+    return wrap(_backend.to_device(xp, np.asarray(t.numpy())))
 
 
 class Normalization(PreprocessingLayer):
@@ -152,8 +164,8 @@ class Normalization(PreprocessingLayer):
             inputs, self.compute_dtype)
         if self.input_mean is None:
             self.finalize_state()  # reads the weights as they are now (set_weights, load)
-        mean = _m.cast(self.mean, x.dtype)
-        std = _m.maximum(_m.sqrt(_m.cast(self.variance, x.dtype)),
+        mean = _m.cast(_on_device_of(x, self.mean), x.dtype)
+        std = _m.maximum(_m.sqrt(_m.cast(_on_device_of(x, self.variance), x.dtype)),
                          backend._constant_like(backend.epsilon(), x))
         if self.invert:
             return mean + x * std
