@@ -1,8 +1,8 @@
 """The embedded runtime runs each step as a program on the emulated IPU device (one replica
 taking all its IPUs), as ipu_compiler.compile programs run: in a replica context, charged to
 the IPU's memory ledger (an executable too big for the IPU fails with InternalError caused by
-GraphMemoryAllocationError, and runs on the host when no system is configured), with
-numpy's results."""
+GraphMemoryAllocationError, and runs on the host when no system is configured; a call
+from inside a program runs in its replica), with numpy's results."""
 
 import numpy as np
 import pytest
@@ -70,9 +70,9 @@ def test_a_step_too_big_for_the_ipu_fails_and_the_host_has_room(tmp_path, fresh_
     np.testing.assert_allclose(y.numpy(), np.float32([1, 2]) * 2 + (1 << 20))
 
 
-def test_a_call_from_inside_a_program_runs_on_the_host(tmp_path, fresh_ipu_system):
+def test_a_call_from_inside_a_program_runs_in_its_replica(tmp_path, fresh_ipu_system):
     """A program holding the device that calls the runtime gets its answer (the step runs
-    on the host instead of waiting for the device the caller holds)."""
+    in the caller's replica instead of waiting for the device the caller holds)."""
     from ipu_gpu.ipu import ipu_compiler, scopes
 
     _configure(ipus=1)

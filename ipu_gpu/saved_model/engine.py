@@ -1,19 +1,24 @@
-"""The emulated application runtime engine: one background thread per engine name runs an
-executable's steps, one per request, in the order requests arrive (calls from several
-threads queue up, as on the IPU).
+"""The emulated application runtime engine: one running program per engine name, serving
+calls one at a time in the order they arrive (calls from several threads queue up, as on the
+IPU); each call runs its iteration in the calling thread once its turn comes.
 
 The engine starts with the startup inputs (computing the loop-carried values' start); each
-request feeds one streamed-input element and gets the streamed outputs of that iteration.
-After ``iterations`` requests the program has ended and the engine restarts it (loop-carried
-values start again) before the next request. A step that fails answers its request with
-``InternalError`` and the engine restarts the program before the next one (the IPU reset of
-Graphcore's error handling). The thread is a daemon: it outlives any Session.
+call feeds one streamed-input element and gets the streamed outputs of that iteration.
+After ``iterations`` calls the program has ended and the engine restarts it (loop-carried
+values start again) before the next call. An iteration that fails raises ``InternalError``
+and the engine restarts the program before the next call (the IPU reset of Graphcore's
+error handling). The engine outlives any Session.
+
+Each iteration runs as a program on the configured system's device 0, as one replica taking
+all of its IPUs (``emulation.engine.run``): inside a replica context (``replication_index``
+is 0, collectives see one replica), with the device's placement and the first IPU's memory
+ledger charged while it runs. Without a configured system it runs on the host; a call made
+from inside a running program (which holds the device) runs in that program's replica.
 """
 
 from __future__ import annotations
 
 import copy
-import queue
 import threading
 
 from ..errors import InternalError
@@ -24,19 +29,8 @@ _engines: dict = {}  # name -> Engine
 _lock = threading.Lock()
 
 
-class _Request:
-    __slots__ = ("inputs", "outputs", "error", "done", "on_host")
-
-    def __init__(self, inputs, on_host=False):
-        self.inputs = inputs
-        self.outputs = None
-        self.error = None
-        self.done = threading.Event()
-        self.on_host = on_host  # the caller runs inside a program: it holds the device
-
-
 class Engine:
-    """An executable running in its own thread (see the module docstring)."""
+    """An executable's running program (see the module docstring)."""
 
     def __init__(self, name: str, key, exe, startup: list, timeout_us: int):
         self.name, self.key, self.exe = name, key, exe
@@ -48,23 +42,44 @@ class Engine:
         self.program.variables = self.startup[n_args:]  # variables not frozen: given at start
         self._carried = None
         self._iteration = 0
-        self._queue: queue.Queue = queue.Queue()
-        self.thread = threading.Thread(target=self._main, name=f"ipu_gpu-engine-{name}",
-                                       daemon=True)
-        self.thread.start()
+        self._turns = threading.Condition()
+        self._next_ticket = 0
+        self._serving = 0
 
     def call(self, streamed: list) -> list:
-        """The streamed outputs of one iteration fed ``streamed`` (blocks until it ran)."""
+        """The streamed outputs of one iteration fed ``streamed`` (blocks until the calls
+        that arrived before it and it have run).
+
+        Raises:
+          InternalError: the iteration failed (the program restarts for the next call)."""
+        with self._turns:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            while self._serving != ticket:
+                self._turns.wait()
+        try:
+            return self._serve(list(streamed))
+        finally:
+            with self._turns:
+                self._serving += 1
+                self._turns.notify_all()
+
+    def _serve(self, streamed):
         from ..emulation import context
+        from ..graph.core import eager_scope
 
-        request = _Request(list(streamed), on_host=context.current() is not None)
-        self._queue.put(request)
-        request.done.wait()
-        if request.error is not None:
-            raise request.error
-        return request.outputs
+        try:
+            with eager_scope():
+                if context.current() is not None:  # inside a program: in its replica
+                    return self._run_step(streamed)
+                return _on_device(self._run_step, streamed)
+        except Exception as e:  # noqa: BLE001 - handed to the caller as TF does
+            self._carried = None  # restart the program before the next call
+            error = InternalError(f"Embedded application runtime '{self.name}': "
+                                  f"{type(e).__name__}: {e}")
+            raise error from e
 
-    # ---- the engine thread ----------------------------------------------------------------
+    # ---- one iteration ---------------------------------------------------------------------
     def _feeds(self, streamed) -> dict:
         values = [*self._args, *self._carried, *streamed]
         return dict(enumerate(values))
@@ -74,11 +89,6 @@ class Engine:
         self._carried = list(self.program.run("init", feeds))
         self._iteration = 0
 
-    def _step(self, request):
-        if request.on_host:
-            return self._run_step(request.inputs)
-        return _on_device(self._run_step, request.inputs)
-
     def _run_step(self, streamed):
         if self._carried is None or self._iteration >= self.exe.iterations:
             self._start_program()
@@ -87,23 +97,6 @@ class Engine:
         self._carried = list(out[n_out:n_out + self.exe.num_carried])
         self._iteration += 1
         return list(out[:n_out])
-
-    def _main(self):
-        from ..graph.core import eager_scope
-
-        while True:
-            request = self._queue.get()
-            try:
-                with eager_scope():
-                    request.outputs = self._step(request)
-            except Exception as e:  # noqa: BLE001 - handed to the caller as TF does
-                self._carried = None  # restart the program before the next request
-                error = InternalError(f"Embedded application runtime "
-                                      f"'{self.name}': {type(e).__name__}: {e}")
-                error.__cause__ = e
-                request.error = error
-            finally:
-                request.done.set()
 
 
 def _on_device(fn, *args):
