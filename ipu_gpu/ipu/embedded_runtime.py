@@ -3,10 +3,11 @@
 
 ``embedded_runtime_start`` gives a ``RuntimeContext``; the engine (``saved_model/engine.py``:
 each iteration a program on the emulated IPU device) starts when its start op runs: at once
-eagerly, at the first ``Session.run`` needing it in a TF1 graph. Each ``embedded_runtime_call`` feeds one element
-of the streamed inputs and returns that iteration's streamed outputs (a list, in the
-outfeed's flattened order). Calls from several threads queue up and run in turn. A failed
-iteration raises ``tf.errors.InternalError`` and the program restarts for the next call.
+eagerly, at the first ``Session.run`` needing it in a TF1 graph. Each
+``embedded_runtime_call`` feeds one element of the streamed inputs and returns that
+iteration's streamed outputs (a list, in the outfeed's flattened order). Calls from several
+threads queue up and run in turn. A failed iteration raises ``tf.errors.InternalError`` and
+the program restarts for the next call.
 """
 
 from __future__ import annotations
