@@ -368,6 +368,52 @@ def test_shift_and_im2col_schemes_agree(case, monkeypatch):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("case", [  # x shape, filter shape, dilations, pads, groups
+    ((9, 13, 13, 32), (3, 3, 32, 24), (1, 1), ((0, 0), (0, 0)), 1),  # the Keras CNN's 2nd
+    ((5, 9, 11, 16), (3, 2, 8, 6), (2, 1), ((1, 0), (0, 1)), 2)])
+def test_shift_scheme_per_image_segments(case, monkeypatch):
+    """Where the grid rows between two images' outputs are many (3x3 VALID on 13x13: 28 of
+    169), the forward and the filter gradient run a GEMM sequence an image over its 141
+    rows: the results match the float64 reference and the whole-grid GEMMs to rounding, and
+    do not depend on the block size or the thread count."""
+    import numba
+
+    x_shape, f_shape, dilations, pads, groups = case
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    f = rng.standard_normal(f_shape).astype(np.float32)
+    n, h, w, _ = x_shape
+    hp, wp = h + sum(pads[0]), w + sum(pads[1])
+    ho, wo = hp - (f_shape[0] - 1) * dilations[0], wp - (f_shape[1] - 1) * dilations[1]
+    assert conv_cpu._image_segments(n, hp, wp, ho, wo) is not None
+    seg = _run_cpu(x, f, (1, 1), dilations, pads, groups)
+    xp = np.pad(x, ((0, 0), *pads, (0, 0))).astype(np.float64)
+    for g in range(groups):  # the forward against float64
+        cg, kg = f_shape[2], f_shape[3] // groups
+        want = rconv.conv2d(xp[..., g * cg:(g + 1) * cg], f[..., g * kg:(g + 1) * kg]
+                            .astype(np.float64), [1, 1, 1, 1], "VALID",
+                            dilations=[1, *dilations, 1])
+        np.testing.assert_allclose(seg[0][..., g * kg:(g + 1) * kg], want, rtol=1e-4,
+                                   atol=1e-4)
+    monkeypatch.setattr(conv_cpu, "SHIFT_BLOCK_ROWS", 200)  # an image or two a block
+    previous = numba.get_num_threads()
+    try:
+        runs = []
+        for nt in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(nt)
+            runs.append(_run_cpu(x, f, (1, 1), dilations, pads, groups))
+    finally:
+        numba.set_num_threads(previous)
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(conv_cpu, "IMAGE_SEGMENT_MIN_WASTE", 2.0)  # the whole grid
+    assert conv_cpu._image_segments(n, hp, wp, ho, wo) is None
+    whole = _run_cpu(x, f, (1, 1), dilations, pads, groups)
+    for a, b, c in zip(seg, runs[0], whole):
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=2e-4)
+        np.testing.assert_allclose(b, c, rtol=1e-5, atol=2e-4)
+
+
 DIRECT_CASES = [  # patches of at most DIRECT_MAX_TAPS values, one group
     ((3, 11, 10, 1), (3, 3, 1, 8), (1, 1), (1, 1), ((1, 1), (1, 1)), 1),
     ((2, 9, 12, 1), (3, 3, 1, 5), (2, 1), (1, 2), ((1, 0), (0, 2)), 1),

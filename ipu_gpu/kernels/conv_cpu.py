@@ -13,7 +13,12 @@ Two GEMM schemes and a direct loop, chosen per shape (``conv2d_plan``):
   contiguous view, so the output on the padded grid is the sum over taps of
   ``rows @ W[i, j]``: kh*kw GEMMs accumulating in place (beta = 1) with nothing copied, then a
   crop. The filter gradient is one GEMM per tap (``shifted rows^T @ dy on the grid``); the
-  input gradient gathers ``dy on the grid, shifted back, @ W[i, j]^T`` the same way.
+  input gradient gathers ``dy on the grid, shifted back, @ W[i, j]^T`` the same way. Where
+  the grid rows between two images' outputs are many (``_image_segments``: a 3x3 VALID filter
+  on 13x13 images, the Keras MNIST CNN's second layer, feeds no output from 28 of each
+  image's 169 rows), the forward and the filter gradient run their tap GEMMs image by image
+  over the rows that do: about 15% less work there, and 4-9% less CPU time a Keras CNN
+  epoch (batch 32 / 256, process CPU time, interleaved, on the loaded 2-core AMD EPYC).
 * ``im2col`` (strided convolutions, few channels): the patches of a block of output rows are
   copied into a ``[rows, kh*kw*C]`` matrix and multiplied by the filter in one GEMM; the
   input gradient is the product with the transposed filter, added back tap by tap (col2im).
@@ -72,6 +77,9 @@ DIRECT_MAX_TAPS = 12  # patches of at most this many values: direct loops (one g
 DIRECT_BLOCK_BYTES = 256 << 10  # output of one block of direct rows, about
 SHIFT_BLOCK_ROWS = 4096  # rows of the padded grid a block of tap GEMMs covers, about
 BLOCK_MULTIPLE = 4  # a shift scheme's block count, when above 1, is a multiple of this
+# the shift scheme runs one GEMM sequence an image when the grid rows between two images'
+# outputs are at least this share of an image's grid rows (VALID on small images)
+IMAGE_SEGMENT_MIN_WASTE = 0.125
 COPY_BLOCK_BYTES = 1 << 20  # the grid copies (padding, crops) go in blocks of about this
 IM2COL_BLOCK_BYTES = 4 << 20  # the patch matrix of one block of output rows, at most (about)
 FILTER_PARTIALS_BYTES = 64 << 20  # memory for per-block partial filter gradients, at most
@@ -482,6 +490,28 @@ def _grid_rows(n, hp, wp, ho, wo):
     return (n - 1) * hp * wp + (ho - 1) * wp + wo
 
 
+def _image_segments(n, hp, wp, ho, wo):
+    """(image segment rows, images a block, blocks) when the shift scheme's forward and
+    filter gradient should run per image, else None. The grid rows of one image's outputs
+    end (ho - 1) * wp + wo rows into its hp * wp: the rest (the bottom kh - 1 lines, less the
+    tail of the last) feeds no output, and a GEMM over all images' rows multiplies it too:
+    28 of 169 rows a 13x13 image for a 3x3 VALID filter. Blocks hold whole images; their
+    bounds depend on the shapes only."""
+    per_image, seg = hp * wp, (ho - 1) * wp + wo
+    if n < 2 or per_image - seg < IMAGE_SEGMENT_MIN_WASTE * per_image:
+        return None
+    nblocks, per = _blocks(n, max(1, SHIFT_BLOCK_ROWS // per_image))
+    return seg, per, nblocks
+
+
+def _segment_offsets(i0, i1, per_image, offs, t_idx):
+    """Per GEMM (image-major, then tap) of images i0..i1: (grid row of the image, row shift
+    of the tap, tap index), int64 arrays."""
+    ntap = len(t_idx)
+    base = np.repeat(np.arange(i0, i1, dtype=np.int64) * per_image, ntap)
+    return base, np.tile(offs, i1 - i0), np.tile(t_idx, i1 - i0)
+
+
 def _taps(kh, kw, dilations, wp):
     """The filter taps' indices and row offsets on the padded grid (int64 arrays)."""
     t = np.arange(kh * kw, dtype=np.int64)
@@ -503,6 +533,27 @@ def _shift_fwd(xg, w, dilations, groups, out, ep):
     nblocks, blk = _blocks(rows, SHIFT_BLOCK_ROWS)
 
     grid = og.reshape(-1, kout)
+    segments = None if direct else _image_segments(n, hp, wp, ho, wo)
+    if segments is not None:
+        seg, per, nblocks = segments
+
+        def block(bi):  # images i0..i1: one GEMM a tap an image, then the crop
+            i0, i1 = bi * per, min(n, (bi + 1) * per)
+            base, toffs, tt = _segment_offsets(i0, i1, hp * wp, offs, t_idx)
+            tbetas = np.ones(len(tt))
+            tbetas[::len(t_idx)] = 0
+            for g in range(groups):
+                tap_gemms(a, b, cbuf, False, False, seg, kg, cg, c, kout, kout,
+                          (base + toffs) * c + g * cg, tt * cg * kout + g * kg,
+                          base * kout + g * kg, tbetas)
+            r0, r1 = i0 * hp * wp, (i1 - 1) * hp * wp + seg
+            if ep is not None:
+                _conv_epilogue.crop_bias_act(grid, out, r0, r1, hp, wp, ep[0], ep[1])
+            else:
+                _grid_crop(grid, out, r0, r1, hp, wp, 0, 0)
+
+        run_blocks(nblocks, block)
+        return
 
     def block(bi):
         r0 = bi * blk
@@ -538,6 +589,9 @@ def _shift_bwd(xg, w, dy, dilations, pads, groups, x_shape, w_shape, dx, dw):
         xf = xg.reshape(-1)
         rows = _grid_rows(n, hp, wp, ho, wo)
         nblocks, blk = _blocks(rows, SHIFT_BLOCK_ROWS)
+        segments = _image_segments(n, hp, wp, ho, wo)
+        if segments is not None:
+            seg, per, nblocks = segments
         nparts = _filter_partials(nblocks, dw.nbytes)
 
         parts = dw.reshape(1, -1) if nparts == 1 else np.empty((nparts, dw.size), dw.dtype)
@@ -545,6 +599,17 @@ def _shift_bwd(xg, w, dy, dilations, pads, groups, x_shape, w_shape, dx, dw):
         def part(p, rows=rows, nblocks=nblocks, blk=blk):
             acc = parts[p]  # blocks p, p + nparts, ... summed into parts[p] in order
             for bi in range(p, nblocks, nparts):
+                if segments is not None:  # images i0..i1, image by image, tap by tap
+                    i0, i1 = bi * per, min(n, (bi + 1) * per)
+                    base, toffs, tt = _segment_offsets(i0, i1, hp * wp, offs, t_idx)
+                    betas = np.ones(len(tt))
+                    if bi == p:
+                        betas[:len(t_idx)] = 0
+                    for g in range(groups):
+                        tap_gemms(xf, dyf, acc, True, False, cg, kg, seg, c, kout, kout,
+                                  (base + toffs) * c + g * cg, (lead + base) * kout + g * kg,
+                                  tt * cg * kout + g * kg, betas)
+                    continue
                 r0 = bi * blk
                 m = min(blk, rows - r0)
                 betas = np.full(len(t_idx), 0.0 if bi == p else 1.0)
