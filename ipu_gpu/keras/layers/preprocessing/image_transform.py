@@ -128,14 +128,15 @@ def transform(images: Tensor, transforms, fill_mode="reflect", fill_value=0.0,
     flat, weights, inside = _sample_points(t, h, w, out_h, out_w, fill_mode, interpolation)
     dtype = np.dtype(images.dtype)
     taps = flat.shape[-1]
+    tap_major = (3, 0, 1, 2)  # taps first: their sum adds whole contiguous slabs
     values = _indexing.gather(_shape.reshape(images, [n * h * w, c]),
-                              _on_device(images, flat.reshape(-1)))
-    values = _shape.reshape(values, [n, out_h, out_w, taps, c])
-    tap_weights = (weights * inside).astype(dtype)[..., None]
-    out = _r.reduce_sum(values * _on_device(images, tap_weights), axis=3)
-    fill = (weights * ~inside).sum(-1, dtype=np.float32)
-    if fill_value != 0 and fill.any():
-        out = out + _on_device(images, (fill * np.float32(fill_value)).astype(dtype)[..., None])
+                              _on_device(images, flat.transpose(tap_major).reshape(-1)))
+    values = _shape.reshape(values, [taps, n, out_h, out_w, c])
+    tap_weights = (weights * inside).astype(dtype).transpose(tap_major)[..., None]
+    out = _r.reduce_sum(values * _on_device(images, tap_weights), axis=0)
+    if fill_value != 0 and not inside.all():
+        fill = (weights * ~inside).sum(-1, dtype=np.float32) * np.float32(fill_value)
+        out = out + _on_device(images, fill.astype(dtype)[..., None])
     return out if out.dtype == dtype else _m.cast(out, dtype)
 
 
