@@ -513,3 +513,25 @@ def test_layers_on_tf1_graph_tensors():
         np.testing.assert_allclose(out, layer(arg).numpy(), rtol=1e-6)
     np.testing.assert_array_equal(got[-1], ref.encode(ref.lookup(ids, [10, 20, 30], 1), 4,
                                                       "count"))
+
+
+def test_vectorised_hashes_equal_the_scalar_ones_and_tf(real_tf):
+    from ipu_gpu.keras.layers.preprocessing.string_hash import (fingerprint64_ints, siphash24,
+                                                                 siphash24_ints)
+    rng = np.random.default_rng(5)
+    values = np.concatenate([
+        np.arange(-1100, 1100), rng.integers(-2 ** 63, 2 ** 63 - 1, 3000, dtype=np.int64),
+        [2 ** 63 - 1, -2 ** 63, 10 ** 7, -10 ** 7, 10 ** 15, 10 ** 16, -10 ** 18]]).astype(np.int64)
+    strings = [str(int(v)).encode() for v in values]
+    np.testing.assert_array_equal(fingerprint64_ints(values).tolist(),
+                                  [fingerprint64(s) for s in strings])
+    np.testing.assert_array_equal(siphash24_ints(7, 2 ** 63 + 9, values).tolist(),
+                                  [siphash24(7, 2 ** 63 + 9, s) for s in strings])
+    bins = 2 ** 62
+    np.testing.assert_array_equal(
+        (fingerprint64_ints(values) % np.uint64(bins)).astype(np.int64),
+        real_tf.strings.to_hash_bucket_fast(real_tf.strings.as_string(values), bins).numpy())
+    np.testing.assert_array_equal(
+        (siphash24_ints(7, 9, values) % np.uint64(bins)).astype(np.int64),
+        real_tf.strings.to_hash_bucket_strong(real_tf.strings.as_string(values), bins,
+                                              key=[7, 9]).numpy())

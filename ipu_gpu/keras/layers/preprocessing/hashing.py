@@ -15,7 +15,7 @@ from ... import backend
 from ...engine.base_layer import Layer
 from . import categorical as _cat
 from .base import on_values
-from .string_hash import fingerprint64, siphash24
+from .string_hash import fingerprint64_ints, siphash24_ints
 
 __all__ = ["Hashing"]
 
@@ -68,11 +68,12 @@ class Hashing(Layer):
                 raise ValueError("The `salt` argument for `Hashing` can only be a tuple of size "
                                  f"2 integers, or a single integer. Received: salt={salt}.")
 
-    def _hash(self, value: int, bins: int) -> int:
-        s = str(value).encode()
+    def _hash(self, values: np.ndarray, bins: int) -> np.ndarray:
         if self.strong_hash:
-            return siphash24(int(self.salt[0]), int(self.salt[1]), s) % bins
-        return fingerprint64(s) % bins
+            hashed = siphash24_ints(int(self.salt[0]), int(self.salt[1]), values)
+        else:
+            hashed = fingerprint64_ints(values)
+        return (hashed % np.uint64(bins)).astype(np.int64)
 
     def _hash_values_to_bins(self, values: np.ndarray) -> np.ndarray:
         bins = self.num_bins
@@ -81,8 +82,7 @@ class Hashing(Layer):
             bins -= 1
             mask = values == self.mask_value
         unique, inverse = np.unique(values, return_inverse=True)
-        hashed = np.array([self._hash(int(v), bins) for v in unique], np.int64)
-        out = hashed[inverse.reshape(-1)].reshape(values.shape)
+        out = self._hash(unique, bins)[inverse.reshape(-1)].reshape(values.shape)
         if mask is not None:
             out = np.where(mask, 0, out + 1)
         return out
