@@ -178,3 +178,34 @@ def test_allocation_hook_sees_every_op_output():
         core_tensor.set_allocation_hook(None)
     ids = {t._id for t in seen}
     assert x._id in ids and y._id in ids and all(p._id in ids for p in parts)
+
+
+def test_gradient_keeps_the_sources_structure_on_the_flat_fast_path():
+    import collections
+
+    a = tf.Variable(np.float32(2.0))
+    b = tf.Variable(np.float32(3.0))
+    Pair = collections.namedtuple("Pair", "x y")
+    for sources, kind in (([a, b], list), ((a, b), tuple), ([], list), ((), tuple),
+                          (Pair(a, b), Pair), ([a, [b]], list), ({"p": a, "q": b}, dict)):
+        with tf.GradientTape() as tp:
+            loss = a * b * 2.0
+        got = tp.gradient(loss, sources)
+        assert type(got) is kind
+        leaves = tf.nest.flatten(got)
+        assert [float(g) for g in leaves] == [6.0, 4.0][:len(leaves)]  # d/da, d/db
+    with tf.GradientTape() as tp:
+        loss = a * 2.0
+    with pytest.raises(ValueError, match="sources must be Tensors or Variables, got float"):
+        tp.gradient(loss, [a, 1.0])
+
+
+def test_replica_slot_reads_the_replicas_copy_of_a_variable():
+    v = tf.Variable(np.array([1.0, 2.0], np.float32))
+    core_tensor.set_replica_slot((99, 1, 2))  # replica 1 of 2: its own copy
+    try:
+        v.assign(np.array([5.0, 5.0], np.float32))
+        np.testing.assert_array_equal(tf.nn.relu(v).numpy(), [5.0, 5.0])
+    finally:
+        core_tensor.set_replica_slot(None)
+    np.testing.assert_array_equal(tf.nn.relu(v).numpy(), [1.0, 2.0])  # the host value

@@ -196,7 +196,8 @@ class Op:
                     x = x.read_value()
                 elif _tape_local.tapes and isinstance(x, Variable):
                     tape.variable_accessed(x)
-                a = x._value
+                # a Variable's value: its host value while no replica runs (no property call)
+                a = x._host_value if tx is Variable and not _tensor_module._slotted else x._value
                 ids[j] = x._id
             elif tx is np.ndarray or backend.is_cupy_array(x):
                 a = to_array(x, arg=self._arg(j), op=self.name)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import operator
 import sys
 import threading
 
@@ -136,7 +137,7 @@ def record_one(op, in_ids, in_arrays, out_id, out_array, residuals, static, xp) 
             rec.op = op
             rec.in_ids = in_ids
             rec.out_ids = (out_id,)
-            rec.in_dtypes = [a.dtype for a in in_arrays]
+            rec.in_dtypes = list(map(_dtype_of, in_arrays))
             rec.out_meta = None
             rec.residuals = residuals
             rec.static = static
@@ -148,6 +149,7 @@ def record_one(op, in_ids, in_arrays, out_id, out_array, residuals, static, xp) 
 
 
 _new_record = object.__new__
+_dtype_of = operator.attrgetter("dtype")
 
 
 def _is_float(dtype) -> bool:
@@ -271,8 +273,16 @@ class GradientTape:
                        if unconnected_gradients is UnconnectedGradients.NONE
                        else UnconnectedGradients(getattr(unconnected_gradients, "value",
                                                          unconnected_gradients)))
-        flat_sources = _leaves(sources)
-        for s in flat_sources:
+        ts = type(sources)
+        flat = ts is list or ts is tuple
+        if flat:
+            for x in sources:
+                tx = type(x)
+                if tx is not Tensor and tx is not Variable:
+                    flat = False
+                    break
+        flat_sources = list(sources) if flat else _leaves(sources)
+        for s in () if flat else flat_sources:
             if not isinstance(s, Tensor):
                 raise ValueError(f"GradientTape.gradient: sources must be Tensors or Variables, "
                                  f"got {type(s).__name__}")
@@ -319,6 +329,8 @@ class GradientTape:
                 results.append(g if isinstance(g, (Tensor, IndexedSlices)) else wrap(
                     g if type(g) is not np.generic and not isinstance(g, np.generic)
                     else np.asarray(g)))
+        if flat:  # a list or tuple of Tensors: no walk
+            return results if type(sources) is list else tuple(results)
         return nest.pack_sequence_as(sources, results)
 
     def _backprop(self, targets, seeds, sources, nested: bool) -> dict:
