@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from test_keras_audit_surface import config_differences, signature_differences
 
+import ipu_gpu as ig
 from ipu_gpu import keras
 from ipu_gpu.keras import layers as L
 
@@ -74,3 +75,52 @@ def test_whole_models_in_hdf5_load_both_ways(tfk, tmp_path, monkeypatch):
                 type(b).__name__ for b in model.layers]
             np.testing.assert_allclose(loaded.predict(x, verbose=0), want, rtol=1e-5,
                                        atol=1e-6)
+
+
+MIXED = [
+    ("ConvLSTM2D", lambda m: m.ConvLSTM2D(3, 2, return_state=True), (2, 3, 5, 5, 2)),
+    ("LocallyConnected2D", lambda m: m.LocallyConnected2D(3, 2, implementation=2),
+     (2, 5, 5, 2)),
+    ("LocallyConnected1D", lambda m: m.LocallyConnected1D(3, 2), (2, 5, 2)),
+    ("SpectralNormalization", lambda m: m.SpectralNormalization(m.Dense(3)), (2, 4)),
+    ("AlphaDropout", lambda m: m.AlphaDropout(0.3, seed=2), (2, 4)),
+]
+
+
+@pytest.mark.parametrize("name,make,shape", MIXED, ids=[c[0] for c in MIXED])
+def test_mixed_float16_as_tf_keras(tfk, real_tf, monkeypatch, name, make, shape):
+    """float16 outputs, float32 weights (SpectralNormalization's vector_u too), tf-keras's
+    values to float16 rounding, training calls included."""
+    from tf_keras.src.layers.normalization import spectral_normalization
+
+    monkeypatch.setattr(spectral_normalization.tf.keras.layers, "InputSpec",
+                        tfk.layers.InputSpec)
+    tf = real_tf
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    tfk.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        ours, theirs = make(L), make(tfk.layers)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal(shape).astype(np.float32)
+        theirs(x)
+        ours(x)
+        assert [w.dtype.name for w in ours.weights] == [w.dtype.name for w in theirs.weights]
+        weights = [rng.uniform(-0.5, 0.5, w.shape).astype(np.float32)
+                   for w in theirs.get_weights()]
+        ours.set_weights(weights)
+        theirs.set_weights(weights)
+        for _ in range(2):
+            tf.random.set_seed(1)
+            ig.random.set_seed(1)
+            got, want = ours(x, training=True), theirs(x, training=True)
+            got = got if isinstance(got, list) else [got]
+            want = want if isinstance(want, list) else [want]
+            for a, b in zip(got, want):
+                assert a.dtype.name == "float16" == b.dtype.name
+                np.testing.assert_allclose(a.numpy().astype(np.float32),
+                                           b.numpy().astype(np.float32), rtol=5e-3, atol=2e-3)
+        for a, b in zip(ours.get_weights(), theirs.get_weights()):
+            np.testing.assert_allclose(a, b, rtol=5e-3, atol=2e-3)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+        tfk.mixed_precision.set_global_policy("float32")

@@ -70,7 +70,7 @@ class SpectralNormalization(Layer):
         self.vector_u = self.add_weight(
             shape=(1, self.kernel_shape[-1]),
             initializer=initializers.TruncatedNormal(stddev=0.02), trainable=False,
-            name="vector_u", dtype=kernel.dtype)
+            name="vector_u", dtype=getattr(kernel, "true_dtype", kernel.dtype))
         self.built = True
 
     def call(self, inputs, training=False):
@@ -93,8 +93,10 @@ class SpectralNormalization(Layer):
         kernel, vector_u = self.kernel.read_value(), self.vector_u.read_value()
         zero = _reduction.reduce_all(_m.equal(kernel, backend._constant_like(0, kernel)))
         normalized, new_u = self.normalize_weights()
-        self.kernel.assign(_idx.where(zero, kernel, normalized))
-        self.vector_u.assign(_idx.where(zero, vector_u, new_u))
+        for variable, value in ((self.kernel, _idx.where(zero, kernel, normalized)),
+                                (self.vector_u, _idx.where(zero, vector_u, new_u))):
+            # mixed precision: computed in the compute dtype, stored in the variable's
+            variable.assign(_m.cast(value, getattr(variable, "true_dtype", variable.dtype)))
 
     def compute_output_shape(self, input_shape):
         return as_shape(self.layer.compute_output_shape(input_shape))
