@@ -330,3 +330,26 @@ def test_in_bidirectional_matches_tf_keras(tfk):
     np.testing.assert_allclose(ours(x).numpy(), theirs(x).numpy(), rtol=1e-5, atol=1e-6)
     assert [w.name.replace("lst_m", "lstm") for w in ours.weights] == [
         w.name for w in theirs.weights]
+
+
+def test_reset_states_with_values_and_errors_as_tf_keras(tfk):
+    x = np.ones((2, 3, 6, 2), np.float32)
+    results = []
+    for module in (tfk.layers, L):
+        layer = module.ConvLSTM1D(3, 2, stateful=True, batch_input_shape=(2, 3, 6, 2),
+                                  name="c")
+        layer(x)
+        errors = []
+        for states in ([np.zeros((2, 5, 3))], [np.zeros((2, 5, 3)), np.zeros((2, 4, 3))]):
+            with pytest.raises(ValueError) as info:
+                layer.reset_states(states)
+            errors.append(str(info.value))
+        layer.reset_states([np.full((2, 5, 3), 0.5), np.ones((2, 5, 3))])
+        values = [np.asarray(s) for s in layer.states]
+        with pytest.raises(AttributeError, match="Layer must be stateful"):
+            module.ConvLSTM1D(3, 2).reset_states()
+        results.append((type(layer.states), errors, values, layer(x).shape))
+    (types, errors, values, shape), want = results[1], results[0]
+    assert types is list is want[0] and errors == want[1] and tuple(shape) == tuple(want[3])
+    for a, b in zip(values, want[2]):
+        np.testing.assert_array_equal(a, b)

@@ -287,6 +287,39 @@ class ConvLSTM(RNN):
                 for _ in range(2)])
         self.built = True
 
+    @property
+    def states(self):
+        """A stateful layer's [h, c] variables ([None, None] otherwise)."""
+        return list(self.__dict__.get("_states") or [None, None])
+
+    @states.setter
+    def states(self, value):
+        object.__setattr__(self, "_states", None if value is None else list(value))
+
+    def reset_states(self, states=None):
+        """Zero the states of a stateful layer, or set them to ``states`` ([h, c]).
+
+        Raises:
+          AttributeError: the layer is not stateful. ValueError: another number of states,
+            or a state of another shape (tf-keras's messages).
+        """
+        if not self.stateful:
+            raise AttributeError("Layer must be stateful.")
+        if states is None:
+            return super().reset_states()
+        if not isinstance(states, (list, tuple)):
+            states = [states]
+        if len(states) != len(self._states):
+            raise ValueError(f"Layer {self.name} expects {len(self._states)} states, but it "
+                             f"received {len(states)} state values. States received: {states}")
+        for value, variable in zip(states, self._states):
+            want = tuple(variable.shape)
+            if tuple(value.shape) != want:
+                raise ValueError("State {index} is incompatible with layer "  # sic, tf-keras
+                                 f"{self.name}: expected shape={want}, found "
+                                 f"shape={value.shape}")
+        return super().reset_states(states)
+
     def _initial_states(self, x, initial_state):
         if initial_state is not None or self.stateful:
             return super()._initial_states(x, initial_state)
