@@ -105,7 +105,7 @@ class IntegerLookup(PreprocessingLayer):
             raise ValueError("When `output_mode='int'`, `dtype` should be an integer type. "
                              f"Received: dtype={kwargs['dtype']}")
         self._tokens = np.zeros(0, np.int64)  # the vocabulary without special tokens
-        self._index = {}
+        self._order = np.zeros(0, np.int64)  # argsort of the tokens, for lookups
         self.idf_weights = np.zeros(self._token_start_index(), np.dtype(self.compute_dtype))
         self._token_counts = collections.Counter()
         self._document_counts = collections.Counter()
@@ -138,8 +138,7 @@ class IntegerLookup(PreprocessingLayer):
 
     def _set_tokens(self, tokens) -> None:
         self._tokens = np.asarray(tokens, np.int64).reshape(-1)
-        start = self._token_start_index()
-        self._index = {int(t): i + start for i, t in enumerate(self._tokens)}
+        self._order = np.argsort(self._tokens, kind="stable")
         self._record_vocabulary_size()
 
     def _record_vocabulary_size(self) -> None:
@@ -282,13 +281,21 @@ class IntegerLookup(PreprocessingLayer):
     def _lookup(self, values: np.ndarray) -> np.ndarray:
         flat = values.reshape(-1)
         if self.invert:
-            by_index = dict(enumerate(self._tokens.tolist(), self._token_start_index()))
-            out = np.array([by_index.get(int(v), self.oov_token) for v in flat], np.int64)
+            at = flat - self._token_start_index()
+            known = (at >= 0) & (at < len(self._tokens))
+            out = np.full(flat.shape, -1 if self.oov_token is None else self.oov_token,
+                          np.int64)
+            out[known] = self._tokens[at[known]]
             if self.mask_token is not None:
                 out = np.where(flat == 0, self.mask_token, out)
             return out.reshape(values.shape)
         default = self._oov_start_index() if self.num_oov_indices == 1 else -1
-        out = np.array([self._index.get(int(v), default) for v in flat], np.int64)
+        out = np.full(flat.shape, default, np.int64)
+        if len(self._tokens):
+            ordered = self._tokens[self._order]
+            pos = np.clip(np.searchsorted(ordered, flat), 0, len(ordered) - 1)
+            found = ordered[pos] == flat
+            out[found] = self._order[pos[found]] + self._token_start_index()
         if self.mask_token is not None:
             mask_value = 0 if self.output_mode == _cat.INT else np.iinfo(np.int64).max
             out = np.where(flat == self.mask_token, mask_value, out)
