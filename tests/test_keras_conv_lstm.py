@@ -353,3 +353,20 @@ def test_reset_states_with_values_and_errors_as_tf_keras(tfk):
     assert types is list is want[0] and errors == want[1] and tuple(shape) == tuple(want[3])
     for a, b in zip(values, want[2]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_cell_stepped_by_hand_equals_the_layer_and_arguments_read_through():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 3, 6, 5, 2)).astype(np.float32)
+    layer = L.ConvLSTM2D(3, (3, 2), strides=(1, 2), padding="same", return_state=True)
+    output, h, c = layer(x)
+    cell = layer.cell
+    states = [np.zeros(h.shape, np.float32)] * 2
+    for t in range(3):
+        out, states = cell(x[:, t], states)
+    np.testing.assert_allclose(out.numpy(), output.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(states[1].numpy(), c.numpy(), rtol=1e-6, atol=1e-6)
+    assert (layer.filters, layer.kernel_size, layer.strides, layer.padding) == (
+        3, (3, 2), (1, 2), "same")
+    assert layer.recurrent_activation is keras.activations.hard_sigmoid
+    assert layer.dropout == 0.0 and layer.unit_forget_bias
