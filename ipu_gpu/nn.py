@@ -11,6 +11,7 @@ from .ops.nn import (avg_pool, avg_pool1d, bias_add, elu, embedding_lookup, gelu
                      sigmoid_cross_entropy_with_logits, softmax,
                      softmax_cross_entropy_with_logits, sparse_softmax_cross_entropy_with_logits,
                      swish)
+from .ops.pool_nd import pool  # issue 17
 from .ops.pooling import avg_pool2d, max_pool2d
 from .ops.random import dropout
 from .ops.reduction import moments
@@ -23,6 +24,6 @@ __all__ += ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2
            "max_pool2d", "moments", "relu", "sigmoid", "sigmoid_cross_entropy_with_logits",
            "silu", "softmax", "softmax_cross_entropy_with_logits", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "swish", "tanh", "top_k"]
-__all__ += ["selu"]  # issue 17
+__all__ += ["pool", "selu"]  # issue 17
 __all__ += ["avg_pool3d", "conv3d", "conv3d_transpose", "max_pool3d"]  # issue 16
 __all__ += ["ctc_beam_search_decoder"]  # issue 15/16: TF's decoder

@@ -98,3 +98,32 @@ def test_stateful_model_carries_its_state_across_runs_of_its_updates():
     np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, rtol=1e-5,
                                atol=1e-6)
     np.testing.assert_allclose(again, first, rtol=1e-6)
+
+
+def _bidirectional_runs(tf_v1, keras_mod, x_val):
+    with tf_v1.Graph().as_default():
+        x = tf_v1.placeholder(np.float32, (2, 3, 4))
+        layer = keras_mod.layers.Bidirectional(keras_mod.layers.GRU(3, stateful=True))
+        y = layer(x)
+        out = [len(layer.updates)]
+        with tf_v1.Session() as sess:
+            sess.run(tf_v1.global_variables_initializer())
+            _set(sess, layer.weights, _values(layer.weights, 1))
+            out.append(sess.run(y, {x: x_val}))
+            sess.run(layer.updates, {x: x_val})
+            out.append(sess.run(y, {x: x_val}))
+            layer.reset_states()
+            out.append(sess.run(y, {x: x_val}))
+    return out
+
+
+def test_stateful_bidirectional_in_a_graph_equals_tf_keras(real_tf, tf_keras):
+    """Both directions keep their states through their update ops (two, as tf_keras)."""
+    x_val = np.random.default_rng(4).standard_normal((2, 3, 4)).astype(np.float32)
+    ours = _bidirectional_runs(v1, keras, x_val)
+    theirs = _bidirectional_runs(real_tf.compat.v1, tf_keras, x_val)
+    assert ours[0] == theirs[0] == 2
+    for a, b in zip(ours[1:], theirs[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(ours[1], ours[2])  # the updates moved the states
+    np.testing.assert_allclose(ours[3], ours[1], rtol=1e-6)  # reset: as the first run

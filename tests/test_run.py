@@ -71,7 +71,8 @@ def test_traceback_starts_at_the_programs_lines():
     assert "raises_in_helper.py\", line 10, in <module>" in lines[1]
     assert any("raises_in_helper.py\", line 7, in build" in ln for ln in lines)
     assert "runner.py" not in r.stderr and "cli.py" not in r.stderr
-    assert lines[-1].startswith("ValueError: reshape: shape [2, 2] must have 3 elements")
+    assert lines[-1].startswith("ipu_gpu.errors.InvalidArgumentError: reshape: shape [2, 2] "
+                                "must have 3 elements")
 
 
 def test_tf1_program_sees_tf1_names_and_a_named_error_for_what_is_missing():

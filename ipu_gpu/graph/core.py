@@ -368,6 +368,7 @@ def _graph_of(values) -> Graph:
 
 _PROBE_SIZES = (2, 3)
 _CHECK_SIZE = 9
+_LARGE_PROBE_SIZES = (9, 17, 33)  # tried when an op refuses the probe sizes
 
 
 def _stand_in(x, size, rank=None):
@@ -507,23 +508,95 @@ def _infer(fn, inputs, static, leaves, unknown):
                 runs += _probe(fn, inputs, static, (_CHECK_SIZE,))[0]
             except Exception:  # noqa: BLE001 - the op refuses that size: two probes decide
                 pass
-    except Exception:  # noqa: BLE001 - a constant fixes the unknown size: try its sizes
+    except Exception as refused:  # noqa: BLE001 - a constant fixes the unknown size
         if not unknown:
             raise
-        sizes = sorted({int(d) for x in leaves if not isinstance(x, GraphTensor)
-                        for d in getattr(x, "shape", ()) if int(d) > 0})
-        sizes += [size for size in _PROBE_SIZES if size not in sizes]  # a static arg fixes it
-        for size in sizes:
-            try:
-                runs, sequence = _probe(fn, inputs, static, (size,))
-                break
-            except Exception:  # noqa: BLE001 - the next candidate size
-                continue
-        else:
-            raise
-    first = runs[0]
-    specs = []
-    return _specs(runs, first, specs), sequence
+        probed = _probe_fixed(fn, inputs, static, leaves)
+        if probed is None:
+            return _refused_specs(fn, inputs, static, refused)
+        runs, sequence = probed
+    return _specs(runs, runs[0], []), sequence
+
+
+# registered ops whose static output shape TF's shape function knows from the static args
+# when no probe size fits (the run then decides, and fails as TF's kernel does)
+_STATIC_SPECS = {"reshape": lambda inputs, static: [
+    (inputs[0]._dtype, [None if d == -1 else int(d) for d in static["shape"]])]}
+
+
+def _refused_specs(fn, inputs, static, refused):
+    """Specs of an op that refused every probe: an op of ``_STATIC_SPECS`` by its static
+    arguments; else the rank and dtype of a probe where each unknown dimension is 1 (a
+    squeeze of one), every dimension unknown; the run decides, as TF's kernel does.
+
+    Raises:
+      the exception ``refused``, when the op refuses that probe too."""
+    rule = _STATIC_SPECS.get(getattr(fn, "name", None))
+    if rule is not None and isinstance(inputs[0], GraphTensor):
+        return rule(inputs, static), False
+    try:
+        runs, sequence = _probe(fn, inputs, static, (1,))
+    except Exception:  # noqa: BLE001 - refused at every size
+        raise refused from None
+    return [(t.dtype, [None] * len(t.shape)) for t in runs[0]], sequence
+
+
+def _probe_fixed(fn, inputs, static, leaves):
+    """Probes for an op that refused the probe sizes: each unknown dimension at the size a
+    constant input has at its place (``_probe_aligned``), else all of them at one of the
+    sizes the constant inputs have, else at a probe size a static argument allows; None
+    when every candidate is refused too."""
+    aligned = _probe_aligned(fn, inputs, static, leaves)
+    if aligned is not None:
+        return aligned
+    sizes = sorted({int(d) for x in leaves if not isinstance(x, GraphTensor)
+                    for d in getattr(x, "shape", ()) if int(d) > 0})
+    # a static arg fixes it, or a window needs more than the probe sizes (a dilated pool)
+    sizes += [size for size in (*_PROBE_SIZES, *_LARGE_PROBE_SIZES) if size not in sizes]
+    runs, sequence = [], False
+    for size in sizes:
+        try:
+            probed, sequence = _probe(fn, inputs, static, (size,))
+        except Exception:  # noqa: BLE001 - the next candidate size
+            continue
+        runs += probed
+        if len(runs) == 2:  # two sizes: the dimensions that follow them are unknown
+            break
+    return (runs, sequence) if runs else None
+
+
+def _probe_aligned(fn, inputs, static, leaves):
+    """Probes where each unknown dimension takes the size a constant input has at the same
+    position counted from the last (a broadcast against a constant: TF's shape function
+    gives that size), the others two probe sizes; None when the op refuses them too."""
+    fixed: dict = {}
+    for x in leaves:
+        if not isinstance(x, GraphTensor):
+            for k, d in enumerate(reversed(tuple(getattr(x, "shape", ())))):
+                if int(d) > 1:
+                    fixed.setdefault(k, int(d))
+    if not fixed:
+        return None
+
+    def stand_in(x, size):
+        if (not isinstance(x, GraphTensor) or x.shape.rank is None
+                or _folded(x, size) is not None):
+            return _stand_in(x, size)
+        dims = x.shape.as_list()
+        n = len(dims)
+        return Tensor(np.zeros([fixed.get(n - 1 - i, size) if d is None else d
+                                for i, d in enumerate(dims)], x._dtype))
+    runs, sequence = [], False
+    try:
+        for size in _PROBE_SIZES:
+            _local.probe_size = size
+            out = fn(*nest.map_structure(lambda x, s=size: stand_in(x, s), list(inputs)),
+                     **static)
+            sequence = isinstance(out, (list, tuple))
+            runs.append(list(out) if sequence else [out])
+    except Exception:  # noqa: BLE001 - not a broadcast against a constant
+        return None
+    return runs, sequence
 
 
 def _probe(fn, inputs, static, sizes):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.registry import register
+from ..core.registry import register, symbolic_call
 from ..core.tensor import Tensor
 from ..errors import InvalidArgumentError, ResourceExhaustedError
 from ._shape_args import shape_args
@@ -21,9 +21,12 @@ def _check_reshape(x, *, shape):
         ok = x.size % known == 0
     else:
         ok = x.size == known or (unknown and x.size == 0)
-    if not ok:
-        raise ValueError(f"reshape: shape {list(shape)} must have {x.size} elements (input shape "
-                         f"{list(x.shape)})")
+    if not ok:  # TF's kernel: InvalidArgumentError (eagerly and in a Session.run)
+        requested = f"requires a multiple of {known}" if unknown else f"has {known}"
+        raise InvalidArgumentError(
+            f"reshape: shape {list(shape)} must have {x.size} elements (input shape "
+            f"{list(x.shape)}): Input to reshape is a tensor with {x.size} values, but the "
+            f"requested shape {requested}")
 
 
 def _reshape_forward(k, xp, x, *, shape):
@@ -106,7 +109,12 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     if not -ndim - 1 <= axis <= ndim:
         raise ValueError(f"expand_dims: axis must be in [{-ndim - 1}, {ndim}], got {axis}")
     a = axis % (ndim + 1)
-    shape = _known(getattr(x, "shape", np.shape(x)))
+    shape = tuple(getattr(x, "shape", np.shape(x)))
+    if shape.count(None) > 1:  # a graph tensor: reshaped in the run, by its run's shape
+        node = symbolic_call(expand_dims, (x, a), {})
+        if node is not NotImplemented:
+            return node
+    shape = _known(shape)
     return reshape(x, shape[:a] + (1,) + shape[a:])
 
 
@@ -126,7 +134,22 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
         if shape[a] != 1 and shape[a] is not None:
             raise ValueError(f"squeeze: axis {a} must have size 1, got {shape[a]} (shape "
                              f"{list(shape)})")
-    return reshape(input, _known(s for i, s in enumerate(shape) if i not in axes))
+    kept = tuple(s for i, s in enumerate(shape) if i not in axes)
+    if kept.count(None) > 1 or any(shape[a] is None for a in axes):
+        # a graph tensor: squeezed in the run (where an unknown axis must be 1, as TF checks)
+        node = symbolic_call(_squeeze_known, (input, tuple(axes)), {})
+        if node is not NotImplemented:
+            return node
+    return reshape(input, _known(kept))
+
+
+def _squeeze_known(input, axes):  # noqa: A002
+    shape = tuple(input.shape)
+    for a in axes:
+        if shape[a] != 1:
+            raise InvalidArgumentError(f"Can not squeeze dim[{a}], expected a "
+                                       f"dimension of 1, got {shape[a]}")
+    return reshape(input, tuple(s for i, s in enumerate(shape) if i not in axes))
 
 
 def _check_concat(*values, axis):

@@ -178,6 +178,9 @@ nn.softmax_cross_entropy_with_logits_v2 = _core.nn.softmax_cross_entropy_with_lo
 if not hasattr(nn, "batch_normalization"):
     nn.batch_normalization = _aliases.batch_normalization
 nn.dropout = _aliases.dropout  # TF 1's keep_prob (second positional argument)
+from ...ops.pool_nd import pool_v1 as _pool_v1  # noqa: E402
+
+nn.pool = _pool_v1  # TF 1's argument order (padding required, dilation_rate)
 from . import tf1_signatures as _signatures  # noqa: E402  (TF 1's argument names)
 
 globals().update({n: getattr(_signatures, n) for n in _signatures.__all__})
