@@ -474,3 +474,21 @@ def test_top_paths_too_large_for_the_host(decode, monkeypatch, no_decoding):
                              rf"\[batch, top_paths, max_time\] for top_paths 1048576; "
                              rf"32.00 MiB; the host has 16.00 MiB\)$"):
         decode(_X, _L, beam_width=_BIG, top_paths=2**20)
+
+
+@pytest.mark.parametrize("b,t,c,w,p,length,seed", [(2, 10, 32, 16, 1, 3, 0),
+                                                   (2, 10, 32, 16, 1, 5, 1),
+                                                   (2, 10, 32, 16, 3, 5, 2)])
+def test_graphcores_own_comparison_with_tensorflow(real_tf, b, t, c, w, p, length, seed):
+    """Graphcore's testCTCBeamSearch (tensorflow/python/ipu/tests/nn_ops_test.py): the IPU
+    decoder on np.random.rand inputs against tf.nn.ctc_beam_search_decoder, blank last; the
+    cases are ones where TF's selection rule (test_ctc_decoder_tf.py) never fires."""
+    np.random.seed(seed)
+    x = np.random.rand(t, b, c).astype(np.float32)
+    lengths = np.full(b, length, np.int32)
+    got = _np(ctc_beam_search_decoder(x, lengths, beam_width=w, top_paths=p,
+                                      blank_index=c - 1))
+    want = _tf_decode(real_tf, x, lengths, w, p)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
