@@ -2,8 +2,9 @@
 ``force_generator=True``): each layer draws from its own ``tf.random.Generator`` (Philox)
 made from ``seed`` on the first draw, so a seeded layer draws the numbers tf-keras's layer
 of the same seed draws; unseeded layers take a seed from ``keras.utils.set_random_seed``'s
-generator, else from Python's ``random``. ``training`` defaults to True; when it is False
-the layer is the identity (after the cast to its compute dtype)."""
+generator, else from Python's ``random``. Inside an IPU program they draw from the replica's
+stream instead (deterministic after ``reset_ipu_seed``). ``training`` defaults to True; when
+it is False the layer is the identity (after the cast to its compute dtype)."""
 
 from __future__ import annotations
 
