@@ -124,3 +124,37 @@ def test_mixed_float16_as_tf_keras(tfk, real_tf, monkeypatch, name, make, shape)
     finally:
         keras.mixed_precision.set_global_policy("float32")
         tfk.mixed_precision.set_global_policy("float32")
+
+
+def _ipu_model(k):
+    return k.models.Sequential([
+        k.layers.ConvLSTM2D(2, 2, padding="same", return_sequences=True,
+                            input_shape=(3, 5, 5, 2)),
+        k.layers.Reshape((15, 10)),
+        k.layers.LocallyConnected1D(2, 3, implementation=2, padding="same"),
+        k.layers.Flatten(), k.layers.SpectralNormalization(k.layers.Dense(2))])
+
+
+def test_fit_under_ipu_strategy_equals_host_fit(fresh_ipu_system):
+    from ipu_gpu.ipu import config
+    from ipu_gpu.ipu.ipu_strategy import IPUStrategy
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 3, 5, 5, 2)).astype(np.float32)
+    y = rng.standard_normal((16, 2)).astype(np.float32)
+    host = _ipu_model(keras)
+    weights = host.get_weights()
+    host.compile(keras.optimizers.SGD(0.05), "mse")
+    kwargs = dict(batch_size=4, epochs=2, shuffle=False, verbose=0)
+    want = host.fit(x, y, **kwargs).history["loss"]
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    with IPUStrategy().scope():
+        model = _ipu_model(keras)
+        model.set_weights(weights)
+        model.compile(keras.optimizers.SGD(0.05), "mse", steps_per_execution=2)
+        got = model.fit(x, y, **kwargs).history["loss"]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for a, b in zip(model.get_weights(), host.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
