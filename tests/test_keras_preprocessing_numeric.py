@@ -535,3 +535,17 @@ def test_vectorised_hashes_equal_the_scalar_ones_and_tf(real_tf):
         (siphash24_ints(7, 9, values) % np.uint64(bins)).astype(np.int64),
         real_tf.strings.to_hash_bucket_strong(real_tf.strings.as_string(values), bins,
                                               key=[7, 9]).numpy())
+
+
+def test_normalization_adapt_without_reset_accumulates():
+    """Keras 2.6's ``adapt(..., reset_state=False)`` folds new data into the statistics."""
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(40, 2)), rng.normal(3, 2, size=(24, 2))
+    layer = L.Normalization()
+    layer.adapt(a)
+    layer.adapt(b, reset_state=False)
+    both = np.concatenate([a, b])
+    np.testing.assert_allclose(layer.mean.numpy().ravel(), both.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(layer.variance.numpy().ravel(), both.var(0), rtol=1e-5)
+    layer.adapt(b)  # reset by default
+    np.testing.assert_allclose(layer.mean.numpy().ravel(), b.mean(0), rtol=1e-5)

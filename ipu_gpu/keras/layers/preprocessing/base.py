@@ -83,11 +83,12 @@ class PreprocessingLayer(Layer):
     def finalize_state(self) -> None:
         """Turn the accumulated state into what ``call`` uses."""
 
-    def adapt(self, data, batch_size=None, steps=None) -> None:
+    def adapt(self, data, batch_size=None, steps=None, reset_state=True) -> None:
         """Compute the layer's state from ``data`` (an array or a ``tf.data`` dataset of
         batches): builds the layer from the first batch's shape, resets the state of an
-        earlier ``adapt``, folds in each batch, then finalizes."""
-        if self.built:
+        earlier ``adapt`` (unless ``reset_state`` is False, Keras 2.6's argument), folds in
+        each batch, then finalizes."""
+        if self.built and reset_state:
             self.reset_state()
         for batch in adapt_batches(data, batch_size, steps):
             batch = _as_array(batch)
