@@ -44,14 +44,18 @@ class Recorder:
             var._value = before
 
 
-_local = threading.local()
+class _Local(threading.local):
+    recorder = None  # a class default: a thread without a recorder reads it without a miss
+
+
+_local = _Local()
 _active = [0]  # recorders and observers installed: the write hook is set while > 0
 _lock = threading.Lock()
 _observers: tuple = ()
 
 
 def _note_variable_write(var) -> None:
-    rec = getattr(_local, "recorder", None)
+    rec = _local.recorder
     if rec is not None and id(var) not in rec.writes:
         rec.writes[id(var)] = (var, var._value)
     for observer in _observers:
@@ -91,7 +95,7 @@ def recording(capturing: bool = False):
     """Record what the calling thread does inside the block (a ``Recorder``); with
     ``capturing`` the thread's stream is capturing and ``refuse`` raises."""
     rec = Recorder(capturing)
-    previous = getattr(_local, "recorder", None)
+    previous = _local.recorder
     _local.recorder = rec
     _hold_hook(1)
     try:
@@ -103,7 +107,7 @@ def recording(capturing: bool = False):
 
 def refuse(reason: str) -> None:
     """Say that what runs now cannot be replayed from a CUDA graph (see the module doc)."""
-    rec = getattr(_local, "recorder", None)
+    rec = _local.recorder
     if rec is None:
         return
     rec.refusals.append(reason)
@@ -113,5 +117,5 @@ def refuse(reason: str) -> None:
 
 def capturing() -> bool:
     """True while the calling thread's stream is capturing a CUDA graph."""
-    rec = getattr(_local, "recorder", None)
+    rec = _local.recorder
     return rec is not None and rec.capturing
