@@ -158,3 +158,20 @@ def test_fit_under_ipu_strategy_equals_host_fit(fresh_ipu_system):
     np.testing.assert_allclose(got, want, rtol=1e-6)
     for a, b in zip(model.get_weights(), host.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_summary_equals_tf_keras(tfk, monkeypatch):
+    from tf_keras.src.layers.normalization import spectral_normalization
+
+    monkeypatch.setattr(spectral_normalization.tf.keras.layers, "InputSpec",
+                        tfk.layers.InputSpec)
+    texts = []
+    for k in (keras, tfk):
+        named = list(_model(k).layers)
+        for i, layer in enumerate(named):
+            layer._name = "abcdefg"[i]
+        model = k.models.Sequential(named, name="m")
+        lines = []
+        model.summary(line_length=100, print_fn=lines.append)
+        texts.append(lines)
+    assert texts[0] == texts[1]
