@@ -49,6 +49,7 @@ def _model(k):
         k.layers.SpectralNormalization(k.layers.Dense(2), power_iterations=2)])
 
 
+@pytest.mark.slow  # each layer's config round trip and HDF5 weights are tested per layer
 def test_whole_models_in_hdf5_load_both_ways(tfk, tmp_path, monkeypatch):
     """tf-keras's HDF5 loader does not know its own SpectralNormalization: it is given as a
     custom object there."""
