@@ -385,7 +385,9 @@ def test_shift_scheme_per_image_segments(case, monkeypatch):
     n, h, w, _ = x_shape
     hp, wp = h + sum(pads[0]), w + sum(pads[1])
     ho, wo = hp - (f_shape[0] - 1) * dilations[0], wp - (f_shape[1] - 1) * dilations[1]
-    assert conv_cpu._image_segments(n, hp, wp, ho, wo) is not None
+    cg, kg = f_shape[2], f_shape[3] // groups
+    monkeypatch.setattr(conv_cpu, "IMAGE_SEGMENT_MIN_MACS", 0)  # small shapes segmented too
+    assert conv_cpu._image_segments(n, hp, wp, ho, wo, cg, kg) is not None
     seg = _run_cpu(x, f, (1, 1), dilations, pads, groups)
     xp = np.pad(x, ((0, 0), *pads, (0, 0))).astype(np.float64)
     for g in range(groups):  # the forward against float64
@@ -407,11 +409,22 @@ def test_shift_scheme_per_image_segments(case, monkeypatch):
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
     monkeypatch.setattr(conv_cpu, "IMAGE_SEGMENT_MIN_WASTE", 2.0)  # the whole grid
-    assert conv_cpu._image_segments(n, hp, wp, ho, wo) is None
+    assert conv_cpu._image_segments(n, hp, wp, ho, wo, cg, kg) is None
     whole = _run_cpu(x, f, (1, 1), dilations, pads, groups)
     for a, b, c in zip(seg, runs[0], whole):
         np.testing.assert_allclose(a, c, rtol=1e-5, atol=2e-4)
         np.testing.assert_allclose(b, c, rtol=1e-5, atol=2e-4)
+
+
+def test_per_image_segments_are_chosen_for_large_enough_gemms():
+    """The Keras CNN's second conv (13x13x32 -> 64, 3x3 VALID) and a 7x7 SAME 64 -> 64 run
+    per image; 16 -> 16 channels (too small a GEMM a call), a 56x56 SAME image (3.5% of its
+    rows wasted) and a single image do not."""
+    assert conv_cpu._image_segments(32, 13, 13, 11, 11, 32, 64) == (141, 8, 4)
+    assert conv_cpu._image_segments(64, 9, 9, 7, 7, 64, 64) is not None
+    assert conv_cpu._image_segments(64, 9, 9, 7, 7, 16, 16) is None
+    assert conv_cpu._image_segments(8, 58, 58, 56, 56, 64, 64) is None
+    assert conv_cpu._image_segments(1, 13, 13, 11, 11, 32, 64) is None
 
 
 DIRECT_CASES = [  # patches of at most DIRECT_MAX_TAPS values, one group

@@ -78,8 +78,12 @@ DIRECT_BLOCK_BYTES = 256 << 10  # output of one block of direct rows, about
 SHIFT_BLOCK_ROWS = 4096  # rows of the padded grid a block of tap GEMMs covers, about
 BLOCK_MULTIPLE = 4  # a shift scheme's block count, when above 1, is a multiple of this
 # the shift scheme runs one GEMM sequence an image when the grid rows between two images'
-# outputs are at least this share of an image's grid rows (VALID on small images)
+# outputs are at least this share of an image's grid rows (VALID on small images) and an
+# image's tap GEMM has at least IMAGE_SEGMENT_MIN_MACS multiply-adds (smaller ones cost more
+# in calls than they save: 7x7 SAME 16->16 channels ran 15% slower per image, 64->64 16%
+# faster; break-even near 30-100 thousand)
 IMAGE_SEGMENT_MIN_WASTE = 0.125
+IMAGE_SEGMENT_MIN_MACS = 1 << 17
 COPY_BLOCK_BYTES = 1 << 20  # the grid copies (padding, crops) go in blocks of about this
 IM2COL_BLOCK_BYTES = 4 << 20  # the patch matrix of one block of output rows, at most (about)
 FILTER_PARTIALS_BYTES = 64 << 20  # memory for per-block partial filter gradients, at most
@@ -490,15 +494,17 @@ def _grid_rows(n, hp, wp, ho, wo):
     return (n - 1) * hp * wp + (ho - 1) * wp + wo
 
 
-def _image_segments(n, hp, wp, ho, wo):
+def _image_segments(n, hp, wp, ho, wo, cg, kg):
     """(image segment rows, images a block, blocks) when the shift scheme's forward and
-    filter gradient should run per image, else None. The grid rows of one image's outputs
+    filter gradient should run per image (``cg``/``kg``: a group's input/output channels),
+    else None. The grid rows of one image's outputs
     end (ho - 1) * wp + wo rows into its hp * wp: the rest (the bottom kh - 1 lines, less the
     tail of the last) feeds no output, and a GEMM over all images' rows multiplies it too:
     28 of 169 rows a 13x13 image for a 3x3 VALID filter. Blocks hold whole images; their
     bounds depend on the shapes only."""
     per_image, seg = hp * wp, (ho - 1) * wp + wo
-    if n < 2 or per_image - seg < IMAGE_SEGMENT_MIN_WASTE * per_image:
+    if (n < 2 or per_image - seg < IMAGE_SEGMENT_MIN_WASTE * per_image
+            or seg * cg * kg < IMAGE_SEGMENT_MIN_MACS):
         return None
     nblocks, per = _blocks(n, max(1, SHIFT_BLOCK_ROWS // per_image))
     return seg, per, nblocks
@@ -533,7 +539,7 @@ def _shift_fwd(xg, w, dilations, groups, out, ep):
     nblocks, blk = _blocks(rows, SHIFT_BLOCK_ROWS)
 
     grid = og.reshape(-1, kout)
-    segments = None if direct else _image_segments(n, hp, wp, ho, wo)
+    segments = None if direct else _image_segments(n, hp, wp, ho, wo, cg, kg)
     if segments is not None:
         seg, per, nblocks = segments
 
@@ -589,7 +595,7 @@ def _shift_bwd(xg, w, dy, dilations, pads, groups, x_shape, w_shape, dx, dw):
         xf = xg.reshape(-1)
         rows = _grid_rows(n, hp, wp, ho, wo)
         nblocks, blk = _blocks(rows, SHIFT_BLOCK_ROWS)
-        segments = _image_segments(n, hp, wp, ho, wo)
+        segments = _image_segments(n, hp, wp, ho, wo, cg, kg)
         if segments is not None:
             seg, per, nblocks = segments
         nparts = _filter_partials(nblocks, dw.nbytes)
