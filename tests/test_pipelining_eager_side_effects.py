@@ -193,3 +193,32 @@ def test_a_failing_first_run_is_not_undone_and_later_runs_are_not_journaled(fres
     strategy.run(step)
     assert opened == [True, False]
     assert float(v.numpy()) == 7.0
+
+
+def test_a_second_pipeline_needing_more_ipus_is_undone_too(fresh_ipu_system):
+    """Four IPUs: the first run stops at a 2-IPU pipeline, the second at a 4-IPU one; each
+    stopped run is undone, so the counter and the first pipeline's outfeed see one run per
+    call."""
+    from conftest import configure_ipus
+
+    configure_ipus(4)
+    x, infeed, outfeed = _feeds()
+    _, infeed4, outfeed4 = _feeds(start=100.0)
+    strategy = ipu_strategy.IPUStrategy()
+    with strategy.scope():
+        counter = ig.Variable(0.0)
+    four = [lambda a: a + 1.0, lambda a: a * 2.0, lambda a: a - 1.0,
+            lambda h: (ig.reduce_sum(h),)]
+
+    def step():
+        counter.assign_add(1.0)
+        pipelining_ops.pipeline(_stages(), 2, repeat_count=1, infeed_queue=infeed,
+                                outfeed_queue=outfeed)
+        return pipelining_ops.pipeline(four, 4, repeat_count=1, infeed_queue=infeed4,
+                                       outfeed_queue=outfeed4)
+    for _ in range(2):
+        strategy.run(step)
+    assert float(counter.numpy()) == 2.0
+    out = outfeed.dequeue()[0].numpy()
+    np.testing.assert_array_equal(out, [2.0 * x[2 * i:2 * i + 2].sum() for i in range(4)])
+    assert outfeed4.dequeue()[0].shape == (8,)

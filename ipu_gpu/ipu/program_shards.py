@@ -12,11 +12,12 @@ A pipeline declares its shards with ``require(shards)``:
   the pipeline does anything, and ``run`` runs the program again with that many shards
   (remembered per function, so later runs start right).
 
-A function's first run (no run of it has finished yet) is undoable
-(``emulation/rollback.py``): when it stops for more shards, what its replicas did before
-the pipeline call (variable writes, infeed elements taken, outfeed enqueues, the device's
-seed executions) is undone before the second start, so that work happens once per call, as
-on the IPU, where the function is compiled whole and then run. Only Python side effects of
+Until a run of a function has finished, each start is undoable (``emulation/rollback.py``):
+when it stops for more shards, what its replicas did before the pipeline call (variable
+writes, infeed elements taken, outfeed enqueues, the device's seed executions) is undone
+before the next start, so that work happens once per call, as on the IPU, where the
+function is compiled whole and then run (a later pipeline needing still more IPUs stops and
+undoes the next start likewise). Only Python side effects of
 the function happen twice. A function whose runs have finished with fewer shards and that
 later calls a pipeline needing more (a pipeline behind a Python condition) is rerun without
 undoing.
@@ -92,27 +93,22 @@ def run(device, fn, args=(), kwargs=None, key=None):
     """``engine.run`` with the shards ``fn``'s pipelines need (see the module docstring)."""
     key = fn if key is None else key
     shards = _known(key)
-    if shards is None and context.current() is None:
-        shards = 1
-        with rollback.undoable(device) as first:
+    undoable = shards is None and context.current() is None  # no run of fn has finished
+    shards = shards or 1
+    while True:
+        with (rollback.undoable(device) if undoable else contextlib.nullcontext()) as started:
             try:
                 result = engine.run(device, fn, args, kwargs, num_shards=shards)
             except NeedsShards as e:
-                first.undo()
+                if e.shards <= shards:
+                    raise
+                if started is not None:
+                    started.undo()
                 shards = e.shards
-            else:
                 _remember(key, shards)
-                return result
+                continue
         _remember(key, shards)
-    shards = shards or 1
-    while True:
-        try:
-            return engine.run(device, fn, args, kwargs, num_shards=shards)
-        except NeedsShards as e:
-            if e.shards <= shards:
-                raise
-            shards = e.shards
-            _remember(key, shards)
+        return result
 
 
 def _known(key) -> int | None:
