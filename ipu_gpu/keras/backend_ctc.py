@@ -106,7 +106,9 @@ def ctc_decode(y_pred, input_length, greedy=True, beam_width=100, top_paths=1):
             merged = _merge_repeats(best)
             paths.append(merged[merged != blank])
         return [_dense(paths, samples, steps)], _tf.constant(log_prob)
-    probs, path_lengths, labels = (_host(t) for t in _decoder.ctc_beam_search_decoder(
+    # tf-keras calls TF's own decoder (tf.compat.v1.nn.ctc_beam_search_decoder), whose beam
+    # selection differs from Graphcore's at narrow beams
+    probs, path_lengths, labels = (_host(t) for t in _decoder.tf_ctc_beam_search_decoder(
         logits, _tf.constant(lengths.astype(np.int32)), beam_width=beam_width,
         top_paths=top_paths))
     decoded = []
