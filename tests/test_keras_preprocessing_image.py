@@ -568,3 +568,27 @@ def test_models_with_preprocessing_layers_exchange_hdf5_with_tf_keras(tfk, tmp_p
                                rtol=1e-5, atol=1e-6)
     clone = keras.models.model_from_json(mine.to_json())
     assert clone.layers[1].get_config() == mine.layers[1].get_config()
+
+
+def test_experimental_namespace_sync_batch_normalization_and_einsum_dense(tfk, real_tf):
+    exp = keras.layers.experimental
+    assert exp.EinsumDense is L.EinsumDense
+    x = _images((6, 3, 4, 2)) / 255
+    ours, theirs = exp.SyncBatchNormalization(momentum=0.8), \
+        tfk.layers.experimental.SyncBatchNormalization(momentum=0.8)
+    plain = L.BatchNormalization(momentum=0.8, synchronized=True)
+    for layer in (ours, theirs, plain):
+        layer(x[:1])
+    want = theirs(x, training=True).numpy()
+    for out in (ours(x, training=True), plain(x, training=True)):
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
+    for a, b in zip(ours.get_weights(), theirs.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert ours.synchronized
+    assert _config(ours.get_config()) == _config(theirs.get_config())
+    clone = exp.SyncBatchNormalization.from_config(ours.get_config())
+    assert clone.synchronized and clone.get_config() == ours.get_config()
+    with pytest.raises(ValueError, match="`fused=True` is not supported"):
+        exp.SyncBatchNormalization(fused=True)
+    again = L.deserialize(tfk.layers.serialize(theirs))  # configs saved by tf-keras
+    assert type(again) is exp.SyncBatchNormalization

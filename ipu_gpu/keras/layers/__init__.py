@@ -36,6 +36,7 @@ from .group_normalization import GroupNormalization
 from .spatial_dropout import SpatialDropout1D, SpatialDropout3D
 from .unit_activation import ThresholdedReLU, UnitNormalization
 from . import experimental
+from .experimental.sync_batch_normalization import SyncBatchNormalization  # noqa: F401
 from .preprocessing import (CategoryEncoding, CenterCrop, Discretization, Hashing,
                             IntegerLookup, Normalization, RandomBrightness, RandomContrast,
                             RandomCrop, RandomFlip, RandomHeight, RandomRotation,
