@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from . import backend, dtypes
+from . import backend, dtypes, strings
 from .allocation import allocation_failure, check_allocation
 from .indexed_slices import IndexedSlices, densify
 from .tensor import Tensor, _Product, wrap
@@ -66,10 +66,14 @@ def _python_value_array(value, dtype, op: str, arg: str) -> np.ndarray:
     and integers to bool refused (TypeError)."""
     try:
         flat = np.asarray(value)
-    except ValueError:  # inhomogeneous nesting
+    except ValueError:  # inhomogeneous nesting (or str mixed with non-UTF-8 bytes)
+        if any(isinstance(v, (str, bytes)) for v in _leaves(value)):
+            return _string_value(value, dtype, op, arg)
         raise ValueError(f"{op}: {arg} must be a rectangular nested list of numbers, got "
                          f"{_short(value)}") from None
     kind = flat.dtype.kind
+    if kind in "SU" or (kind == "O" and strings.is_string_leafy(flat)):
+        return _string_value(value, dtype, op, arg)
     # numpy makes uint64, float64 (mixed with other ints) or object of ints beyond int64
     if kind == "u" or (kind in "fO" and flat.size and _all_ints(value)):
         bad = _int64_overflow(value)
@@ -97,6 +101,10 @@ def _python_value_array(value, dtype, op: str, arg: str) -> np.ndarray:
         raise TypeError(f"{op}: {arg}: cannot convert a value of dtype {flat.dtype} to a "
                         f"Tensor")
     target = inferred if dtype is None else np.dtype(dtype)
+    if target is dtypes.string and flat.size:
+        strings.check_cast(flat.astype(inferred), target, op, arg)
+    elif target is dtypes.string:  # [] as tf.string
+        return np.empty(flat.shape, object)
     if (inferred.kind == "f" and target.kind in "iub") or (inferred.kind in "iu"
                                                             and target.kind == "b"):
         raise TypeError(f"{op}: {arg} must be convertible to {target.name}, got "
@@ -150,7 +158,9 @@ def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_ten
     elif isinstance(value, (numbers.Number, list, tuple)):
         a = _python_value_array(value, dtype, op, arg)
         target_xp = xp if xp is not None else backend.default_xp()
-        return a if target_xp is np else backend.to_device(target_xp, a)
+        if target_xp is np or a.dtype is dtypes.string:
+            return a
+        return backend.to_device(target_xp, a)
     elif hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
         try:
             a = _from_dlpack(value)
@@ -158,15 +168,27 @@ def to_array(value, dtype=None, *, arg: str = "value", op: str = "convert_to_ten
             a = np.asarray(value)
     elif hasattr(value, "__array__"):
         a = np.asarray(value)
+    elif isinstance(value, (str, bytes)):
+        return _string_value(value, dtype, op, arg)
     else:
         raise TypeError(f"{op}: {arg} must be a Tensor, array, number or nested list, got "
                         f"{type(value).__name__}")
     if a.dtype not in dtypes.SUPPORTED:
+        if type(a) is np.ndarray and strings.is_string_leafy(a):
+            return _string_value(a, dtype, op, arg)
         raise TypeError(f"{op}: {arg} must have a dtype in "
                         f"{[d.name for d in dtypes.SUPPORTED]}, got {a.dtype}")
     if dtype is not None and a.dtype != dtype:
+        strings.check_cast(a, dtype, op, arg)
         with np.errstate(all="ignore"):  # out-of-range values wrap or saturate, as TF casts
             a = a.astype(dtype)
+    return a
+
+
+def _string_value(value, dtype, op, arg) -> np.ndarray:
+    a = strings.string_array(value, op, arg)
+    if dtype is not None:
+        strings.check_cast(a, dtype, op, arg)
     return a
 
 
@@ -241,7 +263,7 @@ def _constant_array(value, dtype, shape):
     else:  # arrays and DLPack producers are cast freely (as TF) and always copied
         a = to_array(value, None, arg="value", op="constant")
         a = a.copy() if d is None or a.dtype == d else to_array(a, d)
-    if xp is not np and not backend.is_cupy_array(a):
+    if xp is not np and not backend.is_cupy_array(a) and a.dtype is not dtypes.string:
         a = backend.to_device(xp, a)
     elif xp is np and backend.is_cupy_array(a):
         a = a.get()

@@ -15,11 +15,13 @@ int64 = np.dtype("int64")
 bool_ = np.dtype("bool")
 half = float16
 double = float64
+string = np.dtype(object)  # tf.string: host object arrays of bytes (core/strings.py)
 
 SUPPORTED = (float16, float32, float64, int8, uint8, int16, int32, int64, bool_)
 FLOATING = (float16, float32, float64)
 _BY_NAME = {d.name: d for d in SUPPORTED}
-_BY_NAME.update({"half": float16, "float": float32, "double": float64, "bool_": bool_})
+_BY_NAME.update({"half": float16, "float": float32, "double": float64, "bool_": bool_,
+                 "string": string, "object": string})
 
 
 def as_dtype(value, arg: str = "dtype") -> np.dtype:
@@ -36,13 +38,15 @@ def as_dtype(value, arg: str = "dtype") -> np.dtype:
         d = float32
     elif value is int:
         d = int32
+    elif value is str or value is bytes:
+        d = string
     else:
         name = getattr(value, "name", None) or str(value).rsplit(".", 1)[-1]
         try:
             d = np.dtype(value) if isinstance(value, type) else _BY_NAME[name]
         except (KeyError, TypeError):
             raise TypeError(f"{arg} must be a dtype, got {value!r}") from None
-    if d not in SUPPORTED:
+    if d not in SUPPORTED and d is not string:
         raise TypeError(f"{arg} must be one of {[s.name for s in SUPPORTED]}, got {d}")
     return d
 

@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 from . import backend, tape
+from .strings import STRING_OPS, refuse as _refuse_strings
 from .allocation import allocation_failure
 from .convert import to_array
 from .indexed_slices import IndexedSlices, densify
@@ -28,6 +29,7 @@ from .tensor import Tensor, Variable, _next_id, wrap
 _tape_local = tape._local  # the tapes recording in this thread (``.tapes``)
 _new_object = object.__new__
 _NO_MODULE = object()  # not looked up yet in ``Op._kernel_modules``
+_STRING = np.dtype(object)  # tf.string (core/strings.py): host-only, and only STRING_OPS take it
 
 REGISTRY: dict = {}  # op name -> Op
 
@@ -138,7 +140,7 @@ class Op:
     """A registered op. ``op(*inputs, **static)`` returns Tensors."""
 
     __slots__ = ("name", "args", "check", "forward", "backward", "family", "twice_differentiable",
-                 "scalars_follow", "partial_backward", "_kernel_modules")
+                 "scalars_follow", "partial_backward", "_kernel_modules", "strings")
 
     def __init__(self, name, args, check, forward, backward, family, twice_differentiable,
                  scalars_follow, partial_backward=False):
@@ -152,11 +154,18 @@ class Op:
         self.scalars_follow = scalars_follow
         self.partial_backward = partial_backward
         self._kernel_modules = {}
+        self.strings = name in STRING_OPS
 
     def _arg(self, j: int) -> str:
         if j < len(self.args) - 1 or not self.args[-1].endswith("..."):
             return self.args[j]
         return f"{self.args[-1][:-3]}[{j - len(self.args) + 1}]"
+
+    def _strings_allowed(self) -> None:
+        """Refuse string inputs as TF does: ops without a string kernel, and any op inside
+        an IPU program."""
+        if not self.strings or _tensor_module.replica_slot() is not None:
+            raise _refuse_strings(self.name)
 
     def kernels(self, xp):
         """The kernel module of this op's family for arrays of ``xp`` (None if it has none)."""
@@ -227,6 +236,8 @@ class Op:
                     if arrays[j] is None:
                         a = _convert_value(x, follow, self._arg(j), self.name, target_xp)
                         arrays[j] = a
+                        if a.dtype is _STRING:
+                            self._strings_allowed()
             except TypeError:  # a symbolic input refuses conversion: the hook records the call
                 if _symbolic_hook is not None and _has_symbolic(inputs):
                     result = _symbolic_hook(self, inputs, static)
@@ -235,6 +246,8 @@ class Op:
                 raise
             if anchor is None:
                 xp = backend.xp_of(arrays[0]) if n else backend.default_xp()
+        if anchor is not None and anchor.dtype is _STRING:  # a string Tensor first
+            self._strings_allowed()
         self.check(*arrays, **static)
         k = self._kernel_modules.get(xp, _NO_MODULE)
         if k is _NO_MODULE:
@@ -302,7 +315,8 @@ def _convert_value(x, follow_dtype, arg, op, xp):
         if -big <= x <= big:  # else: the overflow to inf below, as TF, without the warning
             a = np.array(x, dtype=follow_dtype)
             return a if xp is None or xp is np else backend.to_device(xp, a)
-    if follow_dtype is not None and isinstance(x, (bool, int, float, list, tuple, np.generic)):
+    if (follow_dtype is not None and follow_dtype is not _STRING
+            and isinstance(x, (bool, int, float, list, tuple, np.generic))):
         natural = to_array(x, arg=arg, op=op, xp=np)
         if natural.dtype.kind == "f" and follow_dtype.kind in "iub":
             raise TypeError(f"{op}: {arg} must be {follow_dtype.name} like the other operand, "

@@ -145,6 +145,9 @@ def _host_read() -> None:
         refuse("a host read of a device tensor")
 
 
+_STRING = np.dtype(object)  # tf.string (core/strings.py)
+
+
 def wrap(value, node_id: int | None = None) -> Tensor:
     """A Tensor around ``value`` (a numpy/cupy array) without copying or checking."""
     t = object.__new__(Tensor)
@@ -192,8 +195,11 @@ class Tensor:
         return "/device:GPU:0" if backend.is_cupy_array(self._value) else "/device:CPU:0"
 
     def numpy(self) -> np.ndarray:
-        """A numpy copy of the value (``# syncs device`` for a GPU tensor)."""
+        """A numpy copy of the value (``# syncs device`` for a GPU tensor); a scalar string
+        gives its ``bytes``, as TF."""
         v = self._value
+        if v.dtype is _STRING and v.ndim == 0:
+            return v.item()
         if backend.is_cupy_array(v):
             _host_read()
             return v.get()
@@ -245,7 +251,8 @@ class Tensor:
     def __repr__(self) -> str:
         name = type(self).__name__
         return (
-            f"<ipu_gpu.{name}: shape={tuple(self._value.shape)}, dtype={self.dtype.name}, "
+            f"<ipu_gpu.{name}: shape={tuple(self._value.shape)}, "
+            f"dtype={'string' if self.dtype is _STRING else self.dtype.name}, "
             f"numpy={np.array2string(np.asarray(self), separator=', ')}>"
         )
 
