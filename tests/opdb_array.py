@@ -37,7 +37,7 @@ def query_samples(out_types):
 
 def query_errors(name, bad_out_type):
     def gen():
-        yield ErrorInput(("abc",), {}, TypeError, rf"^{name}: input must")
+        yield ErrorInput((object(),), {}, TypeError, rf"^{name}: input must")
         if bad_out_type is not None:
             yield ErrorInput((np.zeros(2, F32),), {"out_type": bad_out_type}, TypeError,
                              rf"^{name}: out_type must be")

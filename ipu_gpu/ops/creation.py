@@ -8,6 +8,7 @@ from ..core import backend, dtypes
 from ..core.convert import to_array
 from ..core.allocation import AllocationGuard, check_allocation
 from ..core.registry import register
+from ..core.strings import filled_strings
 from ..core.tensor import Tensor, wrap
 from ._shape_args import shape_args
 from ..errors import InvalidArgumentError
@@ -34,6 +35,8 @@ def _shape(op, shape, arg="shape"):
 def _filled(op, make, shape, dtype):
     """``make(shape, dtype)`` on the current backend; an output too large for memory raises
     ResourceExhaustedError naming ``op``, as TF."""
+    if dtype is dtypes.string:  # host only; b"" is a string's zero, there is no one
+        return wrap(filled_strings(op, make, shape))
     xp = backend.default_xp()
     check_allocation(op, xp, shape, dtype)
     with AllocationGuard(op, xp):
@@ -60,10 +63,17 @@ def _check_like(x, *, dtype):
     pass
 
 
-_ZEROS_LIKE = register("zeros_like", args=("input",), check=_check_like,
-                       forward=lambda k, xp, x, dtype: (xp.zeros(x.shape, dtype or x.dtype), None))
-_ONES_LIKE = register("ones_like", args=("input",), check=_check_like,
-                      forward=lambda k, xp, x, dtype: (xp.ones(x.shape, dtype or x.dtype), None))
+def _like(make):
+    def forward(k, xp, x, dtype):
+        d = dtype or x.dtype
+        if d is dtypes.string:
+            return filled_strings(f"{make}_like", make, x.shape), None
+        return getattr(xp, make)(x.shape, d), None
+    return forward
+
+
+_ZEROS_LIKE = register("zeros_like", args=("input",), check=_check_like, forward=_like("zeros"))
+_ONES_LIKE = register("ones_like", args=("input",), check=_check_like, forward=_like("ones"))
 
 
 def zeros_like(input, dtype=None, name=None) -> Tensor:  # noqa: A002

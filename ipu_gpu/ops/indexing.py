@@ -112,6 +112,8 @@ def _getitem_forward(k, xp, x, *, key):
         y = x[key]
     except IndexError as e:
         raise ValueError(f"__getitem__: key out of range for shape {list(x.shape)}: {e}") from None
+    if type(y) is bytes:  # one item of a tf.string tensor
+        y = np.array(y, object)
     return y, (x.shape, x.dtype)
 
 

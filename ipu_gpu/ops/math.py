@@ -28,7 +28,8 @@ def _check_binary(name, kinds):
     return check
 
 
-_KIND_NAMES = {"fiu": "number", "f": "float", "b": "bool", "fiub": "number or bool"}
+_KIND_NAMES = {"fiu": "number", "f": "float", "b": "bool", "fiub": "number or bool",
+               "fiuO": "number or string", "fiubO": "number, bool or string"}
 
 
 def _binary(name, fn, grad=None, kinds="fiu", residuals="xy"):
@@ -61,7 +62,8 @@ def _true_divide(xp, x, y):
     return xp.divide(x, y)
 
 
-_ADD = _binary("add", lambda xp, x, y: xp.add(x, y), lambda xp, g, x, y, z: (g, g))
+_ADD = _binary("add", lambda xp, x, y: xp.add(x, y), lambda xp, g, x, y, z: (g, g),
+               kinds="fiuO")  # strings: concatenation, as TF's AddV2
 _SUBTRACT = _binary("subtract", lambda xp, x, y: xp.subtract(x, y), lambda xp, g, x, y, z: (g, -g))
 _MULTIPLY = _binary("multiply", lambda xp, x, y: xp.multiply(x, y),
                     lambda xp, g, x, y, z: (g * y, g * x))
@@ -166,8 +168,10 @@ def _comparison(name, fn, kinds="fiub"):
                     scalars_follow=True)
 
 
-_EQUAL = _comparison("equal", lambda xp, x, y: xp.equal(x, y))
-_NOT_EQUAL = _comparison("not_equal", lambda xp, x, y: xp.not_equal(x, y))
+_EQUAL = _comparison("equal", lambda xp, x, y: xp.equal(x, y).astype(bool, copy=False),
+                     "fiubO")
+_NOT_EQUAL = _comparison("not_equal", lambda xp, x, y: xp.not_equal(x, y).astype(bool, copy=False),
+                         "fiubO")
 _LESS = _comparison("less", lambda xp, x, y: xp.less(x, y), "fiu")
 _LESS_EQUAL = _comparison("less_equal", lambda xp, x, y: xp.less_equal(x, y), "fiu")
 _GREATER = _comparison("greater", lambda xp, x, y: xp.greater(x, y), "fiu")
@@ -348,7 +352,13 @@ def cast(x, dtype, name=None):
     cast), as in TF."""
     if type(x) is IndexedSlices:
         return IndexedSlices(cast(x.values, dtype), x.indices, x.dense_shape)
-    return _CAST(x, dtype=dtypes.as_dtype(dtype, "cast: dtype"))
+    d = dtypes.as_dtype(dtype, "cast: dtype")
+    if d is dtypes.string or getattr(x, "dtype", None) is dtypes.string:
+        from ..core.strings import check_string_cast
+
+        if check_string_cast(getattr(x, "dtype", None), d):
+            return _IDENTITY(x)
+    return _CAST(x, dtype=d)
 
 
 _IDENTITY = register("identity", args=("input",), check=_check_any,

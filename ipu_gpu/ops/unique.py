@@ -21,7 +21,7 @@ def _check(x, *, out_idx):
     if x.ndim != 1:
         raise InvalidArgumentError(f"unique: x must be a 1-D vector, got shape "
                                    f"{shape_str(x.shape)}")
-    if x.dtype.kind not in "fiub":
+    if x.dtype.kind not in "fiubO":  # O: tf.string
         raise TypeError(f"unique: x must be a numeric or bool tensor, got {x.dtype}")
 
 
