@@ -890,7 +890,7 @@ def test_automatic_loss_scaling_doubles_until_gradients_reach_the_bin_edge():
     model.compile(x, y)
     model(x, y)
     state = opt.state_dict()["ipu_state"]
-    assert state["lossScaleUpdateFactor"].dtype == torch.float32
+    assert state["lossScaleUpdateFactor"].dtype == torch.float16  # the float16 loss's
     assert float(state["lossScaleUpdateFactor"]) == final
     # one call of 8 device iterations is 8 steps; the next call goes on from the factor
     model(x, y)

@@ -21,6 +21,7 @@ compile error ("Anchor tensor ... not in Ir Tensors").
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .enums import OutputMode
@@ -93,13 +94,15 @@ class Anchors:
                 continue
             self._values[short][(si, ai, ri)] = value.clone()
 
-    def step(self, si: int, loss_scale: float) -> None:
-        """After device iteration si's weight update."""
+    def step(self, si: int, loss_scale: float, dtype=None) -> None:
+        """After device iteration si's weight update (``dtype``: the loss scale's numpy
+        dtype, float32 when None)."""
         for short, (long, _, _) in self._anchors.items():
             if long.startswith(_UPDATED):
                 value = self._params[long[len(_UPDATED):]].detach().clone()
             elif long == "finalLossScale":
-                value = torch.tensor(loss_scale, dtype=torch.float32)
+                value = torch.tensor(loss_scale, dtype=torch.float16 if dtype is not None
+                                     and np.dtype(dtype) == np.float16 else torch.float32)
             else:
                 continue
             self._values[short][(si, 0, 0)] = value

@@ -471,6 +471,7 @@ class DeviceState:
         self.synthetic = (synthetic_micro_batches(leaves, host_micro_batches(opts, s, r, a),
                                                   synthetic, integers)
                           if synthetic != SYNTHETIC_OFF else None)
+        self.scale_dtype = None  # the loss scale's numpy dtype, from the first loss
         self.loss_scaling = None  # Training.setAutomaticLossScaling
         if executor.training and loss_scaling.enabled(opts):
             mean = (int(opts.Training.accumulation_and_replication_reduction_type)

@@ -890,6 +890,12 @@ class PoplarExecutor:
             if hyper is not None and not differs(self.optimizer, hyper):
                 hyper = None
         scale = mean * ls if training else mean
+        # the loss scale is typed as the loss (loss_scaling module): until the first loss
+        # shows its dtype, the scale is provisional
+        pending = training and state.scale_dtype is None
+        if training and not pending:
+            ls = self._loss_scale(state, als)
+            scale = mean * ls
 
         g = input_groups.group_size(self.options)
         if state.synthetic is None and g > 1:
@@ -950,7 +956,7 @@ class PoplarExecutor:
             for si in range(s):
                 if training:
                     self.optimizer.zero_grad()
-                    if als is not None:
+                    if als is not None and not pending:
                         ls = als.loss_scale(self.optimizer)
                         scale = mean * ls
                 for ai in range(a):
@@ -972,7 +978,11 @@ class PoplarExecutor:
                                      else contextlib.nullcontext()):
                                 out = self.model(*xs, **kw)
                                 if training:
-                                    (_find_loss(out) * scale).backward()
+                                    loss = _find_loss(out)
+                                    if pending:
+                                        ls, scale, pending = self._typed_scale(
+                                            state, als, loss, mean)
+                                    (loss * scale).backward()
                             if checks is not None:
                                 checks.check()
                                 checks = None
@@ -985,7 +995,11 @@ class PoplarExecutor:
                                 if checks is not None:
                                     checks.check()
                                     checks = None
-                                (_find_loss(out) * scale).backward()
+                                loss = _find_loss(out)
+                                if pending:
+                                    ls, scale, pending = self._typed_scale(
+                                        state, als, loss, mean)
+                                (loss * scale).backward()
                             if first and si == ai == ri == 0:
                                 als.check_tracked()
                         elif training:
@@ -996,6 +1010,8 @@ class PoplarExecutor:
                                 checks = None
                             leaves = tensor_leaves(out)
                             loss = _find_loss(out, leaves)
+                            if pending:
+                                ls, scale, pending = self._typed_scale(state, als, loss, mean)
                             (loss if scale == 1.0 else loss * scale).backward()
                         else:
                             with torch.no_grad(), _running(self, xs, kw):
@@ -1021,17 +1037,41 @@ class PoplarExecutor:
                                 leaves = tensor_leaves(out)
                             kept[(si, ai, ri)] = [t.detach().clone() for t in leaves]
                 if training:
-                    self._step(ls, hyper)
+                    self._step(self._unscale(ls, als), hyper)
                     if als is not None:
                         als.update()
                     if anchors is not None:
-                        anchors.step(si, ls)
+                        anchors.step(si, ls, state.scale_dtype)
         finally:
             buffers.end_call()
         if anchors is not None:
             anchors.end_call(s, a, r)
         return self._assemble(template, kept, sums, mode, period, s, a, r,
                               state.synthetic is not None)
+
+    def _loss_scale(self, state, als) -> float:
+        """The coming step's loss scale, the loss gradient's seed: ALS's ``finalLossScale``
+        (typed as the loss), else the optimizer's ``loss_scaling`` (which the float16
+        backward rounds as PopART's float16 loss-scale tensor does)."""
+        if als is not None:
+            return als.loss_scale(self.optimizer)
+        return float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
+
+    def _unscale(self, ls, als) -> float:
+        """What the update divides the gradients by: PopART folds ``1 / loss_scaling`` into
+        the optimizer's compound scalars from the host's float value (not the float16
+        tensor), and ALS divides them by the update factor (``finalInverseLossScale``)."""
+        if als is None:
+            return ls
+        return float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0) * als.factor
+
+    def _typed_scale(self, state, als, loss, mean):
+        """The first loss fixes the loss scale's dtype: ``(ls, mean * ls, False)``."""
+        state.scale_dtype = loss_scaling.scale_dtype(self.options, loss.dtype)
+        if als is not None:
+            als.set_loss_dtype(loss.dtype)
+        ls = self._loss_scale(state, als)
+        return ls, mean * ls, False
 
     def _step(self, ls, hyperparameters):
         """One weight update: gradients unscaled and clipped, then the device's update rule

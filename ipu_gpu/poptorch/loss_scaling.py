@@ -27,6 +27,27 @@ update. The emulator cannot see PopART's backward graph; it tracks the float16 g
 of the trainable parameters and of the modules' outputs (not the loss's own gradient, which
 PopART excludes as it reads the loss scale). A model with no float16 gradient at all is
 PopART's compile error. Only float16 gradients count, so a float32 model cannot use it.
+
+Which gradients are tracked (``_Popart.set("automaticLossScalingSettings.
+gradientTensorTrackingMethod", m)``, PopART's ``GradientTensorTrackingMethod``):
+``AllNonViewChangingGradientTensors`` (0, the default) as above; ``ConvAndMatmulGradients``
+(1) the float16 gradients the backward matmuls and convolutions produce: of each
+``nn.Linear``/``nn.ConvNd``/``nn.ConvTransposeNd`` module's weight and of its input (that
+module's own contribution, not the input's total gradient; the bias gradient, a reduction,
+is not tracked; matmuls called outside such modules are not seen);
+``GradientsOfUserSpecifiedTensors`` (2) needs PopART's ``toTrackTensors``, which PopTorch
+cannot set: PopART's compile error. Other values: PopTorch's "out of range" error.
+
+The loss scale takes the loss's dtype, as PopART's loss-scale tensor does
+(``Optimizer::getLossScalingTensorId(dtype of the final loss)``), and the update factor
+the loss scale's (``addOnesTensor(..., lossScaleTensor->info)``): for a float16 loss the
+optimizer's ``loss_scaling`` is rounded to float16, the factor is a float16 that doubles
+to inf past 32768 (and then stays inf: halving inf is inf), and the scale the loss gradient
+starts from, ``loss_scaling * factor``, is their float16 product (inf past 65504; the
+gradients then overflow and the statistics halve the factor). The update divides by
+``loss_scaling`` as the host's float (PopART's compound scalars are computed from it) times
+the factor. ``_Popart.set("ensureFp32LossScaleTensor",
+True)`` keeps both float32 (the scaled loss gradient still meets float16 at the loss).
 """
 
 from __future__ import annotations
@@ -40,7 +61,7 @@ import torch
 from ._tensor_tree import tensor_leaves
 from .errors import Error
 
-__all__ = ["FACTORS", "AutomaticLossScaling", "enabled"]
+__all__ = ["FACTORS", "AutomaticLossScaling", "enabled", "scale_dtype"]
 
 # optimizer -> the AutomaticLossScaling of the model it trains (for its ipu_state)
 FACTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -49,8 +70,51 @@ _FLOAT16_MAX = 65504.0
 _NO_FP16 = "[AutomaticLossScale transform] No tracked gradient tensors of type fp16 were found."
 
 
+_TRACKING = "automaticLossScalingSettings.gradientTensorTrackingMethod"
+ALL_NON_VIEW_CHANGING, CONV_AND_MATMUL, USER_SPECIFIED = 0, 1, 2
+# the modules whose forward is a matmul or a convolution (their backward's matmuls/convs)
+_MATMULS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d,
+            torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
+
+
 def enabled(options) -> bool:
     return bool(options._Popart.options.get("automaticLossScalingSettings.enabled", False))
+
+
+def scale_dtype(options, loss_dtype):
+    """numpy dtype of the loss-scale tensor (and of ALS's update factor) for a loss of
+    ``loss_dtype``: float16 for a float16 loss unless ``ensureFp32LossScaleTensor``."""
+    if loss_dtype == torch.float16 and not options._Popart.options.get(
+            "ensureFp32LossScaleTensor", False):
+        return np.float16
+    return np.float32
+
+
+def _tracking_method(popart) -> int:
+    method = popart.get(_TRACKING, ALL_NON_VIEW_CHANGING)
+    method = int(getattr(method, "value", method))
+    if not 0 <= method <= USER_SPECIFIED:
+        raise Error("Value for GradientTensorTrackingMethod out of range")
+    if method == USER_SPECIFIED:
+        raise Error("[AutomaticLossScale transform] gradientTensorTrackingMethod set to "
+                    "'GradientTensorTrackingMethod::GradientsOfUserSpecifiedTensors' but "
+                    "'toTrackTensors' has not been set")
+    return method
+
+
+class _Probe(torch.autograd.Function):
+    """Identity whose backward shows ``count`` the gradient passing through (the gradient
+    one matmul or convolution gives its input)."""
+
+    @staticmethod
+    def forward(ctx, x, count):
+        ctx.count = count
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.count(grad)
+        return grad, None
 
 
 class AutomaticLossScaling:
@@ -66,6 +130,7 @@ class AutomaticLossScaling:
         threshold = float(popart.get(
             "automaticLossScalingSettings.thresholdUpperCountProportion", 1e-7))
         self.period = int(popart.get("automaticLossScalingSettings.updatePeriod", 1))
+        self.method = _tracking_method(popart)
         if not 0.0 <= edge <= 1.0:
             raise Error("[AutomaticLossScale transform] Out of range value for "
                         f"'binEdgeLocation'. The current value is {edge}, but it should be "
@@ -85,15 +150,28 @@ class AutomaticLossScaling:
         # are not: compare them at that scale
         self.accumulated = max(int(accumulated), 1)
         self.model = model
+        self.options = options
+        self.dtype = None  # the loss-scale tensor's, from the first loss (set_loss_dtype)
         self.factor = 1.0
         self.steps = 0
         self._micro = [0, 0]  # this micro-batch's uint32 [lower, upper] sums
         self._replicas = {}  # replica -> float32 [lower, upper] accumulated this step
         self.seen_fp16 = False
 
+    def set_loss_dtype(self, loss_dtype) -> None:
+        """The first loss's dtype fixes the loss scale's and the factor's (PopART's
+        tensors are typed at compile time)."""
+        if self.dtype is None:
+            self.dtype = scale_dtype(self.options, loss_dtype)
+            self.factor = float(self.dtype(self.factor))
+
     def loss_scale(self, optimizer) -> float:
-        """The loss scale of the coming step."""
-        return float(getattr(optimizer, "loss_scaling", 1.0) or 1.0) * self.factor
+        """The loss scale of the coming step: PopART's ``finalLossScale``, the loss scale
+        times the factor in the loss scale's dtype."""
+        ls = float(getattr(optimizer, "loss_scaling", 1.0) or 1.0)
+        dtype = self.dtype or np.float32
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(dtype(ls) * dtype(self.factor))
 
     def _counting(self) -> bool:
         return self.steps % self.period == 0
@@ -112,6 +190,34 @@ class AutomaticLossScaling:
     def tracking(self, replica: int = 0):
         """Around one micro-batch's forward and backward on ``replica``: count its tracked
         gradients."""
+        handles = self._hooks()
+        self._micro = [0, 0]
+        try:
+            yield
+        finally:
+            for h in handles:
+                h.remove()
+            if self._counting():
+                stats = self._replicas.setdefault(
+                    replica, np.zeros(2, dtype=np.float32))
+                stats += np.array(self._micro, dtype=np.uint32).astype(np.float32)
+
+    def _hooks(self) -> list:
+        """Hooks on the tracked gradients of the coming forward and backward."""
+        if self.method == CONV_AND_MATMUL:
+            weights = {id(m.weight): m.weight for m in self.model.modules()
+                       if isinstance(m, _MATMULS) and isinstance(m.weight, torch.Tensor)}
+            handles = [p.register_hook(self._hook) for p in weights.values()
+                       if p.requires_grad and p.dtype == torch.float16]
+
+            def on_input(module, args):
+                if (isinstance(module, _MATMULS) and args and isinstance(args[0], torch.Tensor)
+                        and args[0].dtype == torch.float16 and args[0].requires_grad):
+                    return (_Probe.apply(args[0], self._count), *args[1:])
+                return None
+
+            handles.append(torch.nn.modules.module.register_module_forward_pre_hook(on_input))
+            return handles
         handles = [p.register_hook(self._hook) for p in self.model.parameters()
                    if p.requires_grad and p.dtype == torch.float16]
         hooked = set()  # a tensor several modules return is one gradient tensor
@@ -124,16 +230,7 @@ class AutomaticLossScaling:
                     handles.append(t.register_hook(self._hook))
 
         handles.append(torch.nn.modules.module.register_module_forward_hook(on_output))
-        self._micro = [0, 0]
-        try:
-            yield
-        finally:
-            for h in handles:
-                h.remove()
-            if self._counting():
-                stats = self._replicas.setdefault(
-                    replica, np.zeros(2, dtype=np.float32))
-                stats += np.array(self._micro, dtype=np.uint32).astype(np.float32)
+        return handles
 
     def _hook(self, grad):
         self._count(grad)
@@ -157,6 +254,8 @@ class AutomaticLossScaling:
             lower, upper = self.counts()
             with np.errstate(invalid="ignore"):  # 0 * inf is NaN: not greater, scale up
                 down = bool(upper > lower * self.ratio)
-            self.factor *= 0.5 if down else 2.0
+            dtype = self.dtype or np.float32
+            with np.errstate(over="ignore"):  # a float16 factor doubles to inf past 32768
+                self.factor = float(dtype(self.factor) * dtype(0.5 if down else 2.0))
             self._replicas = {}
         self.steps += 1

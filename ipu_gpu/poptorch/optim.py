@@ -45,6 +45,7 @@ import math
 import weakref
 from typing import Any
 
+import numpy as np
 import torch
 
 from .errors import Error
@@ -969,7 +970,9 @@ def _ipu_state(opt, names):
     out = {}
     als = FACTORS.get(opt)
     if als is not None:  # PopART's automatic loss scaling variable
-        out["lossScaleUpdateFactor"] = torch.tensor(als.factor, dtype=torch.float32)
+        half = als.dtype is not None and np.dtype(als.dtype) == np.float16
+        out["lossScaleUpdateFactor"] = torch.tensor(
+            als.factor, dtype=torch.float16 if half else torch.float32)
     for group in opt.param_groups:
         for p in group["params"]:
             for key, value in opt.state.get(p, {}).items():
