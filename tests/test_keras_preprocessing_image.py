@@ -541,6 +541,17 @@ def test_layers_on_tf1_graph_tensors():
             flips = [sess.run(flipped, {x: images}) for _ in range(8)]
             assert len({f.tobytes() for f in flips}) > 1
             assert sess.run(taller, {x: images}).shape[2:] == (10, 3)
+    with v1.Graph().as_default():  # height and width known only when the graph runs
+        x = v1.placeholder("float32", [None, None, None, 3])
+        layers = [L.Resizing(4, 5), L.Resizing(4, 5, crop_to_aspect_ratio=True),
+                  L.CenterCrop(4, 4), L.CenterCrop(12, 3)]
+        outputs = [layer(x) for layer in layers]
+        assert [o.shape.as_list() for o in outputs] == [[None, 4, 5, 3], [None, 4, 5, 3],
+                                                        [None, 4, 4, 3], [None, 12, 3, 3]]
+        with v1.Session() as sess:
+            got = sess.run(outputs, {x: images})
+    for layer, out in zip(layers, got):
+        np.testing.assert_allclose(out, layer(images).numpy(), atol=1e-4)
 
 
 def test_models_with_preprocessing_layers_exchange_hdf5_with_tf_keras(tfk, tmp_path):

@@ -12,6 +12,7 @@ from ....image import ops as _image
 from ....ops import array as _array
 from ....ops import math as _m
 from ...engine.base_layer import Layer
+from .._graph_shapes import call_on_values
 from .random_base import BaseRandomLayer, as_compute_dtype, check_image
 
 __all__ = ["CenterCrop", "RandomCrop", "RandomHeight", "RandomWidth", "Resizing",
@@ -92,6 +93,9 @@ class Resizing(Layer):
 
     def call(self, inputs):
         check_image(self, inputs)
+        return call_on_values(self._resize, inputs)  # sizes read at run time in a TF1 graph
+
+    def _resize(self, inputs):
         dtype = self.compute_dtype if self._interpolation_method == "nearest" else "float32"
         x = inputs if inputs.dtype == np.dtype(dtype) else _m.cast(inputs, dtype)
         size = [self.height, self.width]
@@ -125,6 +129,9 @@ class CenterCrop(Layer):
 
     def call(self, inputs):
         check_image(self, inputs)
+        return call_on_values(self._crop, inputs)  # sizes read at run time in a TF1 graph
+
+    def _crop(self, inputs):
         x = as_compute_dtype(self, inputs)
         h_diff = int(x.shape[-3]) - self.height
         w_diff = int(x.shape[-2]) - self.width
