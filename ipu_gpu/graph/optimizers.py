@@ -5,7 +5,15 @@ TF 1.15's arithmetic (its ``training_ops`` kernels).
 ``minimize`` = ``compute_gradients`` (a ``gradients`` node) + ``apply_gradients``: one node
 per variable calling ``_eager_update(variable, gradient)`` on the run's eager values (which
 the ``ipu.optimizers`` accumulation wrappers call too), grouped, then ``_finish`` (Adam's
-beta powers) once per step. Slots are per-replica variables made on first use.
+beta powers) once per step.
+
+Slots are made as TF 1.15 makes them, at ``apply_gradients``: graph variables named
+``<var>/<optimizer name>`` (``_1``, ``_2`` for a second and third slot), in the global
+variables (so ``global_variables_initializer``, ``Saver`` and exports see them), with
+non-slot variables (Adam's ``beta1_power``/``beta2_power``) made before them. Each update
+node takes its slots as inputs, so the run binds the slots' eager (per-replica) variables
+before ``_eager_update`` reads them. Outside a graph, slots are eager variables made on
+first use.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from ..core.indexed_slices import IndexedSlices
 from ..core.tensor import Tensor, Variable
 from ..ops._util import quiet
 from .core import GraphTensor, Operation, add_node
-from .nodes import _graph_for, gradients, group, trainable_variables
+from .nodes import GraphVariable, _graph_for, gradients, group, trainable_variables
 
 __all__ = ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
            "MomentumOptimizer", "RMSPropOptimizer"]
@@ -30,7 +38,9 @@ class _Optimizer:
 
     def __init__(self, use_locking, name):
         self._name = name
-        self._slots: dict = {}  # (slot name, id(variable)) -> Variable
+        self._slots: dict = {}  # (slot name, id(eager variable)) -> Variable
+        self._graph_slots: dict = {}  # (slot name, id(graph variable)) -> GraphVariable
+        self._non_slots: dict = {}  # graph -> [GraphVariable] (TF's non-slot variables)
         self._lock = threading.Lock()  # replicas (threads) make each slot once
 
     def compute_gradients(self, loss, var_list=None, gate_gradients=1,
@@ -61,8 +71,10 @@ class _Optimizer:
                              f"{[getattr(v, 'name', v) for _, v in grads_and_vars]}.")
         graph = _graph_for([g for g, _ in pairs], [v for _, v in pairs])
         lr = self._lr if isinstance(getattr(self, "_lr", None), GraphTensor) else None
+        self._create_graph_slots(graph, [v for _, v in pairs])
 
-        def update(var, grad, lr_value):
+        def update(var, grad, lr_value, state):
+            self._bind(var, state)
             if isinstance(grad, IndexedSlices):  # applied dense (TF 1 applies it sparsely)
                 grad = convert_to_tensor(grad)
             if lr is None:
@@ -71,7 +83,8 @@ class _Optimizer:
                 with learning_rate_value(lr_value):
                     self._eager_update(var, grad)
             return []
-        updates = [add_node(graph, "ApplyGradient", "update", [v, g, lr], update, [])
+        updates = [add_node(graph, "ApplyGradient", "update",
+                            [v, g, lr, self._graph_state(graph, v)], update, [])
                    for g, v in pairs]
         op = group(*updates, name=name or self._name)
         finish = self._finish_node(graph, op)
@@ -92,6 +105,72 @@ class _Optimizer:
                                     global_step=global_step, name=name)
 
     # ---- slots ----------------------------------------------------------------------------
+    def _slot_specs(self) -> list:
+        """[(slot name, initial fill, op name)] in TF's creation order (none by default)."""
+        return []
+
+    def _non_slot_specs(self) -> list:
+        """[(name, initial float32 value)] of the variables kept once per graph."""
+        return []
+
+    def _bind_non_slots(self, variables) -> None:
+        """Takes the run's eager values of the non-slot variables."""
+
+    def _create_graph_slots(self, graph, var_list) -> None:
+        """TF's ``_create_slots``: the non-slot variables (once per graph), then each graph
+        variable's slots, as graph variables in the global variables."""
+        import numpy as np
+
+        if graph not in self._non_slots:
+            self._non_slots[graph] = [
+                GraphVariable(graph, np.float32(value), trainable=False, name=name)
+                for name, value in self._non_slot_specs()]
+        for var in var_list:  # graph variables, or a Keras layer's eager ones
+            if not isinstance(var, (GraphVariable, Variable)):
+                continue
+            dtype = np.dtype(getattr(var.dtype, "as_numpy_dtype", var.dtype))
+            shape = list(var.shape)
+            name = var.op.name if isinstance(var, GraphVariable) else \
+                str(var.name).rsplit(":", 1)[0]
+            if None in shape:
+                raise ValueError(f"Cannot create slots of {name}: its shape {shape} is not "
+                                 f"fully defined")
+            for slot, fill, op_name in self._slot_specs():
+                if (slot, id(var)) not in self._graph_slots:
+                    self._graph_slots[(slot, id(var))] = GraphVariable(
+                        graph, np.full(shape, fill, dtype=dtype), trainable=False,
+                        name=f"{name}/{op_name}")
+
+    def _graph_state(self, graph, var) -> list:
+        """The graph variables an update of ``var`` reads besides ``var``: its slots, then
+        the non-slot variables."""
+        slots = [self._graph_slots[(slot, id(var))] for slot, _, _ in self._slot_specs()
+                 if (slot, id(var)) in self._graph_slots]
+        return slots + self._non_slots.get(graph, [])
+
+    def _bind(self, var, state) -> None:
+        """Makes ``_slot`` find the run's eager slot variables of the eager ``var``."""
+        if not state:
+            return
+        names = [slot for slot, _, _ in self._slot_specs()]
+        n = len(state) - len(self._non_slot_specs())
+        for slot, value in zip(names[:n], state[:n]):
+            self._slots[(slot, id(var))] = value
+        self._bind_non_slots(state[n:])
+
+    def variables(self) -> list:
+        """The optimizer's slot and non-slot variables of the default graph, sorted by name
+        (TF's order)."""
+        from .core import get_default_graph
+
+        graph = get_default_graph()
+        found = [v for v in self._graph_slots.values() if v.graph is graph]
+        found += self._non_slots.get(graph, [])
+        if not found:
+            found = list(self._slots.values())
+            return found
+        return sorted(found, key=lambda v: v.name)
+
     def _slot(self, v, name, fill):
         key = (name, id(v))
         slot = self._slots.get(key)
@@ -107,16 +186,31 @@ class _Optimizer:
         return slot
 
     def get_slot_names(self) -> list:
-        return sorted({name for name, _ in self._slots})
+        """The names of the slots this optimizer made, sorted."""
+        return sorted({name for name, _ in self._slots} | {name for name, _ in
+                                                            self._graph_slots})
 
     def get_slot(self, var, name):
-        return self._slots.get((name, id(var)))
+        """The slot ``name`` made for ``var`` (a graph variable's slot is a graph variable),
+        or None."""
+        found = self._graph_slots.get((name, id(var)))
+        return found if found is not None else self._slots.get((name, id(var)))
 
     def _finish_node(self, graph, after):
         return None
 
     def _eager_update(self, v, g):
         raise NotImplementedError
+
+
+def _one_minus(x, like) -> float:
+    """``1 - x`` in ``like``'s dtype, as TF's kernels compute ``T(1) - beta``."""
+    import numpy as np
+
+    dtype = np.dtype(getattr(like.dtype, "as_numpy_dtype", like.dtype))
+    if dtype.kind != "f":
+        return 1.0 - x
+    return float(np.asarray(1, dtype) - np.asarray(x, dtype))
 
 
 def _const(value, like):
@@ -179,6 +273,9 @@ class MomentumOptimizer(_Optimizer):
         super().__init__(use_locking, name)
         self._lr, self._momentum, self._nesterov = learning_rate, momentum, use_nesterov
 
+    def _slot_specs(self):
+        return [("momentum", 0.0, self._name)]
+
     def _eager_update(self, v, g):
         accum = self._slot(v, "momentum", 0.0)
         accum.assign(accum.read_value() * self._momentum + g)
@@ -200,6 +297,15 @@ class AdamOptimizer(_Optimizer):
         self._lr, self._b1, self._b2, self._eps = learning_rate, beta1, beta2, epsilon
         self._powers = None
 
+    def _slot_specs(self):
+        return [("m", 0.0, self._name), ("v", 0.0, self._name)]
+
+    def _non_slot_specs(self):
+        return [("beta1_power", self._b1), ("beta2_power", self._b2)]
+
+    def _bind_non_slots(self, variables):
+        self._powers = tuple(variables)
+
     def _beta_powers(self, like):
         if self._powers is None:
             with self._lock:
@@ -212,24 +318,32 @@ class AdamOptimizer(_Optimizer):
         import ipu_gpu as core
 
         value = v.read_value()
-        b1_power, b2_power = self._beta_powers(value)
+        b1_power, b2_power = (_cast_to(p.read_value(), value.dtype)
+                              for p in self._beta_powers(value))
         m, s = self._slot(v, "m", 0.0), self._slot(v, "v", 0.0)
-        lr = (_lr(self._lr, v) * core.sqrt(1.0 - b2_power.read_value())
-              / (1.0 - b1_power.read_value()))
+        lr = _lr(self._lr, v) * core.sqrt(1.0 - b2_power) / (1.0 - b1_power)
         # TF's kernel: m += (g - m)(1 - b1); v += (g² - v)(1 - b2)
-        m.assign(m.read_value() + (g - m.read_value()) * (1.0 - self._b1))
-        s.assign(s.read_value() + (g * g - s.read_value()) * (1.0 - self._b2))
+        m.assign(m.read_value() + (g - m.read_value()) * _one_minus(self._b1, g))
+        s.assign(s.read_value() + (g * g - s.read_value()) * _one_minus(self._b2, g))
         v.assign_sub(lr * m.read_value() / (core.sqrt(s.read_value()) + self._eps))
 
     def _finish_node(self, graph, after):
-        def finish():
+        def finish(powers):
+            if powers:
+                self._bind_non_slots(powers)
             if self._powers is not None:
                 b1_power, b2_power = self._powers
                 b1_power.assign(b1_power.read_value() * self._b1)
                 b2_power.assign(b2_power.read_value() * self._b2)
             return []
-        return add_node(graph, "AdamFinish", "Adam_finish", [], finish, [],
-                        control_inputs=[after])
+        return add_node(graph, "AdamFinish", "Adam_finish", [self._non_slots.get(graph, [])],
+                        finish, [], control_inputs=[after])
+
+
+def _cast_to(x, dtype):
+    from ..ops.math import cast
+
+    return x if x.dtype == dtype else cast(x, dtype)
 
 
 class RMSPropOptimizer(_Optimizer):
@@ -243,16 +357,20 @@ class RMSPropOptimizer(_Optimizer):
         self._lr, self._decay, self._momentum = learning_rate, decay, momentum
         self._eps, self._centered = epsilon, centered
 
+    def _slot_specs(self):
+        centered = [("mg", 0.0, self._name)] if self._centered else []
+        return [("rms", 1.0, self._name), *centered, ("momentum", 0.0, self._name)]
+
     def _eager_update(self, v, g):
         import ipu_gpu as core
 
         ms, mom = self._slot(v, "rms", 1.0), self._slot(v, "momentum", 0.0)
         # TF's kernel: ms += (g² - ms)(1 - decay); mg += (g - mg)(1 - decay)
-        ms.assign(ms.read_value() + (g * g - ms.read_value()) * (1.0 - self._decay))
+        ms.assign(ms.read_value() + (g * g - ms.read_value()) * _one_minus(self._decay, g))
         denom = ms.read_value()
         if self._centered:
             mg = self._slot(v, "mg", 0.0)
-            mg.assign(mg.read_value() + (g - mg.read_value()) * (1.0 - self._decay))
+            mg.assign(mg.read_value() + (g - mg.read_value()) * _one_minus(self._decay, g))
             denom = denom - mg.read_value() * mg.read_value()
         mom.assign(mom.read_value() * self._momentum
                    + g * _lr(self._lr, v) / core.sqrt(denom + self._eps))
@@ -270,6 +388,9 @@ class AdagradOptimizer(_Optimizer):
                              f"{initial_accumulator_value}")
         super().__init__(use_locking, name)
         self._lr, self._init = learning_rate, initial_accumulator_value
+
+    def _slot_specs(self):
+        return [("accumulator", self._init, self._name)]
 
     def _eager_update(self, v, g):
         import ipu_gpu as core

@@ -1,11 +1,11 @@
 """More of TF1's ``tf.train`` optimizers, in TF 1.15's kernel arithmetic (``training_ops``):
 ``AdadeltaOptimizer``, ``FtrlOptimizer``, ``ProximalGradientDescentOptimizer`` and
 ``ProximalAdagradOptimizer``. They share ``optimizers._Optimizer`` (graph nodes calling
-``_eager_update``, per-replica slots made on first use)."""
+``_eager_update``; slots made at ``apply_gradients`` as TF names them)."""
 
 from __future__ import annotations
 
-from .optimizers import _lr, _Optimizer
+from .optimizers import _lr, _one_minus, _Optimizer
 
 __all__ = ["AdadeltaOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer",
            "ProximalGradientDescentOptimizer"]
@@ -21,16 +21,19 @@ class AdadeltaOptimizer(_Optimizer):
         super().__init__(use_locking, name)
         self._lr, self._rho, self._eps = learning_rate, rho, epsilon
 
+    def _slot_specs(self):
+        return [("accum", 0.0, self._name), ("accum_update", 0.0, self._name)]
+
     def _eager_update(self, v, g):
         import ipu_gpu as core
 
         accum, accum_update = self._slot(v, "accum", 0.0), self._slot(v, "accum_update", 0.0)
         rho = self._rho
-        accum.assign(accum.read_value() * rho + g * g * (1.0 - rho))
+        accum.assign(accum.read_value() * rho + g * g * _one_minus(rho, g))
         update = (core.sqrt(accum_update.read_value() + self._eps)
                   * core.math.rsqrt(accum.read_value() + self._eps) * g)
         v.assign_sub(update * _lr(self._lr, v))
-        accum_update.assign(accum_update.read_value() * rho + update * update * (1.0 - rho))
+        accum_update.assign(accum_update.read_value() * rho + update * update * _one_minus(rho, g))
 
 
 def _shrunk(core, prox, threshold, denominator):
@@ -74,6 +77,9 @@ class ProximalAdagradOptimizer(_Optimizer):
         super().__init__(use_locking, name)
         self._lr, self._init = learning_rate, initial_accumulator_value
         self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
+
+    def _slot_specs(self):
+        return [("accumulator", self._init, self._name)]
 
     def _eager_update(self, v, g):
         import ipu_gpu as core
@@ -119,6 +125,11 @@ class FtrlOptimizer(_Optimizer):
             initial_accumulator_value
         self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
         self._shrinkage, self._beta = l2_shrinkage_regularization_strength, beta or 0.0
+        self._accum_name, self._linear_name = accum_name or name, linear_name or name
+
+    def _slot_specs(self):
+        return [("accum", self._init, self._accum_name),
+                ("linear", 0.0, self._linear_name)]
 
     def _eager_update(self, v, g):
         import ipu_gpu as core
