@@ -70,7 +70,7 @@ def executing_eagerly() -> bool:
 
 # tf.compat, tf.keras, tf.saved_model and ipu_gpu.ipu load on first use, so `import ipu_gpu`
 # stays fast
-_LAZY_SUBMODULES = ("compat", "ipu", "keras", "saved_model")
+_LAZY_SUBMODULES = ("compat", "ipu", "keras", "saved_model", "strings")
 
 
 def __getattr__(name):
@@ -78,6 +78,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "RaggedTensor":  # issue 17: what tf.strings.split returns
+        from .ragged import RaggedTensor
+
+        return RaggedTensor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -122,4 +126,6 @@ __all__ = [
     "histogram_fixed_width", "repeat", "searchsorted", "sequence_mask", "tensordot", "unique",
     # issue 17: tf.Module and tf.saved_model (ipu.serving's format)
     "Module", "saved_model",
+    # issue 17: string tensors
+    "RaggedTensor", "strings",
 ]
