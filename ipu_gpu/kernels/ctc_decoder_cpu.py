@@ -25,11 +25,11 @@ import numpy as np
 from numba import njit, prange
 
 from ._threads import num_threads
+from .ctc_decoder_prefix import copy_beam, parent_beam
 
 LOG_ZERO = np.float32(-65504.0)  # Graphcore's probabilityZero (min half)
 _NEG_INF = np.float32(-np.inf)
 _NEAR_LOG_ZERO = np.float32(-65504.0 + 128.0)
-_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 
 # Below this much work (batch items, and T * B * C) the serial loop is used: an OpenMP launch
 # costs more than it saves, its spinning threads stall BLAS calls that follow
@@ -153,16 +153,8 @@ def _beam_search_one(log_probs, b, length, w, blank, probs, out_lengths, decoded
             if lj == 0:
                 continue
             s = prefix[cur, j, lj - 1]
-            for i in range(nvalid):
-                if plen[cur, i] != lj - 1 or phash[cur, i] != parent_hash[cur, j]:
-                    continue
-                same = True
-                for q in range(lj - 1):
-                    if prefix[cur, i, q] != prefix[cur, j, q]:
-                        same = False
-                        break
-                if not same:
-                    continue
+            i = parent_beam(prefix, plen, phash, parent_hash, cur, j, nvalid)
+            if i >= 0:
                 li = plen[cur, i]
                 if li > 0 and prefix[cur, i, li - 1] == s:
                     ext = pb[i] + lp[s]
@@ -170,7 +162,6 @@ def _beam_search_one(log_probs, b, length, w, blank, probs, out_lengths, decoded
                     ext = ptot[i] + lp[s]
                 cpnb[j] = _logadd(cpnb[j], ext)
                 merged[i, s] = t
-                break
         # select: copies first (indices 0..w-1), then extends (w + s*w + i)
         n = 0
         best_base = _NEG_INF
@@ -210,18 +201,7 @@ def _beam_search_one(log_probs, b, length, w, blank, probs, out_lengths, decoded
             else:
                 src = (idx - w) % w
                 sym = (idx - w) // w
-            ls = plen[cur, src]
-            for q in range(ls):
-                prefix[nxt, r, q] = prefix[cur, src, q]
-            if sym < 0:
-                plen[nxt, r] = ls
-                phash[nxt, r] = phash[cur, src]
-                parent_hash[nxt, r] = parent_hash[cur, src]
-            else:
-                prefix[nxt, r, ls] = sym
-                plen[nxt, r] = ls + 1
-                parent_hash[nxt, r] = phash[cur, src]
-                phash[nxt, r] = phash[cur, src] * _HASH_MUL + np.uint64(sym + 1)
+            copy_beam(prefix, plen, phash, parent_hash, cur, nxt, r, src, sym)
             pb[r] = sel_pb[r]
             pnb[r] = sel_pnb[r]
             ptot[r] = sel_val[r]

@@ -28,8 +28,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .ctc_decoder_prefix import copy_beam, parent_beam
+
 _NEG_INF = np.float32(-np.inf)
-_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 
 
 def ctc_beam_search_tf(logits, lengths, beam_width, probs, out_lengths, decoded, leaves):
@@ -145,22 +146,13 @@ def _decode_one(logits, b, length, w, probs, out_lengths, decoded):
             lj = plen[cur, j]
             if lj > 0:
                 last = prefix[cur, j, lj - 1]
-                for i in range(nvalid):
-                    if plen[cur, i] != lj - 1 or phash[cur, i] != parent_hash[cur, j]:
-                        continue
-                    same = True
-                    for q in range(lj - 1):
-                        if prefix[cur, i, q] != prefix[cur, j, q]:
-                            same = False
-                            break
-                    if not same:
-                        continue
+                i = parent_beam(prefix, plen, phash, parent_hash, cur, j, nvalid)
+                if i >= 0:
                     li = plen[cur, i]
                     plast = prefix[cur, i, li - 1] if li > 0 else -1
                     label = _lse(label, blk[i] if last == plast else tot[i])
                     kid_t[i, last] = t
                     kid[i, last] = j
-                    break
                 label = label + (raw[last] - norm)
             bl = (tot[j] + raw[blank]) - norm
             n = _push(hv, hs, hb, hl, hsrc, hsym, n, _lse(bl, label), seq, bl, label, j, -1)
@@ -205,20 +197,7 @@ def _decode_one(logits, b, length, w, probs, out_lengths, decoded):
             order[q] = x
         for r in range(n):
             e = order[r]
-            src = hsrc[e]
-            sym = hsym[e]
-            ls = plen[cur, src]
-            for q in range(ls):
-                prefix[nxt, r, q] = prefix[cur, src, q]
-            if sym < 0:
-                plen[nxt, r] = ls
-                phash[nxt, r] = phash[cur, src]
-                parent_hash[nxt, r] = parent_hash[cur, src]
-            else:
-                prefix[nxt, r, ls] = sym
-                plen[nxt, r] = ls + 1
-                parent_hash[nxt, r] = phash[cur, src]
-                phash[nxt, r] = phash[cur, src] * _HASH_MUL + np.uint64(sym + 1)
+            copy_beam(prefix, plen, phash, parent_hash, cur, nxt, r, hsrc[e], hsym[e])
         for r in range(n):
             e = order[r]
             tot[r] = hv[e]
