@@ -763,3 +763,22 @@ def test_one_pass_sgd_update_is_bit_for_bit_the_two_torch_ops():
     assert not sgd_step(w.half(), w.half(), 0.1)  # float16
     assert not sgd_step(w.view(2, -1).t(), w.view(2, -1).t(), 0.1)  # not contiguous
     assert not sgd_step(w, w.double(), 0.1)  # mixed dtypes
+
+
+def test_sgd_update_of_small_weights_is_bit_for_bit_the_two_torch_ops():
+    """PopART's ``w -= lr * g`` for the weights below the one-pass kernel's size (updated
+    together, two foreach calls per group) rounds lr * g, then w - that, per weight, in
+    every float dtype, a weight without a gradient untouched."""
+    from ipu_gpu.poptorch.optim import apply_update
+
+    g = torch.Generator().manual_seed(12)
+    for dtype in (torch.float32, torch.float16, torch.float64, torch.bfloat16):
+        ws = [torch.nn.Parameter(torch.randn(n, generator=g).to(dtype)) for n in (3, 100, 1)]
+        for w in ws[:2]:
+            w.grad = (torch.randn(w.shape, generator=g) * 1e-2).to(dtype)
+        want = [w.detach().clone() for w in ws]
+        for w, gw in zip(want[:2], ws[:2]):
+            w.sub_(0.3 * gw.grad)
+        apply_update(torch.optim.SGD(ws, lr=0.3))
+        for w, v in zip(ws, want):
+            assert torch.equal(w.detach(), v)

@@ -966,8 +966,8 @@ class PoplarExecutor:
                     for ri in range(r):
                         xs, kw = inputs(si, ai, ri)
                         leaves = None
-                        buffers.enter(ri)
-                        if r > 1:
+                        if r > 1:  # replica ri's buffers and random stream
+                            buffers.enter(ri)
                             random.use(ri)
                         if anchors is not None and training:
                             anchors.before_backward()
@@ -1019,7 +1019,8 @@ class PoplarExecutor:
                             if checks is not None:
                                 checks.check()
                                 checks = None
-                        buffers.leave(ri)
+                        if r > 1:
+                            buffers.leave(ri)
                         if anchors is not None:
                             anchors.micro_batch(si, ai, ri, 1.0 / mean if training else 1.0)
                         if template is _NOTHING:

@@ -262,11 +262,19 @@ class _Call:
     ``forward`` received."""
 
     executor = None
-    inputs: tuple = ()
+    arguments = ((), {})  # forward's (args, kwargs)
+    _inputs = ()  # their tensor leaves once asked for (None: not yet)
     tracing = False
     overlapped: list = []  # the tensors set_overlap_for_output marked in this call
     # compile-time trace only: {id(input): [name, ops using it, set_overlap_for_input marks]}
     input_uses: dict = {}
+
+    @property
+    def inputs(self) -> tuple:
+        """The tensors ``forward`` received (walked on first use: most calls never ask)."""
+        if self._inputs is None:
+            self._inputs = tuple(tensor_leaves(list(self.arguments)))
+        return self._inputs
 
 
 _CALL = _Call()
@@ -286,17 +294,17 @@ class _running:  # noqa: N801 - used as a function, ``with _running(...)``
 
     def __enter__(self):
         call = _CALL
-        self._saved = (call.executor, call.inputs, call.tracing, call.overlapped,
-                       call.input_uses)
+        self._saved = (call.executor, call.arguments, call._inputs, call.tracing,
+                       call.overlapped, call.input_uses)
         args, kwargs = self._args, self._kwargs
-        call.executor, call.inputs = self._executor, tuple(tensor_leaves([args, kwargs]))
+        call.executor, call.arguments, call._inputs = self._executor, (args, kwargs), None
         call.tracing, call.overlapped = self._tracing, []
         call.input_uses = (_input_names(self._executor, args, kwargs) if self._tracing
                            else {})
         return self
 
     def __exit__(self, *exc_info):
-        (_CALL.executor, _CALL.inputs, _CALL.tracing, _CALL.overlapped,
+        (_CALL.executor, _CALL.arguments, _CALL._inputs, _CALL.tracing, _CALL.overlapped,
          _CALL.input_uses) = self._saved
         return False
 

@@ -411,6 +411,7 @@ def _sgd_update(opt):
     for group in opt.param_groups:
         lr, mm, dm = group["lr"], group["momentum"], group["dampening"]
         wd, nesterov = group["weight_decay"], group["nesterov"]
+        small, small_grads = [], []  # w -= step * g for the group's small weights at once
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -419,8 +420,14 @@ def _sgd_update(opt):
                 # without weight decay ``g + 0 * w`` is ``g`` bit for bit (for finite w):
                 # skipping it saves two weight-sized temporaries per update
                 step = lr * (1 - dm)
-                if wd != 0 or not sgd_step(p, g, step):
-                    p.sub_(step * (g if wd == 0 else g + wd * p))
+                if wd != 0:
+                    p.sub_(step * (g + wd * p))
+                elif not sgd_step(p, g, step):
+                    if g.layout != torch.strided:
+                        p.sub_(step * g)
+                    else:
+                        small.append(p)
+                        small_grads.append(g)
                 continue
             state = opt.state[p]
             if combined:
@@ -442,6 +449,9 @@ def _sgd_update(opt):
                 v = state["velocity"].to(p.dtype)
                 update = vs * d + mm * v if nesterov else v
                 p.sub_(update, alpha=lr / vs)
+        if small:
+            # the same two roundings as p.sub_(step * g) per weight, in two calls in all
+            torch._foreach_sub_(small, torch._foreach_mul(small_grads, lr * (1 - dm)))
 
 
 def _adam_family_update(opt):
