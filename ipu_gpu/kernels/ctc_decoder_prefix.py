@@ -14,7 +14,7 @@ from numba import njit
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def parent_beam(prefix, plen, phash, parent_hash, cur, j, nvalid):
     """The index of the beam in buffer ``cur`` whose prefix is beam ``j``'s less its last
     label, or -1 where none is (``j`` must have a label)."""
@@ -32,7 +32,7 @@ def parent_beam(prefix, plen, phash, parent_hash, cur, j, nvalid):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def copy_beam(prefix, plen, phash, parent_hash, cur, nxt, r, src, sym):
     """Write beam ``src`` of buffer ``cur``, extended by label ``sym`` (none where < 0), as
     beam ``r`` of buffer ``nxt``."""
