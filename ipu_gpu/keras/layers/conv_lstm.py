@@ -23,14 +23,14 @@ from ...ops import indexing as _idx
 from ...ops import math as _m
 from ...ops import nn as _nn
 from ...ops import shape as _shape
-from .. import activations, initializers, regularizers
+from .. import activations, regularizers
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from ..engine.keras_tensor import KerasTensor
 from . import conv_utils
 from ._graph_shapes import call_on_values, unknown_dims
 from ._weight_args import set_weight_args, weight_args_config
-from .rnn import RNN, _dropout_mask
+from .rnn import RNN, _dropout_mask, _unit_forget_bias
 
 __all__ = ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"]
 
@@ -97,13 +97,7 @@ class ConvLSTMCell(Layer):
         if self.use_bias:
             init = self.bias_initializer
             if self.unit_forget_bias:
-                filters = self.filters
-
-                def init(_, *args, **kwargs):  # noqa: F811 - zeros, ones, zeros, zeros
-                    return _shape.concat([
-                        self.bias_initializer((filters,), *args, **kwargs),
-                        initializers.get("ones")((filters,), *args, **kwargs),
-                        self.bias_initializer((filters * 2,), *args, **kwargs)], 0)
+                init = _unit_forget_bias(self.bias_initializer, self.filters)
             self.bias = self.add_weight(shape=(self.filters * 4,), name="bias",
                                         initializer=init, regularizer=self.bias_regularizer,
                                         constraint=self.bias_constraint)

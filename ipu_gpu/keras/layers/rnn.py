@@ -45,6 +45,19 @@ def _dropout_mask(like, rate, count=1):
     return masks if count > 1 else masks[0]
 
 
+def _unit_forget_bias(bias_initializer, units):
+    """An LSTM bias initializer for ``4 * units`` gates i, f, c, o: ``bias_initializer``
+    for i, c and o, ones for the forget gate (``unit_forget_bias``)."""
+
+    def init(_, *args, **kwargs):
+        return _shape.concat([
+            bias_initializer((units,), *args, **kwargs),
+            initializers.get("ones")((units,), *args, **kwargs),
+            bias_initializer((units * 2,), *args, **kwargs)], 0)
+
+    return init
+
+
 _CELL_WEIGHTS = ("kernel", "recurrent", "bias")
 
 
@@ -202,13 +215,7 @@ class LSTMCell(_GatedCell):
         if self.use_bias:
             init = self.bias_initializer
             if self.unit_forget_bias:
-                units = self.units
-
-                def init(_, *args, **kwargs):  # noqa: F811 - zeros, ones, zeros, zeros
-                    return _shape.concat([
-                        self.bias_initializer((units,), *args, **kwargs),
-                        initializers.get("ones")((units,), *args, **kwargs),
-                        self.bias_initializer((units * 2,), *args, **kwargs)], 0)
+                init = _unit_forget_bias(self.bias_initializer, self.units)
             self.bias = self.add_weight(shape=(4 * self.units,), name="bias", initializer=init,
                                         regularizer=self.bias_regularizer,
                                         constraint=self.bias_constraint)
