@@ -108,6 +108,26 @@ def real_tf():
     return real
 
 
+@pytest.fixture
+def tf_keras(real_tf):
+    """tf_keras (the Keras 2 of the real TensorFlow) as a reference oracle, its session cleared
+    after the test; skips when it is not installed."""
+    module = pytest.importorskip("tf_keras")
+    yield module
+    module.backend.clear_session()
+
+
+@pytest.fixture
+def fresh_layer_names():
+    """Layer-name counters reset after the test (``keras.backend.clear_session``): tests of
+    other files compare the emulator's weight names with a fresh tf_keras's. Modules use it
+    with ``pytestmark = pytest.mark.usefixtures("fresh_layer_names")``."""
+    yield
+    from ipu_gpu import keras
+
+    keras.backend.clear_session()
+
+
 def tf_or_skip(request, compute):
     """``compute(tf)`` with the real TensorFlow (the ``real_tf`` fixture), or a skip of the
     calling test, with TF's own reason, where the installed TF cannot compute the case on this

@@ -18,6 +18,7 @@ from ipu_gpu import keras
 
 L = keras.layers
 FLAGS = [False, True, False, True]  # the runs, in order: inference must leave the state be
+pytestmark = pytest.mark.usefixtures("fresh_layer_names")
 
 CASES = {
     "dense": ({}, (6, 3)),
@@ -38,21 +39,6 @@ def _adjustment(lib):
         channels = lib.cast(lib.range(shape[-1]), "float32")
         return channels * 0.1 + 0.9, channels * 0.05
     return adjustment
-
-
-@pytest.fixture(autouse=True)
-def _fresh_layer_names():
-    """Layer-name counters reset after each test: tests of other files compare the
-    emulator's weight names with a fresh tf_keras's."""
-    yield
-    keras.backend.clear_session()
-
-
-@pytest.fixture
-def tf_keras(real_tf):
-    module = pytest.importorskip("tf_keras")
-    yield module
-    module.backend.clear_session()
 
 
 def _data(shape, seed):

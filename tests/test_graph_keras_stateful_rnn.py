@@ -15,17 +15,7 @@ import ipu_gpu.compat.v1 as v1
 from ipu_gpu import keras
 
 
-@pytest.fixture(autouse=True)
-def _fresh_layer_names():
-    yield
-    keras.backend.clear_session()
-
-
-@pytest.fixture
-def tf_keras(real_tf):
-    module = pytest.importorskip("tf_keras")
-    yield module
-    module.backend.clear_session()
+pytestmark = pytest.mark.usefixtures("fresh_layer_names")
 
 
 def _values(variables, seed):

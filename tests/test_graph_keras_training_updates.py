@@ -22,17 +22,7 @@ L = keras.layers
 FLAGS = [True, False, True, True, False]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_layer_names():
-    yield
-    keras.backend.clear_session()
-
-
-@pytest.fixture
-def tf_keras(real_tf):
-    module = pytest.importorskip("tf_keras")
-    yield module
-    module.backend.clear_session()
+pytestmark = pytest.mark.usefixtures("fresh_layer_names")
 
 
 def _data(shape, seed):
