@@ -14,6 +14,8 @@ import ipu_gpu.compat.v1 as v1
 from ipu_gpu import keras
 from ipu_gpu.keras import backend, losses, optimizers
 from ipu_gpu.keras import layers as L
+from keras_interop import (assert_fit_matches, assert_graph_matches_eager, load_our_hdf5_weights,
+                           load_their_hdf5_weights)
 
 
 @pytest.fixture(scope="module")
@@ -244,51 +246,21 @@ def test_fit_and_hdf5_weights_match_tf_keras(tfk, tmp_path):
     mine, theirs = _model(keras), _model(tfk)
     rng = np.random.default_rng(7)
     values = [rng.uniform(-0.4, 0.4, w.shape).astype(np.float32) for w in theirs.get_weights()]
-    theirs.set_weights(values)
-    theirs.save_weights(str(tmp_path / "theirs.h5"))
-    mine.load_weights(str(tmp_path / "theirs.h5"))
-    for a, b in zip(mine.get_weights(), values):
-        np.testing.assert_array_equal(a, b)
+    load_their_hdf5_weights(mine, theirs, values, tmp_path)
     x = rng.standard_normal((8, 3, 5, 5, 2)).astype(np.float32)
     y = rng.standard_normal((8, 2)).astype(np.float32)
     mine.compile(optimizers.Adam(0.01), losses.MeanSquaredError())
     theirs.compile(tfk.optimizers.legacy.Adam(0.01), tfk.losses.MeanSquaredError())
-    kwargs = dict(batch_size=4, epochs=2, shuffle=False, verbose=0)
-    got, want = mine.fit(x, y, **kwargs), theirs.fit(x, y, **kwargs)
-    np.testing.assert_allclose(got.history["loss"], want.history["loss"], rtol=1e-5, atol=1e-6)
-    for a, b in zip(mine.get_weights(), theirs.get_weights()):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-    mine.save_weights(str(tmp_path / "mine.h5"))
-    theirs.set_weights(values)
-    theirs.load_weights(str(tmp_path / "mine.h5"))
-    for a, b in zip(theirs.get_weights(), mine.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    assert_fit_matches(mine, theirs, x, y)
+    load_our_hdf5_weights(theirs, mine, values, tmp_path)
 
 
 def test_in_a_tf1_graph_on_a_placeholder_of_unknown_batch():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 3, 6, 2)).astype(np.float32)
-    eager = L.ConvLSTM1D(2, 2, return_sequences=True)
-    xi = ig.constant(x)
-    eager(xi)
-    weights = [rng.uniform(-0.5, 0.5, w.shape).astype(np.float32) for w in eager.get_weights()]
-    eager.set_weights(weights)
-    with ig.GradientTape() as tape:
-        tape.watch(xi)
-        want = eager(xi)
-        want_grads = tape.gradient(ig.reduce_sum(want * want), [xi, *eager.trainable_weights])
-    with v1.Graph().as_default():
-        ph = v1.placeholder(np.float32, (None, 3, 6, 2))
-        layer = L.ConvLSTM1D(2, 2, return_sequences=True)
-        y = layer(ph)
-        assert y.shape.as_list() == [None, 3, 5, 2]
-        layer.set_weights(weights)
-        grads = v1.gradients(ig.reduce_sum(y * y), [ph, *layer.trainable_weights])
-        with v1.Session() as sess:
-            got, got_grads = sess.run([y, grads], {ph: x})
-    np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-6)
-    for a, b in zip(got_grads, want_grads):
-        np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-5)
+    assert_graph_matches_eager(lambda: L.ConvLSTM1D(2, 2, return_sequences=True), x,
+                               lambda shape: rng.uniform(-0.5, 0.5, shape),
+                               (None, 3, 6, 2), (None, 3, 5, 2))
 
 
 def test_a_training_placeholder_in_a_tf1_graph_draws_dropout_per_training_run():

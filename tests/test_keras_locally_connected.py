@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import ipu_gpu as ig
-import ipu_gpu.compat.v1 as v1
 from ipu_gpu.keras import backend, losses, optimizers
 from ipu_gpu.keras import layers as L
+from keras_interop import (assert_fit_matches, assert_graph_matches_eager, load_our_hdf5_weights,
+                           load_their_hdf5_weights)
 
 
 @pytest.fixture(scope="module")
@@ -209,51 +210,20 @@ def test_fit_and_hdf5_weights_match_tf_keras(tfk, tmp_path, impl):
     assert [w.name for w in mine.weights] == [w.name for w in theirs.weights]
     rng = np.random.default_rng(impl)
     values = [rng.uniform(-0.5, 0.5, w.shape).astype(np.float32) for w in theirs.get_weights()]
-    theirs.set_weights(values)
-    theirs.save_weights(str(tmp_path / "theirs.h5"))
-    mine.load_weights(str(tmp_path / "theirs.h5"))
-    for a, b in zip(mine.get_weights(), values):
-        np.testing.assert_array_equal(a, b)
+    load_their_hdf5_weights(mine, theirs, values, tmp_path)
     x = rng.standard_normal((16, 7, 7, 2)).astype(np.float32)
     y = rng.integers(0, 3, size=(16,))
     mine.compile(optimizers.SGD(0.05, momentum=0.9),
                  losses.SparseCategoricalCrossentropy(from_logits=True))
     theirs.compile(tfk.optimizers.legacy.SGD(0.05, momentum=0.9),
                    tfk.losses.SparseCategoricalCrossentropy(from_logits=True))
-    kwargs = dict(batch_size=4, epochs=2, shuffle=False, verbose=0)
-    got, want = mine.fit(x, y, **kwargs), theirs.fit(x, y, **kwargs)
-    np.testing.assert_allclose(got.history["loss"], want.history["loss"], rtol=1e-5, atol=1e-5)
-    for a, b in zip(mine.get_weights(), theirs.get_weights()):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-    mine.save_weights(str(tmp_path / "mine.h5"))
-    theirs.set_weights(values)
-    theirs.load_weights(str(tmp_path / "mine.h5"))
-    for a, b in zip(theirs.get_weights(), mine.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    assert_fit_matches(mine, theirs, x, y, loss_atol=1e-5)
+    load_our_hdf5_weights(theirs, mine, values, tmp_path)
 
 
 @pytest.mark.parametrize("impl", [1, 2, 3])
 def test_in_a_tf1_graph_on_a_placeholder_of_unknown_batch(impl):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((3, 6, 5, 2)).astype(np.float32)
-    eager = L.LocallyConnected2D(2, 2, implementation=impl)
-    xi = ig.constant(x)
-    eager(xi)
-    weights = [rng.standard_normal(w.shape).astype(np.float32) for w in eager.get_weights()]
-    eager.set_weights(weights)
-    with ig.GradientTape() as tape:
-        tape.watch(xi)
-        want = eager(xi)
-        want_grads = tape.gradient(ig.reduce_sum(want * want), [xi, *eager.trainable_weights])
-    with v1.Graph().as_default():
-        ph = v1.placeholder(np.float32, (None, 6, 5, 2))
-        layer = L.LocallyConnected2D(2, 2, implementation=impl)
-        y = layer(ph)
-        assert y.shape.as_list() == [None, 5, 4, 2]
-        layer.set_weights(weights)
-        grads = v1.gradients(ig.reduce_sum(y * y), [ph, *layer.trainable_weights])
-        with v1.Session() as sess:
-            got, got_grads = sess.run([y, grads], {ph: x})
-    np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-6)
-    for a, b in zip(got_grads, want_grads):
-        np.testing.assert_allclose(a, np.asarray(ig.convert_to_tensor(b)), rtol=1e-5, atol=1e-5)
+    assert_graph_matches_eager(lambda: L.LocallyConnected2D(2, 2, implementation=impl), x,
+                               rng.standard_normal, (None, 6, 5, 2), (None, 5, 4, 2))

@@ -13,6 +13,7 @@ import ipu_gpu.compat.v1 as v1
 from ipu_gpu import keras
 from ipu_gpu.keras import backend, losses, optimizers
 from ipu_gpu.keras import layers as L
+from keras_interop import assert_fit_matches, load_our_hdf5_weights, load_their_hdf5_weights
 
 
 @pytest.fixture
@@ -146,27 +147,15 @@ def test_fit_and_hdf5_weights_match_tf_keras(tfk, tmp_path):
     assert [w.name for w in mine.weights] == [w.name for w in theirs.weights]
     rng = np.random.default_rng(2)
     values = [rng.uniform(-0.8, 0.8, w.shape).astype(np.float32) for w in theirs.get_weights()]
-    theirs.set_weights(values)
-    theirs.save_weights(str(tmp_path / "theirs.h5"))
-    mine.load_weights(str(tmp_path / "theirs.h5"))
-    for a, b in zip(mine.get_weights(), values):
-        np.testing.assert_array_equal(a, b)
+    load_their_hdf5_weights(mine, theirs, values, tmp_path)
     x = rng.standard_normal((16, 4)).astype(np.float32)
     y = rng.standard_normal((16, 2)).astype(np.float32)
     mine.compile(optimizers.SGD(0.1), losses.MeanSquaredError())
     theirs.compile(tfk.optimizers.legacy.SGD(0.1), tfk.losses.MeanSquaredError())
-    kwargs = dict(batch_size=4, epochs=2, shuffle=False, verbose=0)
-    got, want = mine.fit(x, y, **kwargs), theirs.fit(x, y, **kwargs)
-    np.testing.assert_allclose(got.history["loss"], want.history["loss"], rtol=1e-5, atol=1e-6)
-    for a, b in zip(mine.get_weights(), theirs.get_weights()):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert_fit_matches(mine, theirs, x, y)
     np.testing.assert_allclose(mine.predict(x, verbose=0), theirs.predict(x, verbose=0),
                                rtol=1e-5, atol=1e-5)
-    mine.save_weights(str(tmp_path / "mine.h5"))
-    theirs.set_weights(values)
-    theirs.load_weights(str(tmp_path / "mine.h5"))
-    for a, b in zip(theirs.get_weights(), mine.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    load_our_hdf5_weights(theirs, mine, values, tmp_path)
 
 
 def test_in_a_tf1_graph_inference_and_training_as_tf_keras_compat_v1():
