@@ -375,17 +375,17 @@ class GradientTape:
                     continue
                 op = rec.op
                 xp = rec.xp
-                k = op._kernel_modules.get(xp, _NO_MODULE)
-                if k is _NO_MODULE:
-                    k = op.kernels(xp)
                 rule = owned_rules.get(op)
                 if (rule is not None and type(c) is np.ndarray and o not in source_ids
                         and c.base is None and sys.getrefcount(c) == _OWNED_REFS
                         and c.flags.writeable):
                     # nothing else holds the cotangent (no other node's gradient, no
                     # caller's array): the rule may write the input gradient into it
-                    in_grads = rule(k, xp, rec.residuals, c, **rec.static)
+                    in_grads = rule(_kernels(op, xp), xp, rec.residuals, c, **rec.static)
                 elif type(c) is arrays_type and not nested:  # a dense cotangent: the rule
+                    k = op._kernel_modules.get(xp, _NO_MODULE)
+                    if k is _NO_MODULE:
+                        k = op.kernels(xp)
                     if op.partial_backward:  # told which input gradients are kept
                         in_grads = op.backward(k, xp, rec.residuals, c, **rec.static,
                                                needed=tuple([i in reach and d.kind == "f"
@@ -433,6 +433,11 @@ class GradientTape:
             # next record whether the tape alone holds it (_OWNED_REFS)
             in_grads = cots = g = old = None
         return grads
+
+
+def _kernels(op, xp):
+    k = op._kernel_modules.get(xp, _NO_MODULE)
+    return op.kernels(xp) if k is _NO_MODULE else k
 
 
 def _ones_like(v):
