@@ -9,14 +9,18 @@ and, with ``global_step``, its increment after the updates. The slot helpers
 (``_zeros_slot``, ``_get_or_make_slot``, ``_get_or_make_slot_with_initializer``, ``get_slot``,
 ``get_slot_names``) and the non-slot variables (``_create_non_slot_variable``,
 ``_get_non_slot_variable``) make graph variables that ``global_variables_initializer``
-initializes. Sparse gradients are given to the dense hooks densified.
+initializes. Sparse gradients are given to the dense hooks densified. Executing eagerly,
+``compute_gradients`` takes a callable loss and ``apply_gradients`` runs the step at once;
+under a strategy the gradients are summed over the replicas (``optimizer_strategy``).
 """
 
 from __future__ import annotations
 
 import threading
 
+from .core import GraphTensor, building
 from .nodes import _graph_for, gradients, group, make_variable
+from .optimizer_strategy import all_reduce_gradients, eager_gradients, scale_loss
 from .nodes import trainable_variables as _trainable_variables
 from .program import control_dependencies
 
@@ -53,12 +57,14 @@ class Optimizer:
 
         Raises:
           ValueError: no variables to optimize (TF's message)."""
+        if not building():
+            return eager_gradients(loss, var_list, grad_loss)
         if callable(loss):
             loss = loss()
         var_list = list(_trainable_variables() if var_list is None else var_list)
         if not var_list:
             raise ValueError("No variables to optimize.")
-        grads = gradients(loss, var_list, grad_ys=grad_loss)
+        grads = gradients(scale_loss(loss), var_list, grad_ys=grad_loss)
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
@@ -74,6 +80,13 @@ class Optimizer:
         if not pairs:
             raise ValueError(f"No gradients provided for any variable: "
                              f"{[getattr(v, 'name', v) for _, v in grads_and_vars]}.")
+        pairs = all_reduce_gradients(pairs)
+        if not building() and not any(isinstance(x, GraphTensor) for pair in pairs
+                                      for x in pair):
+            self._eager_apply(pairs)  # executing eagerly: the step runs now
+            if global_step is not None:
+                global_step.assign_add(1)
+            return None
         _graph_for([g for g, _ in pairs], [v for _, v in pairs])
         self._create_slots([v for _, v in pairs])
         self._prepare()

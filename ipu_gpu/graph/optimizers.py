@@ -26,8 +26,9 @@ from ..core.convert import convert_to_tensor
 from ..core.indexed_slices import IndexedSlices
 from ..core.tensor import Tensor, Variable
 from ..ops._util import quiet
-from .core import GraphTensor, Operation, add_node
+from .core import GraphTensor, Operation, add_node, building
 from .nodes import GraphVariable, _graph_for, gradients, group, trainable_variables
+from .optimizer_strategy import all_reduce_gradients, eager_gradients, scale_loss
 
 __all__ = ["AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
            "MomentumOptimizer", "RMSPropOptimizer"]
@@ -47,16 +48,23 @@ class _Optimizer:
                           aggregation_method=None, colocate_gradients_with_ops=False,
                           grad_loss=None):
         """[(gradient, variable)] of ``loss`` for ``var_list`` (default: the trainable
-        variables).
+        variables; eagerly, those a callable ``loss`` reads). Under a strategy with several
+        replicas in sync the loss is divided by their number, as TF 1.15 does.
 
         Raises:
-          ValueError: no variables to optimize (TF's message)."""
+          ValueError: no variables to optimize (TF's message).
+          RuntimeError: a ``loss`` that is no function while executing eagerly (TF's
+            message)."""
+        if not building():
+            return eager_gradients(loss, var_list, grad_loss)
+        if callable(loss):
+            loss = loss()
         if var_list is None:
             var_list = trainable_variables()
         var_list = list(var_list)
         if not var_list:
             raise ValueError("No variables to optimize.")
-        grads = gradients(loss, var_list, grad_ys=grad_loss)
+        grads = gradients(scale_loss(loss), var_list, grad_ys=grad_loss)
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> Operation:
@@ -65,10 +73,15 @@ class _Optimizer:
 
         Raises:
           ValueError: no pair has a gradient (TF's message)."""
+        grads_and_vars = list(grads_and_vars)
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise ValueError(f"No gradients provided for any variable: "
                              f"{[getattr(v, 'name', v) for _, v in grads_and_vars]}.")
+        pairs = all_reduce_gradients(pairs)
+        if not building() and not any(isinstance(x, GraphTensor) for pair in pairs
+                                      for x in pair):
+            return self._apply_now(pairs, global_step)
         graph = _graph_for([g for g, _ in pairs], [v for _, v in pairs])
         lr = self._lr if isinstance(getattr(self, "_lr", None), GraphTensor) else None
         self._create_graph_slots(graph, [v for _, v in pairs])
@@ -95,6 +108,21 @@ class _Optimizer:
             if isinstance(step, Operation) or hasattr(step, "op"):
                 op = group(op, step, name=name or self._name)
         return op
+
+    def _apply_now(self, pairs, global_step):
+        """``apply_gradients`` executing eagerly: the updates run now (TF 2's eager
+        ``tf.compat.v1.train`` optimizers); returns None as TF's eager ``group``."""
+        for g, v in pairs:
+            if isinstance(g, IndexedSlices):
+                g = convert_to_tensor(g)
+            self._eager_update(v, g)
+        self._finish_eagerly()
+        if global_step is not None:
+            global_step.assign_add(1)
+        return None
+
+    def _finish_eagerly(self) -> None:
+        """What ``_finish_node`` does once per step (nothing by default)."""
 
     def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
                  aggregation_method=None, colocate_gradients_with_ops=False, name=None,
@@ -327,14 +355,17 @@ class AdamOptimizer(_Optimizer):
         s.assign(s.read_value() + (g * g - s.read_value()) * _one_minus(self._b2, g))
         v.assign_sub(lr * m.read_value() / (core.sqrt(s.read_value()) + self._eps))
 
+    def _finish_eagerly(self):
+        if self._powers is not None:
+            b1_power, b2_power = self._powers
+            b1_power.assign(b1_power.read_value() * self._b1)
+            b2_power.assign(b2_power.read_value() * self._b2)
+
     def _finish_node(self, graph, after):
         def finish(powers):
             if powers:
                 self._bind_non_slots(powers)
-            if self._powers is not None:
-                b1_power, b2_power = self._powers
-                b1_power.assign(b1_power.read_value() * self._b1)
-                b2_power.assign(b2_power.read_value() * self._b2)
+            self._finish_eagerly()
             return []
         return add_node(graph, "AdamFinish", "Adam_finish", [self._non_slots.get(graph, [])],
                         finish, [], control_inputs=[after])

@@ -5,7 +5,9 @@ trained in the strategy's scope by a GradientTape step inside loops.repeat over 
 strategy.experimental_run_v2 and strategy.reduce inside ipu_compiler.compile, a Session
 running the compiled loop each epoch. A linear model on fixed synthetic data, so the
 weights can be checked against plain gradient descent on the global batch.
-``--strategy ipu`` runs the same program under IPUStrategy with an explicit replica sum."""
+The optimizer sums the gradients over the replicas itself, as TF 1.15's distribution-aware
+optimizers do inside ``experimental_run_v2``. ``--strategy ipu`` runs the same program under
+IPUStrategy with an explicit replica sum."""
 
 import argparse
 
@@ -71,10 +73,10 @@ with strategy.scope():
                                               global_batch_size=global_batch_size)
         loss_sum += loss
         gradients = tape.gradient(loss, model.trainable_variables)
-        if args.strategy == "popdist":  # the strategy's all-reduce: a sum over the replicas
-            gradients = tf.distribute.get_replica_context().all_reduce(
-                tf.distribute.ReduceOp.SUM, gradients)
-        else:
+        # under experimental_run_v2 the optimizer is distribution-aware: its apply_gradients
+        # sums the gradients over the replicas (Graphcore's example relies on it); the
+        # IPUStrategy variant runs the loop outside the strategy's run, so it sums them
+        if args.strategy == "ipu":
             gradients = [ipu.cross_replica_ops.cross_replica_sum(g) for g in gradients]
         train_op = optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return loss_sum, train_op
