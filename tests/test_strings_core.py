@@ -8,7 +8,13 @@ import pytest
 import ipu_gpu as tf
 from ipu_gpu import errors
 
-rtf = pytest.importorskip("tensorflow")
+rtf = None  # real TensorFlow, set by the fixture below
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _oracle(real_tf):
+    global rtf
+    rtf = real_tf
 
 S = np.array([b"a", b"bc", b"", "é".encode()], dtype=object)
 

@@ -40,7 +40,8 @@ from .experimental.sync_batch_normalization import SyncBatchNormalization  # noq
 from .preprocessing import (CategoryEncoding, CenterCrop, Discretization, Hashing,
                             IntegerLookup, Normalization, RandomBrightness, RandomContrast,
                             RandomCrop, RandomFlip, RandomHeight, RandomRotation,
-                            RandomTranslation, RandomWidth, RandomZoom, Resizing)
+                            RandomTranslation, RandomWidth, RandomZoom, Resizing, StringLookup,
+                            TextVectorization)
 from .alpha_dropout import AlphaDropout
 from .locally_connected import LocallyConnected1D, LocallyConnected2D
 from .conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
@@ -75,6 +76,7 @@ __all__ += ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "Inte
             "Normalization", "RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip",
             "RandomHeight", "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom",
             "Resizing", "experimental"]  # issue 16: preprocessing layers
+__all__ += ["StringLookup", "TextVectorization"]  # issue 17: string preprocessing
 __all__ += ["AlphaDropout", "LocallyConnected1D", "LocallyConnected2D", "ConvLSTM1D",
             "ConvLSTM2D", "ConvLSTM3D", "SpectralNormalization"]  # issue 16
 

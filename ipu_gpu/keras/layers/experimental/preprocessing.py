@@ -4,9 +4,10 @@
 from ..preprocessing import (CategoryEncoding, CenterCrop, Discretization, Hashing,
                              IntegerLookup, Normalization, PreprocessingLayer, RandomContrast,
                              RandomCrop, RandomFlip, RandomHeight, RandomRotation,
-                             RandomTranslation, RandomWidth, RandomZoom, Rescaling, Resizing)
+                             RandomTranslation, RandomWidth, RandomZoom, Rescaling, Resizing,
+                             StringLookup, TextVectorization)
 
 __all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup",
            "Normalization", "PreprocessingLayer", "RandomContrast", "RandomCrop", "RandomFlip",
            "RandomHeight", "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom",
-           "Rescaling", "Resizing"]
+           "Rescaling", "Resizing", "StringLookup", "TextVectorization"]

@@ -3,8 +3,7 @@
 ``Discretization``), categorical on integers (``CategoryEncoding``, ``Hashing``,
 ``IntegerLookup``) and image (resizing, cropping and random augmentation).
 
-String inputs (``StringLookup``, ``TextVectorization``, ``Hashing`` of strings) need string
-tensors, which ipu_gpu does not have."""
+String inputs (``tf.string``): ``StringLookup``, ``TextVectorization``, ``Hashing``."""
 
 from ..core import Rescaling
 from .base import PreprocessingLayer
@@ -16,8 +15,11 @@ from .image_augmentation import (RandomBrightness, RandomContrast, RandomFlip, R
 from .image_resizing import CenterCrop, RandomCrop, RandomHeight, RandomWidth, Resizing
 from .integer_lookup import IntegerLookup
 from .normalization import Normalization
+from .string_lookup import StringLookup
+from .text_vectorization import TextVectorization
 
 __all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup",
            "Normalization", "PreprocessingLayer", "RandomBrightness", "RandomContrast",
            "RandomCrop", "RandomFlip", "RandomHeight", "RandomRotation", "RandomTranslation",
-           "RandomWidth", "RandomZoom", "Rescaling", "Resizing"]
+           "RandomWidth", "RandomZoom", "Rescaling", "Resizing", "StringLookup",
+           "TextVectorization"]

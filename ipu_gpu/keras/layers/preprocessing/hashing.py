@@ -2,7 +2,7 @@
 FarmHash fingerprint, or with ``salt`` SipHash, of each value's decimal string), with an
 optional ``mask_value`` mapped to bin 0; as indices or encoded by ``output_mode``.
 
-String tensors do not exist in ipu_gpu, so only integer inputs are accepted."""
+String inputs (``tf.string``) are hashed as they are (UTF-8 bytes)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,13 @@ class Hashing(Layer):
                                  f"2 integers, or a single integer. Received: salt={salt}.")
 
     def _hash(self, values: np.ndarray, bins: int) -> np.ndarray:
+        if values.dtype == object:  # strings
+            from ....fingerprint import fingerprint64, siphash24
+
+            if self.strong_hash:
+                key0, key1 = int(self.salt[0]), int(self.salt[1])
+                return np.array([siphash24(key0, key1, v) % bins for v in values], np.int64)
+            return np.array([fingerprint64(v) % bins for v in values], np.int64)
         if self.strong_hash:
             hashed = siphash24_ints(int(self.salt[0]), int(self.salt[1]), values)
         else:
@@ -80,7 +87,10 @@ class Hashing(Layer):
         mask = None
         if self.mask_value is not None and bins > 1:
             bins -= 1
-            mask = values == self.mask_value
+            mask_value = self.mask_value
+            if values.dtype == object and isinstance(mask_value, str):
+                mask_value = mask_value.encode("utf-8")
+            mask = values == mask_value
         unique, inverse = np.unique(values, return_inverse=True)
         out = self._hash(unique, bins)[inverse.reshape(-1)].reshape(values.shape)
         if mask is not None:
@@ -92,7 +102,11 @@ class Hashing(Layer):
 
     def _call(self, inputs):
         values = _cat.host(inputs)
-        if values.dtype.kind not in "iu":  # TF hashes strings, and integers as strings
+        if values.dtype.kind in "OSU":
+            from ....core.strings import string_array
+
+            values = string_array(values)
+        elif values.dtype.kind not in "iu":  # TF hashes strings, and integers as strings
             name = _TF_NAMES.get(values.dtype.name, values.dtype.name)
             raise InvalidArgumentError("cannot compute StringToHashBucketFast as input "
                                        "#0(zero-based) was expected to be a string tensor but "

@@ -44,9 +44,7 @@ class IntegerLookup(PreprocessingLayer):
     def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None, oov_token=-1,
                  vocabulary=None, vocabulary_dtype="int64", idf_weights=None, invert=False,
                  output_mode="int", sparse=False, pad_to_max_tokens=False, **kwargs):
-        if as_dtype(vocabulary_dtype).kind not in "iu":
-            raise ValueError("`vocabulary_dtype` must be an integer dtype. Received: "
-                             f"{vocabulary_dtype}")
+        self._check_vocabulary_dtype(vocabulary_dtype)
         if output_mode != "int" and kwargs.get("dtype") in ("int64", np.int64,
                                                              np.dtype("int64")):
             del kwargs["dtype"]
@@ -87,8 +85,8 @@ class IntegerLookup(PreprocessingLayer):
         self.invert = invert
         self.max_tokens = max_tokens
         self.num_oov_indices = num_oov_indices
-        self.mask_token = None if mask_token is None else int(mask_token)
-        self.oov_token = None if oov_token is None else int(oov_token)
+        self.mask_token = None if mask_token is None else self._token(mask_token)
+        self.oov_token = None if oov_token is None else self._token(oov_token)
         self.output_mode = output_mode
         self.sparse = sparse
         self.pad_to_max_tokens = pad_to_max_tokens
@@ -104,7 +102,7 @@ class IntegerLookup(PreprocessingLayer):
         if output_mode == _cat.INT and as_dtype(self.compute_dtype).kind not in "iu":
             raise ValueError("When `output_mode='int'`, `dtype` should be an integer type. "
                              f"Received: dtype={kwargs['dtype']}")
-        self._tokens = np.zeros(0, np.int64)  # the vocabulary without special tokens
+        self._tokens = self._as_tokens([])  # the vocabulary without special tokens
         self._order = np.zeros(0, np.int64)  # argsort of the tokens, for lookups
         self.idf_weights = np.zeros(self._token_start_index(), np.dtype(self.compute_dtype))
         self._token_counts = collections.Counter()
@@ -112,6 +110,34 @@ class IntegerLookup(PreprocessingLayer):
         self._num_documents = 0
         if vocabulary is not None:
             self.set_vocabulary(vocabulary, idf_weights)
+
+    # ---- tokens (StringLookup's differ) ------------------------------------------------------
+    @staticmethod
+    def _check_vocabulary_dtype(vocabulary_dtype) -> None:
+        if as_dtype(vocabulary_dtype).kind not in "iu":
+            raise ValueError("`vocabulary_dtype` must be an integer dtype. Received: "
+                             f"{vocabulary_dtype}")
+
+    @staticmethod
+    def _token(value):
+        return int(value)
+
+    @staticmethod
+    def _as_tokens(values) -> np.ndarray:
+        return np.asarray(values, np.int64).reshape(-1)
+
+    @staticmethod
+    def _public(token):
+        return int(token)
+
+    def _input_tokens(self, data) -> np.ndarray:
+        return _cat.host(data).astype(np.dtype(self.vocabulary_dtype))
+
+    def _call_tokens(self, inputs) -> np.ndarray:
+        return _cat.host(inputs).astype(np.int64)
+
+    def _hash_oov(self, values: np.ndarray) -> np.ndarray:
+        return np.mod(values, self.num_oov_indices)
 
     # ---- vocabulary --------------------------------------------------------------------------
     def _oov_start_index(self) -> int:
@@ -131,13 +157,13 @@ class IntegerLookup(PreprocessingLayer):
     def get_vocabulary(self, include_special_tokens=True) -> list:
         """The token of each index (special tokens first unless excluded)."""
         start = self._token_start_index()
-        vocab = [self.oov_token] * start + [int(t) for t in self._tokens]
+        vocab = [self.oov_token] * start + [self._public(t) for t in self._tokens]
         if self.mask_token is not None and self.output_mode == _cat.INT:
             vocab[0] = self.mask_token
         return vocab if include_special_tokens else vocab[start:]
 
     def _set_tokens(self, tokens) -> None:
-        self._tokens = np.asarray(tokens, np.int64).reshape(-1)
+        self._tokens = self._as_tokens(tokens)
         self._order = np.argsort(self._tokens, kind="stable")
         self._record_vocabulary_size()
 
@@ -173,10 +199,9 @@ class IntegerLookup(PreprocessingLayer):
                                  "vocabulary from file.")
             with open(vocabulary) as f:
                 lines = [line for line in f.read().split("\n") if line.strip()]
-            vocabulary = [int(line) for line in lines]
-            self._check_and_set(np.array(vocabulary, np.int64), None)
+            self._check_and_set(self._as_tokens(lines), None)
             return
-        self._check_and_set(_cat.host(vocabulary), idf_weights)
+        self._check_and_set(self._as_tokens(_cat.host(vocabulary)), idf_weights)
 
     def _check_and_set(self, vocabulary: np.ndarray, idf_weights) -> None:
         if vocabulary.size == 0:
@@ -238,7 +263,7 @@ class IntegerLookup(PreprocessingLayer):
         if self._has_input_vocabulary:
             raise ValueError(f"Cannot adapt {type(self).__name__} layer after setting a static "
                              "vocabulary via init argument or `set_vocabulary`.")
-        data = _cat.host(data).astype(np.dtype(self.vocabulary_dtype))
+        data = self._input_tokens(data)
         if data.ndim < 2:
             data = data.reshape(1, -1)
         self._token_counts.update(data.reshape(-1).tolist())
@@ -254,7 +279,7 @@ class IntegerLookup(PreprocessingLayer):
         counts = dict(self._token_counts)
         counts.pop(self.mask_token, None)
         counts.pop(self.oov_token, None)
-        tokens = np.array(list(counts), np.int64)
+        tokens = self._as_tokens(list(counts))
         freq = np.array(list(counts.values()), np.int64)
         order = np.lexsort((tokens, freq))[::-1]
         if self.max_tokens:
@@ -262,7 +287,7 @@ class IntegerLookup(PreprocessingLayer):
         tokens = tokens[order]
         self._set_tokens(tokens)
         if self.output_mode == _cat.TF_IDF:
-            docs = np.array([self._document_counts[int(t)] for t in tokens], np.float64)
+            docs = np.array([self._document_counts[t] for t in tokens.tolist()], np.float64)
             idf = np.log(1 + self._num_documents / (1 + docs)).astype(self.compute_dtype)
             idf = np.pad(idf, (self._token_start_index(), 0), constant_values=np.mean(idf))
             if self.pad_to_max_tokens and self.max_tokens is not None:
@@ -284,7 +309,7 @@ class IntegerLookup(PreprocessingLayer):
             at = flat - self._token_start_index()
             known = (at >= 0) & (at < len(self._tokens))
             out = np.full(flat.shape, -1 if self.oov_token is None else self.oov_token,
-                          np.int64)
+                          self._tokens.dtype)
             out[known] = self._tokens[at[known]]
             if self.mask_token is not None:
                 out = np.where(flat == 0, self.mask_token, out)
@@ -306,8 +331,7 @@ class IntegerLookup(PreprocessingLayer):
                                            f"vocabulary, found OOV values {oov}, consider "
                                            "setting `num_oov_indices=1`.")
         elif self.num_oov_indices > 1:
-            out = np.where(out == -1, np.mod(flat, self.num_oov_indices)
-                           + self._oov_start_index(), out)
+            out = np.where(out == -1, self._hash_oov(flat) + self._oov_start_index(), out)
         return out.reshape(values.shape)
 
     def call(self, inputs):
@@ -321,7 +345,7 @@ class IntegerLookup(PreprocessingLayer):
                                    "vocabulary before calling it. Either pass a `vocabulary` "
                                    "argument to the layer, or call `adapt` with some sample "
                                    "data.")
-        values = _cat.host(inputs).astype(np.int64)
+        values = self._call_tokens(inputs)
         lookups = self._lookup(values)
         if self.output_mode == _cat.INT:
             dtype = self.vocabulary_dtype if self.invert else self.compute_dtype
