@@ -62,6 +62,14 @@ def _below(v1, s1, v2, s2):
     return v1 < v2 or (v1 == v2 and s1 > s2)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _swap(hv, hs, hb, hl, hsrc, hsym, a, b):
+    for arr in (hv, hb, hl):
+        arr[a], arr[b] = arr[b], arr[a]
+    for iarr in (hs, hsrc, hsym):
+        iarr[a], iarr[b] = iarr[b], iarr[a]
+
+
 @njit(cache=True, nogil=True)
 def _sift_down(hv, hs, hb, hl, hsrc, hsym, n, pos):
     while True:
@@ -71,10 +79,7 @@ def _sift_down(hv, hs, hb, hl, hsrc, hsym, n, pos):
                 lo = ch
         if lo == pos:
             return
-        for arr in (hv, hb, hl):
-            arr[pos], arr[lo] = arr[lo], arr[pos]
-        for iarr in (hs, hsrc, hsym):
-            iarr[pos], iarr[lo] = iarr[lo], iarr[pos]
+        _swap(hv, hs, hb, hl, hsrc, hsym, pos, lo)
         pos = lo
 
 
@@ -86,10 +91,7 @@ def _push(hv, hs, hb, hl, hsrc, hsym, n, v, seq, blank, label, src, sym):
         up = (pos - 1) // 2
         if not _below(hv[pos], hs[pos], hv[up], hs[up]):
             break
-        for arr in (hv, hb, hl):
-            arr[pos], arr[up] = arr[up], arr[pos]
-        for iarr in (hs, hsrc, hsym):
-            iarr[pos], iarr[up] = iarr[up], iarr[pos]
+        _swap(hv, hs, hb, hl, hsrc, hsym, pos, up)
         pos = up
     return n + 1
 
