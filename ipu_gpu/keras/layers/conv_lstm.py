@@ -30,19 +30,21 @@ from ..engine.keras_tensor import KerasTensor
 from . import conv_utils
 from ._graph_shapes import call_on_values, unknown_dims
 from ._weight_args import set_weight_args, weight_args_config
-from .rnn import RNN, _dropout_mask, _unit_forget_bias
+from .rnn import RNN, _DropoutMasks, _unit_forget_bias
 
 __all__ = ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"]
 
 _WEIGHTS = ("kernel", "recurrent", "bias")
 
 
-class ConvLSTMCell(Layer):
+class ConvLSTMCell(_DropoutMasks, Layer):
     """One ConvLSTM step over ``rank`` spatial axes: ``call(inputs, [h, c], training)``.
 
     Raises:
       ValueError: a rank above 3; an input without a channel count (at build).
     """
+
+    _mask_count = 4  # one per gate
 
     def __init__(self, rank, filters, kernel_size, strides=1, padding="valid", data_format=None,
                  dilation_rate=1, activation="tanh", recurrent_activation="hard_sigmoid",
@@ -102,22 +104,6 @@ class ConvLSTMCell(Layer):
                                         initializer=init, regularizer=self.bias_regularizer,
                                         constraint=self.bias_constraint)
         self.built = True
-
-    # ---- dropout masks (drawn once per layer call) ----
-    def reset_dropout_mask(self):
-        self._dropout_mask = self._recurrent_dropout_mask = None
-
-    reset_recurrent_dropout_mask = reset_dropout_mask
-
-    def _masks(self, inputs, h, training):
-        """(4 input masks or None, 4 recurrent masks or None)."""
-        if not training:
-            return None, None
-        if 0 < self.dropout < 1 and self._dropout_mask is None:
-            self._dropout_mask = _dropout_mask(inputs, self.dropout, 4)
-        if 0 < self.recurrent_dropout < 1 and self._recurrent_dropout_mask is None:
-            self._recurrent_dropout_mask = _dropout_mask(h, self.recurrent_dropout, 4)
-        return self._dropout_mask, self._recurrent_dropout_mask
 
     # ---- convolutions ----
     def _conv(self, x, w, strides, padding, dilation):

@@ -61,9 +61,33 @@ def _unit_forget_bias(bias_initializer, units):
 _CELL_WEIGHTS = ("kernel", "recurrent", "bias")
 
 
-class _Cell(Layer):
-    """Shared by the built-in cells: weights, dropout masks (drawn once per layer call, as
-    Keras's ``DropoutRNNCellMixin``) and the fused input projection."""
+class _DropoutMasks:
+    """Dropout masks of a cell, drawn once per layer call as Keras's ``DropoutRNNCellMixin``:
+    ``_mask_count`` for the input and as many for the recurrent state (a list where above
+    1). The cell sets ``dropout`` and ``recurrent_dropout``."""
+
+    _mask_count = 1
+
+    def reset_dropout_mask(self):
+        self._dropout_mask = self._recurrent_dropout_mask = None
+
+    reset_recurrent_dropout_mask = reset_dropout_mask
+
+    def _masks(self, inputs, h, training):
+        """(input mask(s), recurrent mask(s)), each None when that dropout is off."""
+        if not training:
+            return None, None
+        if 0 < self.dropout < 1 and self._dropout_mask is None:
+            self._dropout_mask = _dropout_mask(inputs, self.dropout, self._mask_count)
+        if 0 < self.recurrent_dropout < 1 and self._recurrent_dropout_mask is None:
+            self._recurrent_dropout_mask = _dropout_mask(h, self.recurrent_dropout,
+                                                         self._mask_count)
+        return self._dropout_mask, self._recurrent_dropout_mask
+
+
+class _Cell(_DropoutMasks, Layer):
+    """Shared by the built-in cells: weights, dropout masks (``_DropoutMasks``) and the fused
+    input projection."""
 
     _n_gates = 1
 
@@ -83,21 +107,6 @@ class _Cell(Layer):
         self.dropout = min(1.0, max(0.0, dropout))
         self.recurrent_dropout = min(1.0, max(0.0, recurrent_dropout))
         self.reset_dropout_mask()
-
-    def reset_dropout_mask(self):
-        self._dropout_mask = self._recurrent_dropout_mask = None
-
-    reset_recurrent_dropout_mask = reset_dropout_mask
-
-    def _masks(self, inputs, h, training):
-        """(input mask, recurrent mask), each None when that dropout is off."""
-        if not training:
-            return None, None
-        if 0 < self.dropout < 1 and self._dropout_mask is None:
-            self._dropout_mask = _dropout_mask(inputs, self.dropout)
-        if 0 < self.recurrent_dropout < 1 and self._recurrent_dropout_mask is None:
-            self._recurrent_dropout_mask = _dropout_mask(h, self.recurrent_dropout)
-        return self._dropout_mask, self._recurrent_dropout_mask
 
     def _add_kernels(self, input_dim):
         gates = self._n_gates * self.units
