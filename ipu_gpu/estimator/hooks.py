@@ -393,6 +393,8 @@ class CheckpointSaverHook(SessionRunHook):
     """Saves ``<checkpoint_dir>/<checkpoint_basename>-<global step>`` when the session is
     created, every ``save_secs`` seconds or ``save_steps`` global steps (checked after each
     run, on the global step after that run), and at the end unless the last step is saved.
+    ``save_graph_def`` is accepted, but no ``graph.pbtxt`` or meta graph is written (TF
+    writes its GraphDef proto there; ipu_gpu's graphs have none).
 
     Raises:
       ValueError: both or neither of ``save_secs``/``save_steps``."""

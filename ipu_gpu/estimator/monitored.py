@@ -21,8 +21,13 @@ RuntimeError) and ``after_run``; a hook's ``request_stop`` makes ``should_stop()
 (every 600 seconds unless told otherwise). There is one process: a worker session
 (``is_chief=False``, ``WorkerSessionCreator``) finds the variables the chief initialized in
 the same process, else fails at once instead of waiting for a chief that cannot come.
-Sessions are not recovered after ``AbortedError``/``UnavailableError`` (nothing here raises
-them).
+
+A ``run`` (or ``run_step_fn``) that raises ``AbortedError`` or ``UnavailableError`` (TF's
+preemption errors, from the session or a hook) is recovered as TF's ``_RecoverableSession``
+does: the session is closed, a new one is made by the session creator (the chief restores
+the newest checkpoint of ``checkpoint_dir``), the hooks' ``after_create_session`` run again
+(``begin`` does not), and the call is retried. The chief's ``CheckpointSaverHook`` writes no
+``graph.pbtxt``: ipu_gpu's graphs have no GraphDef to write.
 
 ``EstimatorSession`` is the Estimator's: the variables initialized, then restored from a
 checkpoint or warm-started, and ``run`` returning None once the input ran out.
@@ -60,6 +65,13 @@ def _graph():
     from .. import graph
 
     return graph
+
+
+def _preemption_errors() -> tuple:
+    """The errors after which a monitored session is recreated (TF's
+    ``_PREEMPTION_ERRORS``)."""
+    errors = _errors()
+    return (errors.AbortedError, errors.UnavailableError)
 
 
 # ---- scaffold ------------------------------------------------------------------------------
@@ -347,12 +359,49 @@ class _MonitoredSession:
         self._hooks = list(hooks or [])
         for hook in self._hooks:
             hook.begin()
-        self._sess = (session_creator or ChiefSessionCreator()).create_session()
-        self._coord = Coordinator(clean_stop_exception_types=[])
+        self._creator = session_creator or ChiefSessionCreator()
         self._stop_grace_period_secs = stop_grace_period_secs
         self._stop = False
+        self._closed = False
+        self._sess = self._coord = None
+        self._create()
+
+    def _create(self) -> None:
+        """A session from the creator, a coordinator, the hooks' ``after_create_session``
+        (TF's ``_CoordinatedSessionCreator``), retried after a preemption error."""
+        while True:
+            try:
+                self._sess = self._creator.create_session()
+                break
+            except _preemption_errors() as e:
+                _logging().info("An error was raised while a session was being created. "
+                                "This may be due to a preemption of a connected worker or "
+                                "parameter server. A new session will be created. This "
+                                "error may also occur due to a gRPC failure caused by high "
+                                "memory or network bandwidth usage in the parameter "
+                                "servers. If this error occurs repeatedly, try increasing "
+                                "the number of parameter servers assigned to the job. "
+                                "Error: %s", e)
+        self._coord = Coordinator(clean_stop_exception_types=[])
         for hook in self._hooks:
             hook.after_create_session(self._sess, self._coord)
+
+    def _recover(self, error) -> None:
+        """TF's ``_RecoverableSession`` after a preemption error: closes the session (not
+        the hooks) and makes a new one."""
+        _logging().info("An error was raised. This may be due to a preemption in a "
+                        "connected worker or parameter server. The current session will be "
+                        "closed and a new session will be created. This error may also "
+                        "occur due to a gRPC failure caused by high memory or network "
+                        "bandwidth usage in the parameter servers. If this error occurs "
+                        "repeatedly, try increasing the number of parameter servers "
+                        "assigned to the job. Error: %s", error)
+        try:
+            self._coord.request_stop()
+            self._sess.close()
+        finally:
+            self._sess = None
+        self._create()
 
     @property
     def graph(self):
@@ -364,7 +413,7 @@ class _MonitoredSession:
 
     def should_stop(self) -> bool:
         """Whether a hook or the coordinator asked to stop, or the session is closed."""
-        if self._sess is None:
+        if self._closed or self._sess is None:
             return True
         self._coord.raise_requested_exception()
         return self._stop or self._coord.should_stop()
@@ -376,16 +425,29 @@ class _MonitoredSession:
           RuntimeError: called after a stop was requested (TF's message), or closed."""
         if self.should_stop():
             raise RuntimeError("Run called even after should_stop requested.")
+        while True:
+            try:
+                out, stop = self._coordinated(
+                    lambda: _hooked_run(self._sess, self._hooks, fetches, feed_dict, options))
+                break
+            except _preemption_errors() as e:
+                self._recover(e)
+        self._stop = self._stop or stop
+        return out
+
+    def _coordinated(self, call):
+        """``call()``; an error other than a preemption is the coordinator's requested
+        exception if there is one (TF's ``_CoordinatedSession.run``)."""
         try:
-            out, stop = _hooked_run(self._sess, self._hooks, fetches, feed_dict, options)
+            return call()
+        except _preemption_errors():
+            raise
         except Exception as original:
             try:
                 self._coord.raise_requested_exception()
             except Exception:  # noqa: BLE001 - TF re-raises the run's own error then
                 raise original from None
             raise
-        self._stop = self._stop or stop
-        return out
 
     def run_step_fn(self, step_fn):
         """``step_fn(step_context)``: ``step_context.session`` is the raw session,
@@ -399,7 +461,20 @@ class _MonitoredSession:
             raise ValueError("`step_fn` may either have one `step_context` argument, or "
                              "`self` and `step_context` arguments if it's an instance "
                              f"method. Got {params} instead.")
-        return step_fn(_MonitoredSession.StepContext(self._sess, self.run))
+        while True:
+            try:
+                return step_fn(_MonitoredSession.StepContext(self._sess, self._run_hooked))
+            except _preemption_errors() as e:
+                self._recover(e)
+
+    def _run_hooked(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """``run`` without recovery: inside ``run_step_fn`` the whole step is retried."""
+        if self.should_stop():
+            raise RuntimeError("Run called even after should_stop requested.")
+        out, stop = self._coordinated(
+            lambda: _hooked_run(self._sess, self._hooks, fetches, feed_dict, options))
+        self._stop = self._stop or stop
+        return out
 
     class StepContext:
         """What ``run_step_fn`` gives ``step_fn``."""
@@ -428,12 +503,13 @@ class _MonitoredSession:
                     hook.end(self._sess)
         finally:
             try:
-                if self._sess is None:
+                if self._closed or self._sess is None:
                     raise RuntimeError("Session is already closed.")
                 self._coord.request_stop()
                 self._sess.close()
             finally:
                 self._sess = None
+                self._closed = True
 
     def __enter__(self):
         return self
