@@ -11,7 +11,7 @@ import numpy as np
 
 from .core import dtypes
 from .core.convert import convert_to_tensor
-from .core.registry import symbolic_call
+from .core.registry import _has_symbolic, symbolic_call
 from .core.strings import check_host, string_array
 from .core.tensor import Tensor, wrap
 from .errors import InvalidArgumentError, OutOfRangeError
@@ -25,11 +25,16 @@ __all__ = ["as_string", "format", "join", "length", "lower", "reduce_join", "reg
 _UNITS = ("BYTE", "UTF8_CHAR")
 
 
-def _host_op(tf_name):
-    """A TF1 graph records the call as a node; in an IPU program it is refused."""
+def _host_op(tf_name, graph=True):
+    """A TF1 graph records the call as a node (``graph``: the op's outputs are Tensors, else
+    a TypeError); in an IPU program it is refused."""
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
+            if not graph and _has_symbolic(list(args) + list(kwargs.values())):
+                raise TypeError(f"tf.strings.{fn.__name__}: a RaggedTensor result cannot be a "
+                                f"node of a TF1 graph here; split the strings before feeding "
+                                f"them, or use the shape-keeping tf.strings ops")
             node = symbolic_call(wrapper, args, kwargs)
             if node is not NotImplemented:
                 return node
@@ -151,7 +156,7 @@ def reduce_join(inputs, axis=None, keepdims=False, separator="", name=None):
     return wrap(out)
 
 
-@_host_op("StringSplit")
+@_host_op("StringSplit", graph=False)
 def split(input, sep=None, maxsplit=-1, name=None):  # noqa: A002
     """Each string split at ``sep`` (None: runs of ASCII whitespace, empty pieces dropped);
     at most ``maxsplit`` splits when it is >= 0. A scalar gives a 1-D tensor, a vector a
@@ -176,6 +181,8 @@ def split(input, sep=None, maxsplit=-1, name=None):  # noqa: A002
 def _split_whitespace(v: bytes, maxsplit: int) -> list:
     """TF's whitespace split: tokens between runs of ASCII whitespace; after ``maxsplit``
     tokens the rest (leading whitespace dropped, possibly empty) is one more piece."""
+    if maxsplit < 0:
+        return v.split()
     if maxsplit == 0:
         return [v]
     out, rest = [], v.lstrip()
@@ -273,6 +280,10 @@ def _rewrite(template: bytes) -> list:
 def _expander(parts, empty):
     if isinstance(empty, str):
         parts = [p.decode("utf-8", "replace") if isinstance(p, bytes) else p for p in parts]
+    if all(not isinstance(p, int) for p in parts):
+        literal = empty.join(parts)
+        if "\\" not in str(literal):  # no escapes for re to read: the text as it is
+            return literal
 
     def expand(m):
         return empty.join(p if not isinstance(p, int) else (m.group(p) or empty) for p in parts)

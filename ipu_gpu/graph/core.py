@@ -377,10 +377,19 @@ def _stand_in(x, size, rank=None):
         if value is not None:  # a Const or a shape computation: shapes may depend on it
             return value
         if x.shape.rank is None:  # unknown rank: probed at ``rank`` dimensions of ``size``
-            return Tensor(np.zeros([size] * rank, x._dtype))
+            return _zeros([size] * rank, x._dtype)
         shape = [size if d is None else d for d in x.shape.as_list()]
-        return Tensor(np.zeros(shape, x._dtype))
+        return _zeros(shape, x._dtype)
     return x
+
+
+def _zeros(shape, dtype) -> Tensor:
+    """A probe's stand-in value; strings are b"0" (a number to ``tf.strings.to_number``)."""
+    if np.dtype(dtype).kind == "O":
+        a = np.empty(shape, object)
+        a.fill(b"0")
+        return Tensor(a)
+    return Tensor(np.zeros(shape, dtype))
 
 
 _PROBE_RANKS = (1, 2, 3, 4)

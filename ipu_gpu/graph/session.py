@@ -488,8 +488,8 @@ class _RunValues(collections.abc.Mapping):
 
 def _numpy(v):
     if isinstance(v, Tensor):
-        a = v.numpy()
-        return a[()] if a.ndim == 0 else a  # a scalar fetches as a numpy scalar, as in TF
+        a = v.numpy()  # a scalar string gives its bytes
+        return a[()] if type(a) is np.ndarray and a.ndim == 0 else a  # a numpy scalar, as TF
     if isinstance(v, list):
         return [_numpy(x) for x in v]
     return v

@@ -193,8 +193,8 @@ class TextVectorization(PreprocessingLayer):
                 return lookup._call(convert_to_tensor(rows))
             return convert_to_tensor(lookup._lookup(rows).astype(np.dtype(self.compute_dtype)))
         lengths = np.array([np.size(r) for r in rows], np.int64)
-        flat = string_array(np.concatenate([np.asarray(r, object).reshape(-1) for r in rows])
-                            if rows else np.zeros(0, object))
+        flat = (np.concatenate([np.asarray(r, object).reshape(-1) for r in rows]) if rows
+                else np.zeros(0, object))  # bytes already: split/ngrams made them
         if flat.size:
             indices = lookup._lookup(flat)
         else:
