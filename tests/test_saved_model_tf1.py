@@ -291,3 +291,42 @@ def test_a_later_meta_graph_restores_variables_by_name(tmp_path, real_tf):
             results[name] = sess.run("y:0")
     np.testing.assert_allclose(results["ours"], results["tf"])
     np.testing.assert_allclose(results["ours"], [3, 6])
+
+
+def _keras_names_through_save_and_load(c, keras, directory):
+    """Two Keras Dense layers saved, loaded into a new graph, a third layer made there and
+    the whole saved again and loaded: the global variables' names at each stage."""
+    import os
+
+    names = []
+    with c.Graph().as_default(), c.Session() as sess:
+        x = c.placeholder(c.float32, [None, 3], name="x")
+        y = keras.layers.Dense(2)(keras.layers.Dense(4)(x))
+        sess.run(c.global_variables_initializer())
+        c.saved_model.simple_save(sess, os.path.join(directory, "a"), {"x": x}, {"y": y})
+    with c.Graph().as_default() as g, c.Session() as sess:
+        c.saved_model.loader.load(sess, ["serve"], os.path.join(directory, "a"))
+        names.append(sorted(v.name for v in c.global_variables()))
+        x = g.get_tensor_by_name("x:0")
+        loaded = {id(v) for v in c.global_variables()}
+        out = keras.layers.Dense(2)(x)  # named "dense" again: the loaded graph is new
+        new = [v for v in c.global_variables() if id(v) not in loaded]
+        sess.run(c.variables_initializer(new))
+        c.saved_model.simple_save(sess, os.path.join(directory, "b"), {"x": x}, {"o": out})
+    with c.Graph().as_default(), c.Session() as sess:
+        c.saved_model.loader.load(sess, ["serve"], os.path.join(directory, "b"))
+        names.append(sorted(v.name for v in c.global_variables()))
+    return names
+
+
+def test_keras_layer_variable_names_after_load_are_tfs(real_tf, tf_keras, tmp_path):
+    """A Keras layer made in a loaded graph is ``dense`` again (layer names count per
+    graph) and its variables, clashing with the loaded ``dense/kernel``, come back from the
+    next SavedModel as ``dense/kernel_1``, as in TF 1 graph mode with tf_keras."""
+    import ipu_gpu as ig
+
+    ours = _keras_names_through_save_and_load(tf, ig.keras, str(tmp_path / "ours"))
+    theirs = _keras_names_through_save_and_load(real_tf.compat.v1, tf_keras,
+                                                str(tmp_path / "tf"))
+    assert ours == theirs
+    assert "dense/kernel_1:0" in ours[1]
