@@ -28,12 +28,13 @@ def _set(sess, variables, values):
         v.load(w, sess) if hasattr(v, "load") else v.assign(w)
 
 
-def _runs(tf_v1, keras_mod, kind, time, x_val):
-    """Outputs and states over: two runs of the output, the updates, a third run, a reset,
-    a fourth run, a reset to given states, a fifth run."""
+def _runs(tf_v1, keras_mod, kind, args, x_shape, x_val):
+    """Outputs and states of ``kind(*args)`` (stateful, returning sequences and states) over:
+    two runs of the output, the updates, a third run, a reset, a fourth run, a reset to given
+    states, a fifth run."""
     with tf_v1.Graph().as_default():
-        x = tf_v1.placeholder(np.float32, (2, time, 4))
-        layer = getattr(keras_mod.layers, kind)(5, stateful=True, return_state=True,
+        x = tf_v1.placeholder(np.float32, x_shape)
+        layer = getattr(keras_mod.layers, kind)(*args, stateful=True, return_state=True,
                                                 return_sequences=True)
         ys = layer(x)
         feed = {x: x_val}
@@ -57,11 +58,28 @@ def _runs(tf_v1, keras_mod, kind, time, x_val):
 @pytest.mark.parametrize("kind", ["SimpleRNN", "LSTM", "GRU"])
 def test_stateful_rnn_in_a_graph_equals_tf_keras_compat_v1(kind, time, real_tf, tf_keras):
     x_val = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
-    ours = _runs(v1, keras, kind, time, x_val)
-    theirs = _runs(real_tf.compat.v1, tf_keras, kind, time, x_val)
+    ours = _runs(v1, keras, kind, (5,), (2, time, 4), x_val)
+    theirs = _runs(real_tf.compat.v1, tf_keras, kind, (5,), (2, time, 4), x_val)
     assert ours[0] == theirs[0] == (2 if kind == "LSTM" else 1)
     assert len(ours) == len(theirs)
     for a, b in zip(ours[1:], theirs[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("time", [3, None])
+@pytest.mark.parametrize("kind,spatial", [("ConvLSTM1D", (6, 2)), ("ConvLSTM2D", (5, 4, 2)),
+                                          ("ConvLSTM3D", (3, 4, 3, 2))])
+def test_stateful_conv_lstm_in_a_graph_equals_tf_keras_compat_v1(kind, spatial, time, real_tf,
+                                                                tf_keras):
+    """ConvLSTM keeps its states as the other RNNs: two update ops (h and c)."""
+    x_val = np.random.default_rng(4).standard_normal((2, 3, *spatial)).astype(np.float32)
+    args = (3, 2)  # filters, kernel_size
+    ours = _runs(v1, keras, kind, args, (2, time, *spatial), x_val)
+    theirs = _runs(real_tf.compat.v1, tf_keras, kind, args, (2, time, *spatial), x_val)
+    assert ours[0] == theirs[0] == 2
+    assert len(ours) == len(theirs) == 1 + 5 * 3 + 3 * 2  # 5 runs of 3 outputs, 3 of 2 states
+    for a, b in zip(ours[1:], theirs[1:]):
+        assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 

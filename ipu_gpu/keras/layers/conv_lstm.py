@@ -9,6 +9,8 @@ convolution takes the layer's strides, padding and dilation, the recurrent one s
 the loop (per gate where input dropout applies). Dropout masks are drawn once per call, four
 for the input and four for the recurrent state (one per gate), as tf-keras's cell draws them;
 at masked timesteps the states carry over and the output repeats the previous one.
+A stateful layer keeps its final states as the other RNNs: at once, or in a TF1 graph
+through update ops (``layer.updates``), each run reading the state variables.
 """
 
 from __future__ import annotations
@@ -310,8 +312,23 @@ class ConvLSTM(RNN):
         if isinstance(mask, list):
             mask = mask[0]
         if unknown_dims(inputs):  # a graph tensor's unknown sizes: run on the run's values
-            return call_on_values(lambda x, m, s: self.call(x, m, training, s), inputs, mask,
-                                  initial_state, reads=self.weights)
+            n = len(self._states) if self.stateful else 0
+
+            def run(x, m, s):  # one flat list: the outputs, then the final states
+                output, states = self._run(x, m, training, s)
+                return [*(output if isinstance(output, list) else [output]), *states[:n]]
+            flat = call_on_values(run, inputs, mask, initial_state, reads=self.weights)
+            flat = flat if isinstance(flat, list) else [flat]
+            output, states = flat[:len(flat) - n], flat[len(flat) - n:]
+            output = output if self.return_state else output[0]
+        else:
+            output, states = self._run(inputs, mask, training, initial_state)
+        if self.stateful:  # at once, or in a TF1 graph as update ops (RNN._keep_states)
+            self._keep_states(states)
+        return output
+
+    def _run(self, inputs, mask, training, initial_state):
+        """(the call's result, the final states)."""
         cell = self.cell
         cell.reset_dropout_mask()
         states = self._initial_states(inputs, initial_state)
@@ -349,13 +366,10 @@ class ConvLSTM(RNN):
             states = new_states
             if self.return_sequences:
                 outputs.append(out)
-        if self.stateful:
-            for variable, state in zip(self._states, states):
-                variable.assign(state)
         output = _shape.stack(outputs, axis=1) if self.return_sequences else out
         if self.return_state:
-            return [output, *states]
-        return output
+            return [output, *states], states
+        return output, states
 
     def get_config(self) -> dict:
         config = super().get_config()
