@@ -178,3 +178,39 @@ def test_hashing_strings_matches_tf_keras():
         _same(L.Hashing(**kwargs)(data), RL.Hashing(**kwargs)(data))
     long = np.array(["x" * 100, "é" * 40, ""])
     _same(L.Hashing(num_bins=1000)(long), RL.Hashing(num_bins=1000)(long))
+
+
+def test_string_input_model_fit_matches_tf_keras():
+    """keras.Input(dtype=string) -> TextVectorization -> Embedding -> pooling -> Dense, fitted
+    on numpy text with identical initial weights: the same losses and weights as tf-keras."""
+    corpus = CORPUS.reshape(-1, 1)
+    y = np.array([1, 1, 0, 0, 1, 0], np.float32)
+
+    import tf_keras
+
+    def build(keras, layers, vec, string):
+        inp = keras.Input(shape=(1,), dtype=string)
+        x = vec(inp)
+        x = layers.Embedding(12, 4)(x)
+        x = layers.GlobalAveragePooling1D()(x)
+        out = layers.Dense(1, activation="sigmoid")(x)
+        return inp, out
+
+    vec, rvec = L.TextVectorization(max_tokens=12, output_sequence_length=5), \
+        RL.TextVectorization(max_tokens=12, output_sequence_length=5)
+    vec.adapt(CORPUS)
+    rvec.adapt(CORPUS)
+    model = tf.keras.Model(*build(tf.keras, L, vec, tf.string))
+    ref = tf_keras.Model(*build(tf_keras, RL, rvec, rtf.string))
+    for ours_layer, ref_layer in zip(model.layers[2:], ref.layers[2:]):  # Embedding, ..., Dense
+        ref_layer.set_weights(ours_layer.get_weights())
+    model.compile(tf.keras.optimizers.SGD(0.5), "binary_crossentropy")
+    ref.compile(tf_keras.optimizers.legacy.SGD(0.5), "binary_crossentropy")
+    ours = model.fit(corpus, y, batch_size=3, epochs=3, shuffle=False, verbose=0)
+    theirs = ref.fit(corpus, y, batch_size=3, epochs=3, shuffle=False, verbose=0)
+    np.testing.assert_allclose(ours.history["loss"], theirs.history["loss"], rtol=1e-5)
+    for ours_layer, ref_layer in zip(model.layers[2:], ref.layers[2:]):
+        for a, b in zip(ours_layer.get_weights(), ref_layer.get_weights()):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.predict(corpus, verbose=0), ref.predict(corpus, verbose=0),
+                               rtol=1e-5)

@@ -97,7 +97,11 @@ def _to_numpy(x):
     a = np.asarray(x)
     if a.dtype.kind == "f":
         a = a.astype(backend.floatx(), copy=False)
-    elif a.dtype.kind in "OU":
+    elif a.dtype.kind in "OSU":
+        from ...core.strings import is_string_leafy, string_array
+
+        if a.size and is_string_leafy(a):  # text: a tf.string array (bytes), as Keras takes it
+            return string_array(a)
         raise ValueError(f"Failed to convert a NumPy array to a Tensor (Unsupported object "
                          f"type {type(np.ravel(a)[0]).__name__}).")
     return a

@@ -208,6 +208,10 @@ def _stand_in(value, size, rank):
         dims = [size] * rank
     else:
         dims = [size if d is None else d for d in value.shape.as_list()]
+    if value.dtype.kind == "O":  # tf.string: host strings ("0", a number to to_number)
+        strings = np.empty(dims, object)
+        strings.fill(b"0")
+        return wrap(strings)
     xp = array_backend.default_xp()
     make = xp.ones if value.dtype.kind == "b" else xp.zeros
     return wrap(make(dims, value.dtype))
