@@ -163,10 +163,13 @@ def test_checkpoint_keys_equal_real_tf1s(real_tf, tmp_path):
             rtol=2e-6, atol=1e-7)
 
 
-def _replicated_adam(replicas, executions, skip=0, save=None, restore=None, steps=3):
+def _replicated_adam(replicas, executions, skip=0, save=None, restore=None, steps=3,
+                     accumulate=None):
     """Graphcore's TF1 replication pattern with Adam: loops.repeat over an infeed compiled
-    on an ipu_scope, CrossReplicaOptimizer; ``executions`` Session runs, starting ``skip``
-    batches into the data. Returns the losses and the weights and slots by name."""
+    on an ipu_scope, CrossReplicaOptimizer (or, with ``accumulate`` N,
+    CrossReplicaGradientAccumulationOptimizerV2 of N mini-batches); ``executions`` Session
+    runs, starting ``skip`` batches into the data. Returns the losses and the weights and
+    slots by name."""
     from conftest import configure_ipus
 
     from ipu_gpu.emulation import system
@@ -186,8 +189,12 @@ def _replicated_adam(replicas, executions, skip=0, save=None, restore=None, step
         def body(x, y):
             w = v1.get_variable("w", initializer=np.full((5, 1), 0.1, np.float32))
             loss = ig.reduce_mean((ig.matmul(x, w) - y) ** 2)
-            train = optimizers.CrossReplicaOptimizer(
-                v1.train.AdamOptimizer(0.05)).minimize(loss)
+            if accumulate:
+                opt = optimizers.CrossReplicaGradientAccumulationOptimizerV2(
+                    v1.train.AdamOptimizer(0.05), accumulate)
+            else:
+                opt = optimizers.CrossReplicaOptimizer(v1.train.AdamOptimizer(0.05))
+            train = opt.minimize(loss)
             return outfeed.enqueue(loss), train
 
         with scopes.ipu_scope("/device:IPU:0"):
@@ -211,20 +218,50 @@ def _replicated_adam(replicas, executions, skip=0, save=None, restore=None, step
     return per_run, values
 
 
+@pytest.mark.parametrize("accumulate", [None, 2])
 @pytest.mark.parametrize("replicas", [1, 2])
 def test_replicated_program_resumes_from_a_checkpoint_bit_identically(
-        tmp_path, replicas, fresh_ipu_system):
+        tmp_path, replicas, accumulate, fresh_ipu_system):
     """Every replica's copies (weights, Adam's slots and beta powers) are restored from the
     host's saved value; with all-reduced gradients the replicas stay equal, so the resumed
-    run equals the straight one."""
-    steps = 3
-    straight, want = _replicated_adam(replicas, 2, steps=steps)
+    run equals the straight one. Under gradient accumulation the wrapped Adam's slots are
+    the model's variables too and its beta powers advance once per update."""
+    steps = 4 if accumulate else 3
+    straight, want = _replicated_adam(replicas, 2, steps=steps, accumulate=accumulate)
     assert sorted(want) == ["beta1_power", "beta2_power", "w", "w/Adam", "w/Adam_1"]
-    first, _ = _replicated_adam(replicas, 1, save=str(tmp_path / "ckpt"), steps=steps)
+    first, _ = _replicated_adam(replicas, 1, save=str(tmp_path / "ckpt"), steps=steps,
+                                accumulate=accumulate)
     resumed, got = _replicated_adam(replicas, 1, skip=steps * replicas,
-                                    restore=str(tmp_path / "ckpt"), steps=steps)
+                                    restore=str(tmp_path / "ckpt"), steps=steps,
+                                    accumulate=accumulate)
     np.testing.assert_array_equal(first[0], straight[0])
     np.testing.assert_array_equal(resumed[0], straight[1])
     for name in want:
         np.testing.assert_array_equal(got[name], want[name])
-    np.testing.assert_array_equal(got["beta1_power"], np.float32(0.9) ** (2 * steps + 1))
+    updates = 2 * steps // (accumulate or 1)
+    np.testing.assert_allclose(got["beta1_power"], np.float32(0.9) ** (updates + 1),
+                               rtol=1e-6)
+
+
+def test_accumulated_adam_equals_numpy(fresh_ipu_system):
+    """CrossReplicaGradientAccumulationOptimizerV2(Adam, 2) on 2 replicas: every second
+    step Adam takes the replicas' mean of their summed gradients, bias-corrected by the
+    update count (numpy model)."""
+    replicas, steps, n = 2, 4, 2
+    _, got = _replicated_adam(replicas, 2, steps=steps, accumulate=n)
+    rng = np.random.default_rng(3)
+    x_all = rng.standard_normal((400, 5)).astype(np.float32)
+    y_all = (x_all @ np.array([1.0, -2.0, 0.5, 0.0, 3.0], np.float32))[:, None]
+    xb, yb = x_all.reshape(-1, 4, 5).astype(np.float64), y_all.reshape(-1, 4, 1)
+    w, m, v = np.full((5, 1), 0.1), 0.0, 0.0
+    acc = [np.zeros((5, 1)) for _ in range(replicas)]
+    for step in range(2 * steps):
+        for r in range(replicas):
+            i = step * replicas + r
+            acc[r] = acc[r] + 2 * xb[i].T @ (xb[i] @ w - yb[i]) / 4
+        if step % n == n - 1:
+            g, t = sum(acc) / replicas, step // n + 1
+            acc = [np.zeros((5, 1)) for _ in range(replicas)]
+            m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+            w = w - 0.05 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(got["w"], w, rtol=1e-5, atol=1e-6)

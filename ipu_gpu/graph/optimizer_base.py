@@ -242,12 +242,16 @@ def _graph_key(colocate_with):
 
 def apply_eagerly(opt, pairs) -> None:
     """Apply [(gradient, variable)] with ``opt`` on eager values at run time: one
-    ``_eager_apply`` step for an ``Optimizer`` subclass, else each pair's ``_eager_update``."""
+    ``_eager_apply`` step for an ``Optimizer`` subclass, else each pair's ``_eager_update``
+    and the step's end (Adam's beta powers advance once)."""
     if isinstance(opt, Optimizer):
         opt._eager_apply(pairs)
         return
     for g, v in pairs:
         opt._eager_update(v, g)
+    finish = getattr(opt, "_finish_eagerly", None)
+    if finish is not None:
+        finish()
 
 
 def _dense(grad):

@@ -75,8 +75,15 @@ class GradientAccumulationOptimizerV2:
 
         lr = getattr(opt, "_lr", None)
         lr = lr if isinstance(lr, GraphTensor) else None
+        # the wrapped tf.train optimizer's slots are graph variables made now, as TF makes
+        # them (saved and restored with the model); the run binds their values
+        create = getattr(opt, "_create_graph_slots", None)
+        if create is not None:
+            create(graph, [v for _, v in pairs])
+        states = [opt._graph_state(graph, v) if create is not None else []
+                  for _, v in pairs]
 
-        def step(grads, variables, lr_value):
+        def step(grads, variables, lr_value, states):
             with lock:
                 if state["count"] is None:
                     state["count"] = Variable(0, trainable=False)
@@ -101,6 +108,9 @@ class GradientAccumulationOptimizerV2:
                 for v in variables:
                     total = _cast(state["acc"][id(v)].read_value(), v.dtype)
                     totals.append(cross_replica_mean(total) if cross else total)
+                if create is not None:
+                    for v, slots in zip(variables, states):
+                        opt._bind(v, slots)
                 with learning_rate_value(lr_value):
                     apply_eagerly(opt, list(zip(totals, variables)))
                 for v in variables:
@@ -111,7 +121,7 @@ class GradientAccumulationOptimizerV2:
         grads = [g for g, _ in pairs]
         variables = [v for _, v in pairs]
         return add_node(graph, "GradientAccumulation", name or self._name,
-                        [grads, variables, lr], step, [])
+                        [grads, variables, lr, states], step, [])
 
     def _zeros_for(self, v):
         from ...ops.creation import zeros_like
