@@ -30,7 +30,7 @@ from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec
 from ..engine.keras_tensor import KerasTensor
 from . import conv_utils
-from ._graph_shapes import call_on_values, unknown_dims
+from ._graph_shapes import unknown_dims
 from ._weight_args import set_weight_args, weight_args_config
 from .rnn import RNN, _DropoutMasks, _unit_forget_bias
 
@@ -308,24 +308,9 @@ class ConvLSTM(RNN):
         return None  # zeros shaped like the first step's gates (known in call)
 
     # ---- the loop ----
-    def call(self, inputs, mask=None, training=None, initial_state=None):
-        if isinstance(mask, list):
-            mask = mask[0]
-        if unknown_dims(inputs):  # a graph tensor's unknown sizes: run on the run's values
-            n = len(self._states) if self.stateful else 0
-
-            def run(x, m, s):  # one flat list: the outputs, then the final states
-                output, states = self._run(x, m, training, s)
-                return [*(output if isinstance(output, list) else [output]), *states[:n]]
-            flat = call_on_values(run, inputs, mask, initial_state, reads=self.weights)
-            flat = flat if isinstance(flat, list) else [flat]
-            output, states = flat[:len(flat) - n], flat[len(flat) - n:]
-            output = output if self.return_state else output[0]
-        else:
-            output, states = self._run(inputs, mask, training, initial_state)
-        if self.stateful:  # at once, or in a TF1 graph as update ops (RNN._keep_states)
-            self._keep_states(states)
-        return output
+    def _run_on_values(self, inputs) -> bool:
+        """A graph tensor's unknown sizes: ``call`` runs on each run's values."""
+        return unknown_dims(inputs)
 
     def _run(self, inputs, mask, training, initial_state):
         """(the call's result, the final states)."""

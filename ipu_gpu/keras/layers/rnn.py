@@ -559,14 +559,13 @@ class RNN(Layer):
     def call(self, inputs, mask=None, training=None, initial_state=None):
         if isinstance(mask, list):
             mask = mask[0]
-        if unknown_dims(inputs) and inputs.shape[0 if self.time_major else 1] is None:
+        if self._run_on_values(inputs):
             n = len(self._states) if self.stateful else 0
 
             def run(x, m, s):  # one flat list: the outputs, then the final states
                 output, states = self._run(x, m, training, s)
                 return [*(output if isinstance(output, list) else [output]), *states[:n]]
-            flat = call_on_values(  # a graph tensor's unknown length: unrolled in the run
-                run, inputs, mask, initial_state, reads=self.weights)
+            flat = call_on_values(run, inputs, mask, initial_state, reads=self.weights)
             flat = flat if isinstance(flat, list) else [flat]
             output, states = flat[:len(flat) - n], flat[len(flat) - n:]
             output = output if self.return_state else output[0]
@@ -575,6 +574,11 @@ class RNN(Layer):
         if self.stateful:
             self._keep_states(states)
         return output
+
+    def _run_on_values(self, inputs) -> bool:
+        """Whether ``call`` unrolls in each run, on its values: a graph tensor's unknown
+        length."""
+        return unknown_dims(inputs) and inputs.shape[0 if self.time_major else 1] is None
 
     def _keep_states(self, states) -> None:
         """The final states into the state variables: at once, or in a TF1 graph as update
