@@ -80,8 +80,7 @@ def length(input, unit="BYTE", name=None):  # noqa: A002 - TF's name
     return wrap(_map(lambda v: len(v.decode("utf-8", "replace")), a, np.int32))
 
 
-def _case(fn_ascii, fn_utf8, tf_name):
-    @_host_op(tf_name)
+def _case(fn_ascii, fn_utf8, tf_name, public):
     def op(input, encoding="", name=None):  # noqa: A002
         a = _strings(input, tf_name)
         if encoding == "":
@@ -90,12 +89,13 @@ def _case(fn_ascii, fn_utf8, tf_name):
             raise InvalidArgumentError(None, None, f"encoding must be one of '', 'utf-8', got "
                                        f"'{encoding}'")
         return wrap(_map(lambda v: fn_utf8(v.decode("utf-8", "replace")).encode("utf-8"), a))
-    return op
+    op.__name__ = op.__qualname__ = public  # a SavedModel finds it again by name
+    return _host_op(tf_name)(op)
 
 
-lower = _case(bytes.lower, str.lower, "StringLower")
+lower = _case(bytes.lower, str.lower, "StringLower", "lower")
 lower.__doc__ = "Each string in lower case (ASCII letters; all with ``encoding='utf-8'``)."
-upper = _case(bytes.upper, str.upper, "StringUpper")
+upper = _case(bytes.upper, str.upper, "StringUpper", "upper")
 upper.__doc__ = "Each string in upper case (ASCII letters; all with ``encoding='utf-8'``)."
 
 

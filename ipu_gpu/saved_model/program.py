@@ -61,7 +61,14 @@ class _Encoder:
     def array(self, a, kind: str) -> dict:
         """``kind``: how it is given back: "t" a Tensor, "n" an array, "g" a numpy scalar."""
         key = f"c{len(self.arrays)}"
-        self.arrays[key] = np.asarray(a)
+        a = np.asarray(a)
+        if a.dtype == object:  # tf.string: the bytes end to end and each one's length
+            items = a.reshape(-1).tolist()
+            self.arrays[key] = np.frombuffer(b"".join(items), np.uint8)
+            lengths = f"c{len(self.arrays)}"
+            self.arrays[lengths] = np.array([len(v) for v in items], np.int64).reshape(a.shape)
+            return {"a": key, "k": kind, "s": lengths}
+        self.arrays[key] = a
         return {"a": key, "k": kind}
 
     def variable(self, v: Variable) -> dict:
@@ -423,6 +430,8 @@ class _Decoder:
             return self.feeds[x["p"]]
         if "a" in x:
             a = self.program.arrays[x["a"]]
+            if "s" in x:  # tf.string
+                a = _strings_of(a, self.program.arrays[x["s"]])
             kind = x.get("k", "n")
             return wrap(a.copy()) if kind == "t" else a[()] if kind == "g" else a.copy()
         if "v" in x:
@@ -493,3 +502,16 @@ def dtype_of(t) -> np.dtype:
     if d is None:
         d = getattr(t, "dtype", None)
     return np.dtype(d) if d is not None else np.asarray(t).dtype
+
+
+def _strings_of(blob: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The object array of bytes that ``Encoder.array`` wrote as ``blob`` and ``lengths``."""
+    data = blob.tobytes()
+    ends = np.cumsum(lengths.reshape(-1))
+    out = np.empty(lengths.shape, object)
+    flat = out.reshape(-1)
+    start = 0
+    for i, end in enumerate(ends.tolist()):
+        flat[i] = data[start:end]
+        start = end
+    return out
