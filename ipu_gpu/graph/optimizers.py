@@ -180,11 +180,17 @@ class _Optimizer:
         """Makes ``_slot`` find the run's eager slot variables of the eager ``var``."""
         if not state:
             return
-        names = [slot for slot, _, _ in self._slot_specs()]
-        n = len(state) - len(self._non_slot_specs())
+        layout = self.__dict__.get("_layout")
+        if layout is None:  # (slot names, number of non-slot variables), fixed per optimizer
+            layout = self._layout = ([slot for slot, _, _ in self._slot_specs()],
+                                     len(self._non_slot_specs()))
+        names, non_slots = layout
+        n = len(state) - non_slots
+        key = id(var)
         for slot, value in zip(names[:n], state[:n]):
-            self._slots[(slot, id(var))] = value
-        self._bind_non_slots(state[n:])
+            self._slots[(slot, key)] = value
+        if non_slots:
+            self._bind_non_slots(state[n:])
 
     def variables(self) -> list:
         """The optimizer's slot and non-slot variables of the default graph, sorted by name
