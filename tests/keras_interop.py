@@ -66,3 +66,30 @@ def assert_graph_matches_eager(make_layer, x, draw, feed_shape, out_shape):
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-6)
     for a, b in zip(got_grads, want_grads):
         np.testing.assert_allclose(a, np.asarray(ig.convert_to_tensor(b)), rtol=1e-5, atol=1e-5)
+
+
+def assert_outputs_and_gradients_match(tf, ours, theirs, x, rng):
+    """``ours`` and tf-keras's ``theirs`` called on ``x``: equal outputs (each of a list) and
+    equal gradients of ``sum(y * u)`` over the outputs (``u`` drawn from ``rng`` per output)
+    for ``x`` and the trainable weights."""
+    xi, xt = ig.constant(x), tf.constant(x)
+    with ig.GradientTape() as t1:
+        t1.watch(xi)
+        yi = _as_list(ours(xi))
+        us = [rng.standard_normal(y.shape).astype(np.float32) for y in yi]
+        li = sum(ig.reduce_sum(y * u) for y, u in zip(yi, us))
+    with tf.GradientTape() as t2:
+        t2.watch(xt)
+        yt = _as_list(theirs(xt))
+        lt = sum(tf.reduce_sum(y * u) for y, u in zip(yt, us))
+    assert len(yi) == len(yt)
+    for a, b in zip(yi, yt):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+    for a, b in zip(t1.gradient(li, [xi, *ours.trainable_variables]),
+                    t2.gradient(lt, [xt, *theirs.trainable_variables])):
+        np.testing.assert_allclose(np.asarray(ig.convert_to_tensor(a)), tf.convert_to_tensor(b),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def _as_list(y):
+    return list(y) if isinstance(y, (list, tuple)) else [y]
