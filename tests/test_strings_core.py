@@ -178,3 +178,12 @@ def test_string_op_inside_ipu_program_refused():
     with strategy.scope():
         with pytest.raises(errors.InvalidArgumentError, match="XLA_IPU_JIT"):
             strategy.run(step)
+
+
+def test_infeed_of_strings_refused_as_graphcore():
+    from ipu_gpu import ipu
+
+    ds = tf.data.Dataset.from_tensor_slices(["a", "bb"]).batch(1, drop_remainder=True)
+    # Graphcore names the dtype "string"; ipu_gpu's check sees only numpy's object dtype
+    with pytest.raises(TypeError, match="Unsupported datatype (string|object) on index 0"):
+        ipu.ipu_infeed_queue.IPUInfeedQueue(ds)
