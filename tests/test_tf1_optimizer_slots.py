@@ -265,3 +265,26 @@ def test_accumulated_adam_equals_numpy(fresh_ipu_system):
             m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
             w = w - 0.05 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
     np.testing.assert_allclose(got["w"], w, rtol=1e-5, atol=1e-6)
+
+
+def test_one_optimizer_in_two_graphs_makes_each_graphs_slots():
+    """The slots (and Adam's beta powers) of a graph's variables are that graph's, also when
+    the first graph is gone (a variable's id never finds another graph's slot)."""
+    import gc
+
+    opt = v1.train.AdamOptimizer(0.1)
+    for k in range(2):
+        with v1.Graph().as_default() as g:
+            w = v1.Variable(np.full(2, k + 1.0, np.float32), name="w")
+            train = opt.minimize(v1.reduce_sum(w * w))
+            assert opt.get_slot(w, "m").graph is g
+            assert [v.name for v in opt.variables()] == ["beta1_power:0", "beta2_power:0",
+                                                         "w/Adam:0", "w/Adam_1:0"]
+            with v1.Session() as sess:
+                sess.run(v1.global_variables_initializer())
+                sess.run(train)
+                np.testing.assert_allclose(sess.run(opt.get_slot(w, "m")),
+                                           np.float32(2 * (k + 1)) * np.float32(0.1),
+                                           rtol=1e-6)
+        del g, w, train
+        gc.collect()

@@ -42,6 +42,7 @@ class _Optimizer:
         self._slots: dict = {}  # (slot name, id(eager variable)) -> Variable
         self._graph_slots: dict = {}  # (slot name, id(graph variable)) -> GraphVariable
         self._non_slots: dict = {}  # graph -> [GraphVariable] (TF's non-slot variables)
+        self._primaries: dict = {}  # id(variable) -> the variable with graph slots
         self._lock = threading.Lock()  # replicas (threads) make each slot once
 
     def compute_gradients(self, loss, var_list=None, gate_gradients=1,
@@ -163,6 +164,7 @@ class _Optimizer:
             if None in shape:
                 raise ValueError(f"Cannot create slots of {name}: its shape {shape} is not "
                                  f"fully defined")
+            self._primaries[id(var)] = var  # kept alive: its id keys its slots
             for slot, fill, op_name in self._slot_specs():
                 if (slot, id(var)) not in self._graph_slots:
                     self._graph_slots[(slot, id(var))] = GraphVariable(
