@@ -18,9 +18,9 @@ from .errors import InvalidArgumentError, OutOfRangeError
 from .fingerprint import fingerprint64, siphash24
 from .ragged import RaggedTensor
 
-__all__ = ["as_string", "format", "join", "length", "lower", "reduce_join", "regex_full_match",
-           "regex_replace", "split", "strip", "substr", "to_hash_bucket_fast",
-           "to_hash_bucket_strong", "to_number", "upper"]
+__all__ = ["as_string", "format", "join", "length", "lower", "ngrams", "reduce_join",
+           "regex_full_match", "regex_replace", "split", "strip", "substr", "to_hash_bucket_fast",
+           "to_hash_bucket_strong", "to_number", "unicode_split", "upper"]
 
 _UNITS = ("BYTE", "UTF8_CHAR")
 
@@ -422,3 +422,80 @@ def _format_value(v, summarize) -> str:
     from .printing import format_tensor
 
     return format_tensor(convert_to_tensor(v)._value, summarize)
+
+
+def _rows_of(data, op):
+    """(rows of bytes, whether ``data`` was a RaggedTensor) of a vector or ragged batch."""
+    if isinstance(data, RaggedTensor):
+        return [np.asarray(r, object) for r in data.numpy()], True
+    a = _strings(data, op, "data")
+    if a.ndim != 1:
+        raise ValueError(f"{op}: data must be a vector or a RaggedTensor of rank 2 here, got "
+                         f"rank {a.ndim}")
+    return [a], False
+
+
+def _ragged_or_vector(rows, ragged):
+    if not ragged:
+        return wrap(_object_vector(list(rows[0])))
+    splits = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    return RaggedTensor(wrap(_object_vector([v for r in rows for v in r])), wrap(splits))
+
+
+@_host_op("StringNGrams", graph=False)
+def ngrams(data, ngram_width, separator=" ", pad_values=None, padding_width=None,
+           preserve_short_sequences=False, name=None):
+    """The n-grams of each row (a vector, or each row of a RaggedTensor): for each width in
+    ``ngram_width`` in turn, every run of that many tokens joined by ``separator``.
+
+    Raises:
+      ValueError: a width < 1; ``pad_values``/``padding_width``/``preserve_short_sequences``
+        (not supported here).
+    """
+    widths = (ngram_width,) if isinstance(ngram_width, int) else tuple(ngram_width)
+    if any(w < 1 for w in widths):
+        raise ValueError(f"All ngram_widths must be greater than 0. Got {ngram_width}")
+    if pad_values is not None or padding_width is not None or preserve_short_sequences:
+        raise ValueError("ngrams: pad_values, padding_width and preserve_short_sequences are "
+                         "not supported by ipu_gpu")
+    rows, ragged = _rows_of(data, "ngrams")
+    sep = _to_bytes(separator)
+    out = []
+    for row in rows:
+        tokens = list(row)
+        grams = [sep.join(tokens[i:i + n]) for n in widths for i in range(len(tokens) - n + 1)]
+        out.append(_object_vector(grams))
+    return _ragged_or_vector(out, ragged)
+
+
+@_host_op("UnicodeDecodeWithOffsets", graph=False)
+def unicode_split(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+                  name=None):
+    """Each string split into its characters (each one's UTF-8 bytes): a 1-D tensor for a
+    scalar, a RaggedTensor for a vector.
+
+    Raises:
+      ValueError: an encoding other than UTF-8; input of rank > 1 (not supported here).
+    """
+    if input_encoding.upper().replace("-", "") != "UTF8":
+        raise ValueError(f"unicode_split: input_encoding must be UTF-8 here, got "
+                         f"{input_encoding!r}")
+    a = _strings(input, "unicode_split")
+    if a.ndim > 1:
+        raise ValueError(f"unicode_split: input must be a scalar or a vector here, got rank "
+                         f"{a.ndim}")
+    mode = errors if errors in ("strict", "ignore") else "replace"
+    rows = []
+    for v in a.reshape(-1):
+        try:
+            text = v.decode("utf-8", mode)
+        except UnicodeDecodeError as e:
+            raise InvalidArgumentError(None, None, f"Invalid formatting on input string: "
+                                       f"{e}") from None
+        if mode == "replace" and replacement_char != 0xfffd:
+            text = text.replace("\ufffd", chr(replacement_char))
+        chars = [c.encode("utf-8") for c in text]
+        rows.append(_object_vector(chars))
+    if a.ndim == 0:
+        return wrap(rows[0])
+    return _ragged_or_vector(rows, True)

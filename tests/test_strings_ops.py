@@ -209,3 +209,21 @@ def test_strings_refused_inside_ipu_program():
     with strategy.scope():
         with pytest.raises(errors.InvalidArgumentError, match="XLA_IPU_JIT: StringLength"):
             strategy.run(lambda: tf.strings.length(["a"]))
+
+
+def test_ngrams_and_unicode_split_match_tf():
+    data = ["a", "b", "c", "d"]
+    _same(tf.strings.ngrams(data, 2), rtf.strings.ngrams(data, 2))
+    _same(tf.strings.ngrams(data, (1, 3), separator="_"),
+          rtf.strings.ngrams(data, (1, 3), separator="_"))
+    _same(tf.strings.ngrams(["a"], 2), rtf.strings.ngrams(["a"], 2))
+    ragged = tf.strings.split(["a b c", "d", ""])
+    rragged = rtf.strings.split(["a b c", "d", ""])
+    assert tf.strings.ngrams(ragged, (1, 2)).to_list() == \
+        rtf.strings.ngrams(rragged, (1, 2)).to_list()
+    with pytest.raises(ValueError, match="greater than 0"):
+        tf.strings.ngrams(data, 0)
+    words = ["hé中", "", "ab"]
+    assert tf.strings.unicode_split(words, "UTF-8").to_list() == \
+        rtf.strings.unicode_split(words, "UTF-8").to_list()
+    _same(tf.strings.unicode_split("hé", "UTF-8"), rtf.strings.unicode_split("hé", "UTF-8"))

@@ -142,7 +142,7 @@ class TextVectorization(PreprocessingLayer):
             if self._split == WHITESPACE:
                 split = _strings.split(x)
             elif self._split == CHARACTER:
-                split = _character_split(x)
+                split = _strings.unicode_split(x, "UTF-8")
             else:
                 split = self._split(x)
             if isinstance(split, RaggedTensor):
@@ -250,17 +250,6 @@ class TextVectorization(PreprocessingLayer):
                       idf_weights=lookup["idf_weights"], encoding=self._encoding,
                       vocabulary_size=self.vocabulary_size())
         return config
-
-
-def _character_split(x: Tensor) -> RaggedTensor:
-    """Each string split into its UTF-8 characters (``tf.strings.unicode_split``)."""
-    a = x.numpy()
-    rows = [[ch.encode("utf-8") for ch in v.decode("utf-8", "replace")]
-            for v in np.asarray(a, object).reshape(-1)]
-    values = np.empty(sum(len(r) for r in rows), object)
-    values[:] = [c for r in rows for c in r]
-    splits = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
-    return RaggedTensor(convert_to_tensor(values), convert_to_tensor(splits))
 
 
 def _ngrams(tokens, widths) -> np.ndarray:
