@@ -499,3 +499,41 @@ def unicode_split(input, input_encoding, errors="replace", replacement_char=6553
     if a.ndim == 0:
         return wrap(rows[0])
     return _ragged_or_vector(rows, True)
+
+
+def _split_at_any(v: bytes, chars: bytes, skip_empty: bool) -> list:
+    if not chars:  # an empty delimiter: one piece per byte
+        return [v[i:i + 1] for i in range(v.__len__())]
+    if not v:  # an empty string has no pieces, even kept empty ones
+        return []
+    pieces = re.split(b"[" + re.escape(chars) + b"]", v)
+    return [p for p in pieces if p] if skip_empty else pieces
+
+
+@_host_op("StringSplit", graph=False)
+def string_split_v1(source, sep=None, skip_empty=True, delimiter=None,
+                    result_type="SparseTensor", name=None):
+    """TF 1's ``tf.string_split``: each string split at every character of ``delimiter``
+    (``sep`` is its newer name; default " "; "" splits into bytes), empty pieces dropped when
+    ``skip_empty``; a SparseTensor [rows, longest] (or a RaggedTensor)."""
+    if sep is not None and delimiter is not None:
+        raise ValueError("Cannot specify both 'sep' and 'delimiter'")
+    chars = _to_bytes(" " if sep is None and delimiter is None else
+                      (sep if sep is not None else delimiter))
+    a = _strings(source, "string_split", "source")
+    if a.ndim != 1:
+        raise ValueError(f"string_split: source must be a vector, got rank {a.ndim}")
+    rows = [_split_at_any(v, chars, skip_empty) for v in a]
+    if result_type == "RaggedTensor":
+        return _ragged_or_vector([_object_vector(r) for r in rows], True)
+    if result_type != "SparseTensor":
+        raise ValueError(f"result_type must be 'RaggedTensor' or 'SparseTensor', got "
+                         f"{result_type!r}")
+    from .io.sparse import SparseTensor
+
+    indices = np.array([[i, j] for i, r in enumerate(rows) for j in range(r.__len__())],
+                       np.int64).reshape(-1, 2)
+    values = _object_vector([p for r in rows for p in r])
+    width = max((r.__len__() for r in rows), default=0)
+    return SparseTensor(wrap(indices), wrap(values),
+                        wrap(np.array([len(rows), width], np.int64)))

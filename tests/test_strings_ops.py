@@ -227,3 +227,15 @@ def test_ngrams_and_unicode_split_match_tf():
     assert tf.strings.unicode_split(words, "UTF-8").to_list() == \
         rtf.strings.unicode_split(words, "UTF-8").to_list()
     _same(tf.strings.unicode_split("hé", "UTF-8"), rtf.strings.unicode_split("hé", "UTF-8"))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"delimiter": ", "}, {"sep": ","}, {"delimiter": ""},
+                                    {"delimiter": " ", "skip_empty": False}])
+def test_compat_v1_string_split_matches_tf(kwargs):
+    data = ["a b,c", "", "d  e", "é,,f"]
+    ours = tf.compat.v1.string_split(data, **kwargs)
+    theirs = rtf.compat.v1.string_split(data, **kwargs)
+    for field in ("indices", "values", "dense_shape"):
+        _same(getattr(ours, field), getattr(theirs, field))
+    assert tf.compat.v1.string_split(data, result_type="RaggedTensor", **kwargs).to_list() == \
+        rtf.compat.v1.string_split(data, result_type="RaggedTensor", **kwargs).to_list()

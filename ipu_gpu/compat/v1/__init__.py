@@ -255,3 +255,7 @@ GradientTape = _graph_tape.GradientTape
 import importlib as _importlib  # noqa: E402  (the name is bound to TF 2's module above)
 
 saved_model = _importlib.import_module(f"{__name__}.saved_model")
+
+from ...strings import string_split_v1 as string_split  # noqa: E402,F401  (issue 17)
+
+__all__ = sorted({*__all__, "string_split"})
