@@ -42,7 +42,8 @@ REQUIRED = {
     "silu", "l2_normalize", "xw_plus_b", "max_pool1d", "avg_pool1d", "max_pool", "avg_pool",
     "nn.embedding_lookup",
     # tf.nn convolution and pooling (issue 5)
-    "conv2d", "conv2d_bias", "depthwise_conv2d", "conv2d_transpose", "conv1d", "max_pool2d",
+    "conv2d", "conv2d_bias", "dense_bias", "depthwise_conv2d", "conv2d_transpose", "conv1d",
+    "max_pool2d",
     "avg_pool2d",
     # ipu.statistics_ops (issue 4)
     "histogram", "histogram_update", "fixed_width_bins", "histogram_normalize",
