@@ -136,7 +136,7 @@ class _FileDataset(Dataset):
         if not names:
             return
         ds = Interleave(TensorSlices(names), lambda p: _SingleFile(
-            p.numpy().reshape(()).item().decode("utf-8"), read, self._compression),
+            np.asarray(p).reshape(()).item().decode("utf-8"), read, self._compression),
             self._parallel, 1, op=self._op)
         yield from ds._elements()
 

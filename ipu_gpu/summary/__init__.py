@@ -153,7 +153,7 @@ def create_file_writer(logdir, max_queue=None, flush_millis=None, filename_suffi
     if logdir is None:
         raise ValueError("Argument `logdir` cannot be None")
     if isinstance(logdir, Tensor):
-        logdir = logdir.numpy().item()
+        logdir = np.asarray(logdir).reshape(()).item()  # a string tensor's bytes
     if isinstance(logdir, bytes):
         logdir = logdir.decode()
     return _FileWriter(os.fspath(logdir), 10 if max_queue is None else max_queue,
