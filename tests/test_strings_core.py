@@ -187,3 +187,13 @@ def test_infeed_of_strings_refused_as_graphcore():
     # Graphcore names the dtype "string"; ipu_gpu's check sees only numpy's object dtype
     with pytest.raises(TypeError, match="Unsupported datatype (string|object) on index 0"):
         ipu.ipu_infeed_queue.IPUInfeedQueue(ds)
+
+
+def test_summary_text_of_a_string_tensor(tmp_path):
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    with writer.as_default():
+        assert tf.summary.text("note", tf.constant("héllo"), step=0)
+        assert tf.summary.text("notes", tf.constant(["a", "b"]), step=1)
+    writer.flush()
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert "héllo".encode() in data

@@ -241,7 +241,7 @@ def _metadata_bytes(metadata) -> bytes:
 
 def _as_array(value) -> np.ndarray:
     if isinstance(value, Tensor):
-        return value.numpy()  # syncs device
+        return np.array(value)  # syncs device; a scalar string stays a 0-d array
     if isinstance(value, (str, bytes)):
         return np.array(value, dtype=object)
     a = np.asarray(value)
