@@ -56,7 +56,7 @@ from .errors import InvalidArgumentError
 __all__ = ["ConcreteFunction", "Function", "function", "numpy_function", "py_function"]
 
 # TF's spelling of dtypes in kernel messages ("expected to be a float tensor").
-_TF_NAMES = {"float16": "half", "float32": "float", "float64": "double"}
+_TF_NAMES = {"float16": "half", "float32": "float", "float64": "double", "object": "string"}
 
 
 def _tf_name(d) -> str:
@@ -725,13 +725,20 @@ def numpy_function(func=None, inp=None, Tout=None, stateful=True, name=None):
         return functools.wraps(func)(
             lambda *args: numpy_function(func, list(args), Tout, stateful, name))
     pyfunc = f"pyfunc_{next(_pyfunc_ids)}"
-    arrays = [convert_to_tensor(x).numpy() for x in inp]
+    arrays = [np.array(convert_to_tensor(x)) for x in inp]  # a scalar string: 0-d, as TF
     values = _returned_values(func(*arrays))
     if len(values) != len(tout):
         raise _count_error(pyfunc, len(values), len(tout))
     outs = []
     for i, (v, d) in enumerate(zip(values, tout)):
-        a = v.numpy() if isinstance(v, Tensor) else np.asarray(v)
+        if d.kind == "O" and not isinstance(v, Tensor):  # tf.string: str or bytes values
+            from .core.strings import string_array
+
+            try:
+                v = string_array(v)
+            except ValueError:
+                pass  # not strings: refused below with TF's message
+        a = np.asarray(v)  # syncs device
         if a.dtype != d:
             raise InvalidArgumentError(f"{i}-th value returned by {pyfunc} is "
                                        f"{_tf_name(a.dtype)}, but expects {_tf_name(d)}")

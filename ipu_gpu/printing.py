@@ -97,7 +97,7 @@ def _print_dim(a, dim: int, limit: int, fmt, index: tuple, out: list) -> None:
 
 def format_tensor(value, summarize: int = 3) -> str:
     """A tensor (or array) as TensorFlow's ``SummarizeValue(summarize, print_v2=True)``."""
-    a = value.numpy() if isinstance(value, Tensor) else np.asarray(value)  # syncs device
+    a = np.asarray(value)  # syncs device; a scalar string tensor stays a 0-d array
     n = a.size
     limit = min(n if summarize < 0 else summarize, n)
     fmt = _element_formatter(a.dtype)

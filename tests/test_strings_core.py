@@ -197,3 +197,19 @@ def test_summary_text_of_a_string_tensor(tmp_path):
     writer.flush()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert "héllo".encode() in data
+
+
+def test_numpy_function_and_print_with_scalar_strings(capsys):
+    def upper(x):  # TF passes a 0-d object array
+        return np.array(x.item().upper(), object)
+
+    out = tf.numpy_function(upper, [tf.constant("ab")], tf.string)
+    ref = rtf.numpy_function(upper, [rtf.constant("ab")], rtf.string)
+    assert out.numpy() == ref.numpy() == b"AB"
+    both = tf.numpy_function(lambda x: np.array([b"q", b"r\x00"], object), [tf.constant("a")],
+                             tf.string)
+    np.testing.assert_array_equal(both.numpy(), np.array([b"q", b"r\x00"], object))
+    with pytest.raises(errors.InvalidArgumentError, match="is double, but expects string"):
+        tf.numpy_function(lambda x: 1.5, [tf.constant("a")], tf.string)
+    tf.print(tf.constant("hi"), tf.constant(["a", "b"]))
+    assert capsys.readouterr().err.strip() == '"hi" ["a" "b"]'

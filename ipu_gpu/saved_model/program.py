@@ -61,7 +61,7 @@ class _Encoder:
     def array(self, a, kind: str) -> dict:
         """``kind``: how it is given back: "t" a Tensor, "n" an array, "g" a numpy scalar."""
         key = f"c{len(self.arrays)}"
-        a = np.asarray(a)
+        a = np.array(a, object) if isinstance(a, bytes) else np.asarray(a)  # scalar string
         if a.dtype == object:  # tf.string: the bytes end to end and each one's length
             items = a.reshape(-1).tolist()
             self.arrays[key] = np.frombuffer(b"".join(items), np.uint8)
