@@ -44,6 +44,7 @@ from .anchors import Anchors
 from .device_state import DeviceState, HalfUpdatesInFloat32, draws_integers, synthetic_batch
 from .enums import CommGroupType, OutputMode, ReductionType
 from .errors import Error
+from .grad_reduction import HalfGradientReduction, has_half_weights
 from .ops import _running
 from .optim import _max_grad_norm, apply_update, differs
 from .replica_weights import GroupingHandle, ReplicaGroupedWeights
@@ -889,6 +890,12 @@ class PoplarExecutor:
             hyper = self._device_hyperparameters  # swapped in per update only if they differ
             if hyper is not None and not differs(self.optimizer, hyper):
                 hyper = None
+        reducing = None  # a float16 model's gradients reduced in PopART's order
+        if training and has_half_weights(self.optimizer):
+            reducing = HalfGradientReduction(self.options, self.optimizer, a, r)
+            mean = reducing.seed_factor
+            if als is not None:
+                als.accumulated = 1  # its gradients are at the loss scale's magnitude
         scale = mean * ls if training else mean
         # the loss scale is typed as the loss (loss_scaling module): until the first loss
         # shows its dtype, the scale is provisional
@@ -956,6 +963,8 @@ class PoplarExecutor:
             for si in range(s):
                 if training:
                     self.optimizer.zero_grad()
+                    if reducing is not None:
+                        reducing.begin_step()
                     if als is not None and not pending:
                         ls = als.loss_scale(self.optimizer)
                         scale = mean * ls
@@ -1021,8 +1030,12 @@ class PoplarExecutor:
                                 checks = None
                         if r > 1:
                             buffers.leave(ri)
-                        if anchors is not None:
-                            anchors.micro_batch(si, ai, ri, 1.0 / mean if training else 1.0)
+                        if anchors is not None:  # gradients at the loss scale
+                            anchors.micro_batch(
+                                si, ai, ri,
+                                1.0 / mean if training and reducing is None else 1.0)
+                        if reducing is not None:
+                            reducing.take(ri)
                         if template is _NOTHING:
                             template = _map(lambda _: _PLACEHOLDER, out)
                         if summing:
@@ -1038,7 +1051,11 @@ class PoplarExecutor:
                                 leaves = tensor_leaves(out)
                             kept[(si, ai, ri)] = [t.detach().clone() for t in leaves]
                 if training:
-                    self._step(self._unscale(ls, als), hyper)
+                    if reducing is not None:
+                        reducing.finish(self._unscale(ls, als))
+                        self._step(1.0, hyper)
+                    else:
+                        self._step(self._unscale(ls, als), hyper)
                     if als is not None:
                         als.update()
                     if anchors is not None:

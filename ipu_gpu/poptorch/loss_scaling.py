@@ -145,9 +145,10 @@ class AutomaticLossScaling:
         t = np.float32(threshold)
         with np.errstate(divide="ignore"):  # t = 1: f is inf, as float division gives
             self.ratio = t / (np.float32(1.0) - t)
-        # the emulator back-propagates each micro-batch's loss already divided by the
+        # a float32 model's micro-batch losses are back-propagated already divided by the
         # accumulation and replica count (ReductionType.Mean); PopART's gradient tensors
-        # are not: compare them at that scale
+        # are not: compare them at that scale (the executor sets 1 for a float16 model,
+        # whose gradients grad_reduction keeps at the loss scale, as PopART)
         self.accumulated = max(int(accumulated), 1)
         self.model = model
         self.options = options

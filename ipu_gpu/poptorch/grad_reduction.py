@@ -1,0 +1,99 @@
+"""PopART's order of the gradient reduction for a model with float16 weights (PopART's
+``Optimizer::setFactorsFromOptions``, ``AccumulateOpx``, ``ScaledLearningRate0Helper``).
+
+PopART seeds each micro-batch's backward with the loss scale alone (no ``1 / (A * R)``),
+adds the unnormalised gradients of the A micro-batches of each replica into an accumulator
+of the optimizer's ``accum_type`` (float32 by default; no accumulator, the gradient's own
+float16, when A is 1), sums the accumulators over the R replicas in that dtype, and divides
+once, in the update, by ``loss_scaling * af * rf`` computed on the host in float32 (af = A,
+rf = R under ``ReductionType.Mean`` with ``MeanReductionStrategy.Post``; 1 otherwise).
+``MeanReductionStrategy.Running`` (what a float16 ``accum_type`` selects) keeps a running
+mean instead: ``acc = acc * (1 - 1/(c+1)) + g * (1/(c+1))`` for the c-th micro-batch, and
+the replicas' all-reduce is a mean (sum, then times ``1/R``); the update divides by the loss
+scale only. ``PostAndLoss`` (deprecated) divides the loss by R and the accumulator by A.
+
+The emulator applies the division to the reduced gradient (in float32, rounded once to the
+weight's dtype) and then runs the optimizer's update rule on it; PopART folds it into the
+update's scalar (``lr * (1 - dampening) / (ls * af * rf)``), so the learning rate's product
+rounds separately here. The replicas' sum is taken in replica order (the IPU's ring order
+is not modelled).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .enums import MeanReductionStrategy, ReductionType
+
+__all__ = ["HalfGradientReduction", "has_half_weights"]
+
+
+def has_half_weights(optimizer) -> bool:
+    """Whether ``optimizer`` trains a float16 weight (the model takes PopART's order)."""
+    return any(p.dtype == torch.float16 and p.requires_grad
+               for g in optimizer.param_groups for p in g["params"])
+
+
+class HalfGradientReduction:
+    """The gradient reduction of one step of A micro-batches on each of R replicas.
+
+    ``seed_factor`` is what multiplies the loss scale at the loss; ``take(replica)`` moves a
+    micro-batch's gradients into that replica's accumulators, ``finish(loss_scale)`` leaves
+    the reduced, unscaled gradient in each ``p.grad``."""
+
+    def __init__(self, options, optimizer, a: int, r: int) -> None:
+        training = options.Training
+        mean = (int(training.accumulation_and_replication_reduction_type)
+                == ReductionType.Mean.value)
+        strategy = int(training.meanAccumulationAndReplicationReductionStrategy) if mean else None
+        self.running = strategy == MeanReductionStrategy.Running.value
+        self.a, self.r = a, r
+        loss_mean = strategy == MeanReductionStrategy.PostAndLoss.value
+        self.seed_factor = 1.0 / r if loss_mean else 1.0
+        post = mean and not self.running
+        self.divisor_factor = (a if post else 1) * (r if post and not loss_mean else 1)
+        self.accum_type = getattr(optimizer, "accum_type", torch.float32) or torch.float32
+        self.params = [p for g in optimizer.param_groups for p in g["params"]
+                       if p.requires_grad]
+        self._acc = [{} for _ in range(r)]
+        self._count = [0] * r
+
+    def begin_step(self) -> None:
+        self._acc = [{} for _ in range(self.r)]
+        self._count = [0] * self.r
+
+    def take(self, replica: int) -> None:
+        """After one micro-batch's backward on ``replica``."""
+        acc = self._acc[replica]
+        c = self._count[replica]
+        self._count[replica] = c + 1
+        for p in self.params:
+            g = p.grad
+            if g is None:
+                continue
+            p.grad = None
+            dtype = self.accum_type if self.a > 1 else g.dtype
+            held = acc.get(p)
+            if held is None:
+                acc[p] = g.to(dtype, copy=True)
+            elif self.running:
+                b = 1.0 / (c + 1)
+                held.mul_(1.0 - b).add_(g.to(dtype), alpha=b)
+            else:
+                held.add_(g.to(dtype))
+
+    def finish(self, loss_scale: float) -> None:
+        """Before the update: each ``p.grad`` is the replicas' reduced accumulator divided
+        by ``loss_scale * af * rf`` (a float32 host scalar), in ``p``'s dtype."""
+        divisor = torch.tensor(loss_scale, dtype=torch.float32) * self.divisor_factor
+        for p in self.params:
+            parts = [acc[p] for acc in self._acc if p in acc]
+            if not parts:
+                continue
+            total = parts[0]
+            for part in parts[1:]:
+                total = total + part
+            if self.running and self.r > 1:
+                total = total * (1.0 / self.r)
+            p.grad = (total.float() / divisor).to(p.dtype)
+        self._acc = [{} for _ in range(self.r)]
