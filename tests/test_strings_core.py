@@ -213,3 +213,15 @@ def test_numpy_function_and_print_with_scalar_strings(capsys):
         tf.numpy_function(lambda x: 1.5, [tf.constant("a")], tf.string)
     tf.print(tf.constant("hi"), tf.constant(["a", "b"]))
     assert capsys.readouterr().err.strip() == '"hi" ["a" "b"]'
+
+
+def test_scalar_string_ops_and_string_variables():
+    for ours, theirs in ((tf.constant("a") + "b", rtf.constant("a") + "b"),
+                         (tf.where(True, tf.constant("x"), "y"), rtf.where(True, "x", "y")),
+                         (tf.identity(tf.constant("é")), rtf.identity(rtf.constant("é")))):
+        assert ours.dtype == tf.string and ours.numpy() == theirs.numpy()
+    v, rv = tf.Variable("abc"), rtf.Variable("abc")
+    v.assign("x")
+    rv.assign("x")
+    assert (v + "!").numpy() == (rv + "!").numpy() == b"x!"
+    assert tf.Variable(["a", "b"]).dtype == tf.string

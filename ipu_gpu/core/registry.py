@@ -262,7 +262,7 @@ class Op:
         to = type(outputs)
         if to is np.ndarray or (to is not tuple and to is not list):  # one output: most ops
             if to is not np.ndarray and xp is np:  # numpy reductions give scalars
-                outputs = np.asarray(outputs)
+                outputs = np.asarray(outputs, _STRING if to is bytes else None)
             # ``wrap(outputs)``, inlined: this runs once per op call
             out = _new_object(Tensor)
             out._value = outputs
