@@ -225,3 +225,13 @@ def test_scalar_string_ops_and_string_variables():
     rv.assign("x")
     assert (v + "!").numpy() == (rv + "!").numpy() == b"x!"
     assert tf.Variable(["a", "b"]).dtype == tf.string
+
+
+def test_strings_stay_on_the_host_on_every_backend(backend):
+    """On the GPU backend too, string tensors and what string ops compute from them are host
+    arrays (strings never reach a device)."""
+    t = tf.constant(["a", "bc"])
+    for out in (t, tf.identity(t), tf.equal(t, "a"), tf.strings.length(t), tf.zeros([2], tf.string),
+                tf.constant("x")):
+        assert type(out._value) is np.ndarray
+    assert type(tf.constant([1.0])._value) is backend.ndarray  # numbers follow the backend
