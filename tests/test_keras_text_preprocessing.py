@@ -214,3 +214,12 @@ def test_string_input_model_fit_matches_tf_keras():
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(model.predict(corpus, verbose=0), ref.predict(corpus, verbose=0),
                                rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["multi_hot", "count", "tf_idf"])
+def test_text_vectorization_sparse_matches_tf_keras(mode):
+    ours, theirs = _pair("TextVectorization", CORPUS, output_mode=mode, sparse=True)
+    o, t = ours(CORPUS), theirs(CORPUS)
+    np.testing.assert_array_equal(o.indices.numpy(), t.indices.numpy())
+    np.testing.assert_allclose(o.values.numpy(), t.values.numpy(), rtol=1e-5)
+    np.testing.assert_array_equal(o.dense_shape.numpy(), t.dense_shape.numpy())

@@ -224,7 +224,14 @@ class TextVectorization(PreprocessingLayer):
             out = (out > 0).astype(np.float64)
         elif self._output_mode == _cat.TF_IDF:
             out = out * np.asarray(lookup.idf_weights, np.float64)[:depth]
-        return convert_to_tensor(out.astype(np.dtype(self.compute_dtype)))
+        out = out.astype(np.dtype(self.compute_dtype))
+        if lookup.sparse:
+            from ....io.sparse import SparseTensor
+
+            nz = np.nonzero(out)
+            return SparseTensor(np.stack(nz, axis=1).astype(np.int64),
+                                convert_to_tensor(out[nz]), out.shape)
+        return convert_to_tensor(out)
 
     def compute_output_shape(self, input_shape):
         batch = as_shape(input_shape).as_list()[0] if as_shape(input_shape).rank else None
