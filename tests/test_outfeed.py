@@ -317,8 +317,13 @@ def test_enqueue_errors():
     q = IPUOutfeedQueue()
     with pytest.raises(ValueError, match="at least one tensor"):
         q.enqueue(())
-    with pytest.raises(TypeError, match="got a str on index 0"):
+    with pytest.raises(TypeError, match="got a object on index 0"):
+        q.enqueue(object())
+    # a str is a string tensor, as in TF, which no IPU data stream carries
+    with pytest.raises(TypeError, match="Unsupported datatype string on index 0"):
         q.enqueue("text")
+    with pytest.raises(TypeError, match="Unsupported datatype string on index 1"):
+        q.enqueue((np.zeros(2, np.float32), np.array([b"a"], object)))
     q.enqueue((np.zeros(2, np.float32), np.int32(0)))
     with pytest.raises(ValueError, match="structure of the first enqueue"):
         q.enqueue([np.zeros(2, np.float32), np.int32(0)])

@@ -75,17 +75,21 @@ def _synthetic() -> bool:
 
 def _leaf_array(leaf, index: int):
     if isinstance(leaf, Tensor):
-        return leaf._value  # immutable: no copy needed
-    if isinstance(leaf, np.ndarray) or _backend.is_cupy_array(leaf):
-        return leaf.copy()  # the caller may change it later
-    from ..core.convert import to_array
+        a = leaf._value  # immutable: no copy needed
+    elif isinstance(leaf, np.ndarray) or _backend.is_cupy_array(leaf):
+        a = leaf.copy()  # the caller may change it later
+    else:
+        from ..core.convert import to_array
 
-    try:
-        return to_array(leaf, arg=f"tensors[{index}]", op="IPUOutfeedQueue.enqueue")
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"IPUOutfeedQueue.enqueue: tensors must be a tensor, a tuple/list or "
-                        f"a dict of tensors, got a {type(leaf).__name__} on index "
-                        f"{index}") from e
+        try:
+            a = to_array(leaf, arg=f"tensors[{index}]", op="IPUOutfeedQueue.enqueue")
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"IPUOutfeedQueue.enqueue: tensors must be a tensor, a tuple/list "
+                            f"or a dict of tensors, got a {type(leaf).__name__} on index "
+                            f"{index}") from e
+    if a.dtype.kind in "OSU":  # a string tensor: no IPU data stream carries strings
+        raise TypeError(f"Unsupported datatype string on index {index} of feed operation")
+    return a
 
 
 class IPUOutfeedQueue:
