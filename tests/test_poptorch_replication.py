@@ -960,7 +960,7 @@ def test_automatic_loss_scaling_counts_in_float32_as_popart():
     opts = poptorch.Options()
     opts._Popart.set("automaticLossScalingSettings.thresholdUpperCountProportion", 0.5)
     net = torch.nn.Linear(1, 1).half()
-    als = AutomaticLossScaling(opts, net, 1)
+    als = AutomaticLossScaling(opts, net)
     big = torch.full((2 ** 24 + 2,), 60000.0, dtype=torch.float16)  # all above the edge
     with als.tracking(0):
         als._count(torch.zeros(2 ** 24, dtype=torch.float16))

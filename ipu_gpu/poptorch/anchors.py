@@ -67,7 +67,6 @@ class Anchors:
         self._params = params
         self.memory = {}
         self._values = {}
-        self._before = {}
 
     def __bool__(self) -> bool:
         return bool(self._anchors)
@@ -75,19 +74,14 @@ class Anchors:
     def begin_call(self) -> None:
         self._values = {short: {} for short in self._anchors}
 
-    def before_backward(self) -> None:
-        self._before = {n: (p.grad.detach().clone() if p.grad is not None else None)
-                        for n, p in self._grads.items()}
-
-    def micro_batch(self, si: int, ai: int, ri: int, unscale: float) -> None:
-        """After micro-batch (si, ai, ri)'s backward, whose loss was multiplied by
-        ``unscale``'s inverse times the loss scale (the Mean reduction's factor)."""
+    def micro_batch(self, si: int, ai: int, ri: int) -> None:
+        """After micro-batch (si, ai, ri)'s backward: its own gradients at the loss scale
+        are in ``p.grad`` (the executor moves them into the accumulators afterwards)."""
         for short, (long, _, _) in self._anchors.items():
             if long.startswith(_GRAD):
                 name = long[len(_GRAD):]
-                p, before = self._grads[name], self._before[name]
-                grad = p.grad if before is None else p.grad - before
-                value = (torch.zeros_like(p) if grad is None else grad.detach() * unscale)
+                p = self._grads[name]
+                value = torch.zeros_like(p) if p.grad is None else p.grad.detach()
             elif long in self._params:
                 value = self._params[long].detach()
             else:

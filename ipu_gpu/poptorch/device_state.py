@@ -445,7 +445,7 @@ class DeviceState:
 
     def __init__(self, executor, leaves, factors, params=None) -> None:
         from . import loss_scaling
-        from .enums import OutputMode, ReductionType
+        from .enums import OutputMode
 
         opts = executor.options
         s, r, a = factors
@@ -474,7 +474,4 @@ class DeviceState:
         self.scale_dtype = None  # the loss scale's numpy dtype, from the first loss
         self.loss_scaling = None  # Training.setAutomaticLossScaling
         if executor.training and loss_scaling.enabled(opts):
-            mean = (int(opts.Training.accumulation_and_replication_reduction_type)
-                    == ReductionType.Mean.value)
-            self.loss_scaling = loss_scaling.AutomaticLossScaling(
-                opts, model, a * r if mean else 1)
+            self.loss_scaling = loss_scaling.AutomaticLossScaling(opts, model)

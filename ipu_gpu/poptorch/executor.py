@@ -7,9 +7,10 @@ tensor argument is viewed as ``[S, A, R, B, ...]`` (with ``inputReplicaGrouping`
 batch holds ``S * (R / G) * A`` micro-batches, read as PopTorch's StepIO reads them:
 ``input_groups``). For each device iteration s, every
 (accumulation step a, replica r) micro-batch runs ``forward`` with the weights of the start
-of the iteration; in training its loss is back-propagated and the gradients are reduced over
-the A * R micro-batches (mean by default, ``ReductionType.Sum`` sums) before one optimizer
-step, so one call makes S steps. Outputs are assembled per ``outputMode`` (All, Final, Sum,
+of the iteration; in training its loss is back-propagated from the loss scale and the
+gradients are reduced over the A * R micro-batches in PopART's order (``grad_reduction``:
+mean by default, ``ReductionType.Sum`` sums) before one optimizer step, so one call makes S
+steps. Outputs are assembled per ``outputMode`` (All, Final, Sum,
 EveryN; training default Final, inference All) with the leading factor k (a micro-batch
 output keeps its shape when k is 1).
 
@@ -42,9 +43,9 @@ from . import device_pool, input_groups, loss_scaling
 from ._tensor_tree import tensor_leaves
 from .anchors import Anchors
 from .device_state import DeviceState, HalfUpdatesInFloat32, draws_integers, synthetic_batch
-from .enums import CommGroupType, OutputMode, ReductionType
+from .enums import CommGroupType, OutputMode
 from .errors import Error
-from .grad_reduction import HalfGradientReduction, has_half_weights
+from .grad_reduction import GradientReduction
 from .ops import _running
 from .optim import _max_grad_norm, apply_update, differs
 from .replica_weights import GroupingHandle, ReplicaGroupedWeights
@@ -880,8 +881,7 @@ class PoplarExecutor:
         training = self.training
         mode = OutputMode(int(self.options.output_mode))
         period = int(self.options.output_return_period)
-        reduction = int(self.options.Training.accumulation_and_replication_reduction_type)
-        mean = 1.0 / (a * r) if reduction == ReductionType.Mean.value else 1.0
+        seed = 1.0  # the loss scale's factor at the loss (grad_reduction)
         als = state.loss_scaling  # automatic loss scaling, else None
         if training:
             ls = float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0)
@@ -890,19 +890,17 @@ class PoplarExecutor:
             hyper = self._device_hyperparameters  # swapped in per update only if they differ
             if hyper is not None and not differs(self.optimizer, hyper):
                 hyper = None
-        reducing = None  # a float16 model's gradients reduced in PopART's order
-        if training and has_half_weights(self.optimizer):
-            reducing = HalfGradientReduction(self.options, self.optimizer, a, r)
-            mean = reducing.seed_factor
-            if als is not None:
-                als.accumulated = 1  # its gradients are at the loss scale's magnitude
-        scale = mean * ls if training else mean
+            # the gradients are reduced and unscaled in PopART's order (grad_reduction)
+            reducing = GradientReduction(self.options, self.optimizer, a, r,
+                                         seen=self._anchors is not None)
+            seed = reducing.seed_factor
+        scale = seed * ls if training else 1.0
         # the loss scale is typed as the loss (loss_scaling module): until the first loss
         # shows its dtype, the scale is provisional
         pending = training and state.scale_dtype is None
         if training and not pending:
             ls = self._loss_scale(state, als)
-            scale = mean * ls
+            scale = seed * ls
 
         g = input_groups.group_size(self.options)
         if state.synthetic is None and g > 1:
@@ -963,11 +961,10 @@ class PoplarExecutor:
             for si in range(s):
                 if training:
                     self.optimizer.zero_grad()
-                    if reducing is not None:
-                        reducing.begin_step()
+                    reducing.begin_step()
                     if als is not None and not pending:
                         ls = als.loss_scale(self.optimizer)
-                        scale = mean * ls
+                        scale = seed * ls
                 for ai in range(a):
                     keep = (mode == OutputMode.All
                             or (mode == OutputMode.Final and si == s - 1 and ai == a - 1)
@@ -978,8 +975,6 @@ class PoplarExecutor:
                         if r > 1:  # replica ri's buffers and random stream
                             buffers.enter(ri)
                             random.use(ri)
-                        if anchors is not None and training:
-                            anchors.before_backward()
                         if grouped is not None:
                             with self._replica_weights(ri), _running(self, xs, kw), \
                                     torch.set_grad_enabled(training), \
@@ -990,7 +985,7 @@ class PoplarExecutor:
                                     loss = _find_loss(out)
                                     if pending:
                                         ls, scale, pending = self._typed_scale(
-                                            state, als, loss, mean)
+                                            state, als, loss, seed)
                                     (loss * scale).backward()
                             if checks is not None:
                                 checks.check()
@@ -1007,7 +1002,7 @@ class PoplarExecutor:
                                 loss = _find_loss(out)
                                 if pending:
                                     ls, scale, pending = self._typed_scale(
-                                        state, als, loss, mean)
+                                        state, als, loss, seed)
                                 (loss * scale).backward()
                             if first and si == ai == ri == 0:
                                 als.check_tracked()
@@ -1020,7 +1015,7 @@ class PoplarExecutor:
                             leaves = tensor_leaves(out)
                             loss = _find_loss(out, leaves)
                             if pending:
-                                ls, scale, pending = self._typed_scale(state, als, loss, mean)
+                                ls, scale, pending = self._typed_scale(state, als, loss, seed)
                             (loss if scale == 1.0 else loss * scale).backward()
                         else:
                             with torch.no_grad(), _running(self, xs, kw):
@@ -1030,11 +1025,9 @@ class PoplarExecutor:
                                 checks = None
                         if r > 1:
                             buffers.leave(ri)
-                        if anchors is not None:  # gradients at the loss scale
-                            anchors.micro_batch(
-                                si, ai, ri,
-                                1.0 / mean if training and reducing is None else 1.0)
-                        if reducing is not None:
+                        if anchors is not None:
+                            anchors.micro_batch(si, ai, ri)
+                        if training:
                             reducing.take(ri)
                         if template is _NOTHING:
                             template = _map(lambda _: _PLACEHOLDER, out)
@@ -1051,11 +1044,8 @@ class PoplarExecutor:
                                 leaves = tensor_leaves(out)
                             kept[(si, ai, ri)] = [t.detach().clone() for t in leaves]
                 if training:
-                    if reducing is not None:
-                        reducing.finish(self._unscale(ls, als))
-                        self._step(1.0, hyper)
-                    else:
-                        self._step(self._unscale(ls, als), hyper)
+                    reducing.finish(self._unscale(ls, als))
+                    self._step(hyper)
                     if als is not None:
                         als.update()
                     if anchors is not None:
@@ -1083,26 +1073,24 @@ class PoplarExecutor:
             return ls
         return float(getattr(self.optimizer, "loss_scaling", 1.0) or 1.0) * als.factor
 
-    def _typed_scale(self, state, als, loss, mean):
-        """The first loss fixes the loss scale's dtype: ``(ls, mean * ls, False)``."""
+    def _typed_scale(self, state, als, loss, seed):
+        """The first loss fixes the loss scale's dtype: ``(ls, seed * ls, False)``."""
         state.scale_dtype = loss_scaling.scale_dtype(self.options, loss.dtype)
         if als is not None:
             als.set_loss_dtype(loss.dtype)
         ls = self._loss_scale(state, als)
-        return ls, mean * ls, False
+        return ls, seed * ls, False
 
-    def _step(self, ls, hyperparameters):
-        """One weight update: gradients unscaled and clipped, then the device's update rule
-        with ``hyperparameters`` (None: the host optimizer's values are the device's)."""
+    def _step(self, hyperparameters):
+        """One weight update on the reduced, unscaled gradients: clipped, then the device's
+        update rule with ``hyperparameters`` (None: the host optimizer's values are the
+        device's)."""
         opt = self.optimizer
         norm = _max_grad_norm(opt)
         state = self._device_state
         rounding = state is not None and state.stochastic_rounding
-        if ls != 1.0 or norm is not None or rounding:
+        if norm is not None or rounding:
             params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
-            if ls != 1.0:
-                for p in params:
-                    p.grad.div_(ls)
             if norm is not None:
                 torch.nn.utils.clip_grad_norm_(params, norm)
         if rounding:

@@ -1,47 +1,46 @@
-"""PopART's order of the gradient reduction for a model with float16 weights (PopART's
-``Optimizer::setFactorsFromOptions``, ``AccumulateOpx``, ``ScaledLearningRate0Helper``).
+"""PopART's order of a training model's gradient reduction (PopART's
+``Optimizer::setFactorsFromOptions``, ``OptimizerDecompose::gradAccum``/``gradReduce``,
+``AccumulateOpx``, ``ScaledLearningRate0Helper``), for float16 and float32 weights alike.
 
 PopART seeds each micro-batch's backward with the loss scale alone (no ``1 / (A * R)``),
 adds the unnormalised gradients of the A micro-batches of each replica into an accumulator
 of the optimizer's ``accum_type`` (float32 by default; no accumulator, the gradient's own
-float16, when A is 1), sums the accumulators over the R replicas in that dtype, and divides
-once, in the update, by ``loss_scaling * af * rf`` computed on the host in float32 (af = A,
-rf = R under ``ReductionType.Mean`` with ``MeanReductionStrategy.Post``; 1 otherwise).
-``MeanReductionStrategy.Running`` (what a float16 ``accum_type`` selects) keeps a running
-mean instead: ``acc = acc * (1 - 1/(c+1)) + g * (1/(c+1))`` for the c-th micro-batch, and
-the replicas' all-reduce is a mean (sum, then times ``1/R``); the update divides by the loss
-scale only. ``PostAndLoss`` (deprecated) divides the loss by R and the accumulator by A.
+dtype, when A is 1), all-reduces the accumulators over the R replicas in that dtype, and
+scales once, in the update, by ``1 / (loss_scaling * af * rf)`` computed on the host in
+float32 (af = A, rf = R under ``ReductionType.Mean`` with ``MeanReductionStrategy.Post``;
+1 otherwise). ``MeanReductionStrategy.Running`` (what a float16 ``accum_type`` selects)
+keeps a running mean instead, ``acc = acc * (1 - 1/(c+1)) + g * (1/(c+1))`` for the c-th
+micro-batch, and the replicas' all-reduce is a mean (sum, then times ``1/R``); the update
+scales by the loss scale only. ``PostAndLoss`` (deprecated) divides the loss by R and the
+accumulator by A.
 
-The emulator applies the division to the reduced gradient (in float32, rounded once to the
-weight's dtype) and then runs the optimizer's update rule on it; PopART folds it into the
-update's scalar (``lr * (1 - dampening) / (ls * af * rf)``), so the learning rate's product
-rounds separately here. The replicas' sum is taken in replica order (the IPU's ring order
-is not modelled).
+The emulator applies that scalar to the reduced gradient (in float32, rounded once to the
+weight's dtype) and then runs the optimizer's update rule on it. PopART folds it into the
+update's scalar (``lr * (1 - dampening) / (ls * af * rf)`` for SGD; Adam-type optimizers
+scale the float32-cast gradient by it and update in float32), so here the learning rate's
+product rounds separately and the update rule sees a gradient rounded to the weight's
+dtype. The replicas' sum is taken in replica order (the IPU's ring order is not modelled).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .enums import MeanReductionStrategy, ReductionType
 
-__all__ = ["HalfGradientReduction", "has_half_weights"]
+__all__ = ["GradientReduction"]
 
 
-def has_half_weights(optimizer) -> bool:
-    """Whether ``optimizer`` trains a float16 weight (the model takes PopART's order)."""
-    return any(p.dtype == torch.float16 and p.requires_grad
-               for g in optimizer.param_groups for p in g["params"])
-
-
-class HalfGradientReduction:
+class GradientReduction:
     """The gradient reduction of one step of A micro-batches on each of R replicas.
 
     ``seed_factor`` is what multiplies the loss scale at the loss; ``take(replica)`` moves a
-    micro-batch's gradients into that replica's accumulators, ``finish(loss_scale)`` leaves
+    micro-batch's gradients into that replica's accumulators (``seen``: every micro-batch's
+    gradient alone in ``p.grad`` until ``take``), ``finish(loss_scale)`` leaves
     the reduced, unscaled gradient in each ``p.grad``."""
 
-    def __init__(self, options, optimizer, a: int, r: int) -> None:
+    def __init__(self, options, optimizer, a: int, r: int, *, seen: bool = False) -> None:
         training = options.Training
         mean = (int(training.accumulation_and_replication_reduction_type)
                 == ReductionType.Mean.value)
@@ -55,6 +54,11 @@ class HalfGradientReduction:
         self.accum_type = getattr(optimizer, "accum_type", torch.float32) or torch.float32
         self.params = [p for g in optimizer.param_groups for p in g["params"]
                        if p.requires_grad]
+        # one replica summing in the weights' dtypes: autograd's in-place sum into p.grad is
+        # the accumulator (the same additions in the same order), unless each micro-batch's
+        # gradient must be ``seen`` alone in p.grad (gradient anchors)
+        self._in_grad = r == 1 and not self.running and not seen and (
+            a == 1 or all(p.dtype == self.accum_type for p in self.params))
         self._acc = [{} for _ in range(r)]
         self._count = [0] * r
 
@@ -64,6 +68,8 @@ class HalfGradientReduction:
 
     def take(self, replica: int) -> None:
         """After one micro-batch's backward on ``replica``."""
+        if self._in_grad:
+            return
         acc = self._acc[replica]
         c = self._count[replica]
         self._count[replica] = c + 1
@@ -74,8 +80,8 @@ class HalfGradientReduction:
             p.grad = None
             dtype = self.accum_type if self.a > 1 else g.dtype
             held = acc.get(p)
-            if held is None:
-                acc[p] = g.to(dtype, copy=True)
+            if held is None:  # the gradient is the accumulator's start (ours: p.grad is None)
+                acc[p] = g.to(dtype)
             elif self.running:
                 b = 1.0 / (c + 1)
                 held.mul_(1.0 - b).add_(g.to(dtype), alpha=b)
@@ -83,9 +89,17 @@ class HalfGradientReduction:
                 held.add_(g.to(dtype))
 
     def finish(self, loss_scale: float) -> None:
-        """Before the update: each ``p.grad`` is the replicas' reduced accumulator divided
-        by ``loss_scale * af * rf`` (a float32 host scalar), in ``p``'s dtype."""
-        divisor = torch.tensor(loss_scale, dtype=torch.float32) * self.divisor_factor
+        """Before the update: each ``p.grad`` is the replicas' reduced accumulator times
+        ``1 / (loss_scale * af * rf)`` (a float32 host scalar), in ``p``'s dtype."""
+        # PopART's host scalar, 1 / (ls * af * rf) in C++ float, multiplies the gradient
+        scale = float(np.float32(1.0) / (np.float32(loss_scale)
+                                         * np.float32(self.divisor_factor)))
+        if self._in_grad:
+            if scale != 1.0:
+                for p in self.params:
+                    if p.grad is not None:
+                        p.grad.mul_(scale)
+            return
         for p in self.params:
             parts = [acc[p] for acc in self._acc if p in acc]
             if not parts:
@@ -94,6 +108,8 @@ class HalfGradientReduction:
             for part in parts[1:]:
                 total = total + part
             if self.running and self.r > 1:
-                total = total * (1.0 / self.r)
-            p.grad = (total.float() / divisor).to(p.dtype)
+                total.mul_(1.0 / self.r)
+            if scale != 1.0:  # in float32 arithmetic, rounded once to total's dtype
+                total.mul_(scale)
+            p.grad = total if total.dtype == p.dtype else total.to(p.dtype)
         self._acc = [{} for _ in range(self.r)]

@@ -124,7 +124,7 @@ class AutomaticLossScaling:
       poptorch.Error: ``binEdgeLocation`` or ``thresholdUpperCountProportion`` out of
         [0, 1], ``updatePeriod`` below 1 (PopART's messages)."""
 
-    def __init__(self, options, model, accumulated: int) -> None:
+    def __init__(self, options, model) -> None:
         popart = options._Popart.options
         edge = float(popart.get("automaticLossScalingSettings.binEdgeLocation", 0.125))
         threshold = float(popart.get(
@@ -145,11 +145,6 @@ class AutomaticLossScaling:
         t = np.float32(threshold)
         with np.errstate(divide="ignore"):  # t = 1: f is inf, as float division gives
             self.ratio = t / (np.float32(1.0) - t)
-        # a float32 model's micro-batch losses are back-propagated already divided by the
-        # accumulation and replica count (ReductionType.Mean); PopART's gradient tensors
-        # are not: compare them at that scale (the executor sets 1 for a float16 model,
-        # whose gradients grad_reduction keeps at the loss scale, as PopART)
-        self.accumulated = max(int(accumulated), 1)
         self.model = model
         self.options = options
         self.dtype = None  # the loss-scale tensor's, from the first loss (set_loss_dtype)
@@ -182,7 +177,7 @@ class AutomaticLossScaling:
             return
         self.seen_fp16 = True
         if self._counting():
-            upper = int((grad.abs().float() * self.accumulated >= self.edge).sum())
+            upper = int((grad.abs().float() >= self.edge).sum())
             micro = self._micro
             micro[0] = (micro[0] + grad.numel() - upper) & 0xFFFFFFFF
             micro[1] = (micro[1] + upper) & 0xFFFFFFFF

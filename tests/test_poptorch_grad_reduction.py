@@ -1,13 +1,14 @@
-"""A float16 model's gradients reduced in PopART's order under gradient accumulation and
-replication (issue 18): the backward seeded with the loss scale alone, the A micro-batches
-of each replica summed in the optimizer's ``accum_type`` (a running mean under
-``MeanReductionStrategy.Running``), the replicas summed, and one division by
-``loss_scaling * A * R`` (Post, Mean) before the update.
+"""Gradients reduced in PopART's order under gradient accumulation and replication
+(issue 18): the backward seeded with the loss scale alone, the A micro-batches of each
+replica summed in the optimizer's ``accum_type`` (a running mean under
+``MeanReductionStrategy.Running``), the replicas summed, and one float32 scalar
+``1 / (loss_scaling * A * R)`` (Post, Mean) applied before the update.
 
 The model is ``sum(t * (x @ W^T))`` on one row per micro-batch, so a micro-batch's weight
 gradient is ``f16(f16(ls * t_i) * x_j)``, one float16 product per element; the references
 below are numpy float16/float32 written from PopART's order, with A * R = 3 (not a power of
-two) and inputs whose gradients are float16 subnormals."""
+two) and inputs whose gradients are float16 subnormals; float32 weights take the same
+order."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def _post_reference(w, x, t, ls, a, r, divisor):
     total = per_replica[0]
     for part in per_replica[1:]:
         total = (total + part).astype(dtype)
-    grad = (total.astype(f32) / f32(f32(ls) * f32(divisor))).astype(f16)
+    grad = (total.astype(f32) * (f32(1.0) / (f32(ls) * f32(divisor)))).astype(f16)
     return (w.astype(f32) - grad.astype(f32)).astype(f16)
 
 
@@ -149,7 +150,7 @@ def _running_reference(w, x, t, ls, a, r):
         total = (total.astype(f32) + part.astype(f32)).astype(f16)
     if r > 1:
         total = (total.astype(f32) * f32(1.0 / r)).astype(f16)
-    grad = (total.astype(f32) / f32(ls)).astype(f16)
+    grad = (total.astype(f32) * (f32(1.0) / f32(ls))).astype(f16)
     return (w.astype(f32) - grad.astype(f32)).astype(f16)
 
 
@@ -168,7 +169,7 @@ def test_explicit_running_strategy_with_float32_accumulator():
     acc = grads[0].astype(f32)
     for c, g in enumerate(grads[1:], start=1):
         acc = (acc * f32(1.0 - 1.0 / (c + 1)) + f32(1.0 / (c + 1)) * g.astype(f32)).astype(f32)
-    want = (w.astype(f32) - (acc / f32(2.0)).astype(f16).astype(f32)).astype(f16)
+    want = (w.astype(f32) - (acc * f32(0.5)).astype(f16).astype(f32)).astype(f16)
     np.testing.assert_array_equal(_bits(got), _bits(want))
 
 
@@ -188,3 +189,49 @@ def test_post_and_loss_divides_the_loss_by_replicas_and_the_sum_by_accumulation(
     # the seed is 4 / 2 = 2 (exact); the sum is divided by 4 * 3 = 2 * 6
     want = _post_reference(w, x, t, 2.0, 3, 2, 6)
     np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_float32_models_take_the_same_order():
+    """PopART's order is the same for float32 weights: seed 1, float32 sums, then
+    times float32(1/3); the former seed float32(1/3) rounds differently."""
+    w, x, t = (v.astype(f32) for v in _data(18, 3, x_scale=1.0))
+    net = Bilinear(w).float()
+    opts = poptorch.Options()
+    opts.Training.gradientAccumulation(3)
+    opt = poptorch.optim.SGD(net.parameters(), lr=LR)
+    model = poptorch.trainingModel(net, opts, opt)
+    model(torch.from_numpy(x), torch.from_numpy(t))
+    model.copyWeightsToHost()
+    got = net.fc.weight.detach().numpy()
+    grads = [np.outer(t[i], x[i]).astype(f32) for i in range(3)]  # one float32 product each
+    acc = (grads[0] + grads[1]) + grads[2]
+    want = w - acc * (f32(1.0) / f32(3.0))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    third = f32(1.0 / 3.0)
+    old = [np.outer((t[i] * third).astype(f32), x[i]).astype(f32) for i in range(3)]
+    assert not np.array_equal(want, w - ((old[0] + old[1]) + old[2]))
+
+
+def _float32_weights(anchored):
+    w, x, t = (v.astype(f32) for v in _data(19, 4, x_scale=1.0))
+    net = Bilinear(w).float()
+    opts = poptorch.Options()
+    opts.Training.gradientAccumulation(4)
+    if anchored:
+        opts.anchorTensor("g", "Gradient___fc.weight", poptorch.OutputMode.All)
+    model = poptorch.trainingModel(net, opts, poptorch.optim.SGD(net.parameters(), lr=0.25))
+    model(torch.from_numpy(x), torch.from_numpy(t))
+    model.copyWeightsToHost()
+    grads = model.getAnchoredTensor("g") if anchored else None
+    return net.fc.weight.detach().numpy().copy(), grads, x, t
+
+
+def test_gradient_anchors_see_each_micro_batch_and_leave_the_sum_unchanged():
+    """With gradient anchors the accumulator is kept apart from p.grad (else autograd sums
+    into p.grad): the same additions, the same bits; the anchors are the micro-batch
+    gradients at the loss scale (1), not divided by A."""
+    plain, _, x, t = _float32_weights(False)
+    anchored, grads, _, _ = _float32_weights(True)
+    np.testing.assert_array_equal(plain.view(np.uint32), anchored.view(np.uint32))
+    want = np.concatenate([np.outer(t[i], x[i]).astype(f32) for i in range(4)])
+    np.testing.assert_array_equal(grads.numpy(), want)
