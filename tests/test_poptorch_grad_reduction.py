@@ -212,26 +212,37 @@ def test_float32_models_take_the_same_order():
     assert not np.array_equal(want, w - ((old[0] + old[1]) + old[2]))
 
 
-def _float32_weights(anchored):
-    w, x, t = (v.astype(f32) for v in _data(19, 4, x_scale=1.0))
+def _float32_weights(anchored, a=4, r=1):
+    w, x, t = (v.astype(f32) for v in _data(19, a * r, x_scale=1.0))
     net = Bilinear(w).float()
-    opts = poptorch.Options()
-    opts.Training.gradientAccumulation(4)
+    opts = poptorch.Options().replicationFactor(r).autoRoundNumIPUs(True)
+    opts.Training.gradientAccumulation(a)
     if anchored:
         opts.anchorTensor("g", "Gradient___fc.weight", poptorch.OutputMode.All)
     model = poptorch.trainingModel(net, opts, poptorch.optim.SGD(net.parameters(), lr=0.25))
     model(torch.from_numpy(x), torch.from_numpy(t))
     model.copyWeightsToHost()
     grads = model.getAnchoredTensor("g") if anchored else None
-    return net.fc.weight.detach().numpy().copy(), grads, x, t
+    return net.fc.weight.detach().numpy().copy(), grads, x, t, w
 
 
 def test_gradient_anchors_see_each_micro_batch_and_leave_the_sum_unchanged():
     """With gradient anchors the accumulator is kept apart from p.grad (else autograd sums
     into p.grad): the same additions, the same bits; the anchors are the micro-batch
     gradients at the loss scale (1), not divided by A."""
-    plain, _, x, t = _float32_weights(False)
-    anchored, grads, _, _ = _float32_weights(True)
+    plain, _, x, t, _ = _float32_weights(False)
+    anchored, grads, _, _, _ = _float32_weights(True)
     np.testing.assert_array_equal(plain.view(np.uint32), anchored.view(np.uint32))
     want = np.concatenate([np.outer(t[i], x[i]).astype(f32) for i in range(4)])
     np.testing.assert_array_equal(grads.numpy(), want)
+
+
+@pytest.mark.parametrize("anchored", [False, True])
+def test_float32_replicas_sum_their_own_accumulators(anchored):
+    """Each replica's A micro-batches summed, then the replicas in order, times f32(1/6)
+    (p.grad swapped per replica, or the accumulators kept apart under anchors)."""
+    got, _, x, t, w = _float32_weights(anchored, a=3, r=2)
+    g = [np.outer(t[i], x[i]).astype(f32) for i in range(6)]  # host row a * R + r
+    replica = [(g[0 + ri] + g[2 + ri]) + g[4 + ri] for ri in range(2)]
+    want = w - f32(0.25) * ((replica[0] + replica[1]) * (f32(1.0) / f32(6.0)))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -972,9 +972,11 @@ class PoplarExecutor:
                     for ri in range(r):
                         xs, kw = inputs(si, ai, ri)
                         leaves = None
-                        if r > 1:  # replica ri's buffers and random stream
+                        if r > 1:  # replica ri's buffers, random stream, accumulators
                             buffers.enter(ri)
                             random.use(ri)
+                            if training:
+                                reducing.enter(ri)
                         if grouped is not None:
                             with self._replica_weights(ri), _running(self, xs, kw), \
                                     torch.set_grad_enabled(training), \

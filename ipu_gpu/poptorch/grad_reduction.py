@@ -35,10 +35,11 @@ __all__ = ["GradientReduction"]
 class GradientReduction:
     """The gradient reduction of one step of A micro-batches on each of R replicas.
 
-    ``seed_factor`` is what multiplies the loss scale at the loss; ``take(replica)`` moves a
-    micro-batch's gradients into that replica's accumulators (``seen``: every micro-batch's
-    gradient alone in ``p.grad`` until ``take``), ``finish(loss_scale)`` leaves
-    the reduced, unscaled gradient in each ``p.grad``."""
+    ``seed_factor`` is what multiplies the loss scale at the loss. Around each micro-batch's
+    backward on replica r, ``enter(r)`` and ``take(r)`` keep that replica's accumulators
+    apart; ``finish(loss_scale)`` leaves the reduced, unscaled gradient in each ``p.grad``.
+    With ``seen`` every micro-batch's gradient is alone in ``p.grad`` until ``take``
+    (gradient anchors read it)."""
 
     def __init__(self, options, optimizer, a: int, r: int, *, seen: bool = False) -> None:
         training = options.Training
@@ -54,21 +55,30 @@ class GradientReduction:
         self.accum_type = getattr(optimizer, "accum_type", torch.float32) or torch.float32
         self.params = [p for g in optimizer.param_groups for p in g["params"]
                        if p.requires_grad]
-        # one replica summing in the weights' dtypes: autograd's in-place sum into p.grad is
-        # the accumulator (the same additions in the same order), unless each micro-batch's
-        # gradient must be ``seen`` alone in p.grad (gradient anchors)
-        self._in_grad = r == 1 and not self.running and not seen and (
+        # summing in the weights' dtypes, autograd's in-place sum into p.grad is the
+        # accumulator (the same additions in the same order): p.grad holds the replica's
+        # own accumulator during its micro-batches (swapped when R > 1)
+        self._in_grad = not self.running and not seen and (
             a == 1 or all(p.dtype == self.accum_type for p in self.params))
-        self._acc = [{} for _ in range(r)]
-        self._count = [0] * r
+        self._swapping = self._in_grad and r > 1
+        self.begin_step()
 
     def begin_step(self) -> None:
         self._acc = [{} for _ in range(self.r)]
         self._count = [0] * self.r
+        self._grads = [[None] * len(self.params) for _ in range(self.r)]
+
+    def enter(self, replica: int) -> None:
+        """Before a micro-batch's backward on ``replica``."""
+        if self._swapping:
+            for p, g in zip(self.params, self._grads[replica]):
+                p.grad = g
 
     def take(self, replica: int) -> None:
-        """After one micro-batch's backward on ``replica``."""
+        """After a micro-batch's backward on ``replica``."""
         if self._in_grad:
+            if self._swapping:
+                self._grads[replica] = [p.grad for p in self.params]
             return
         acc = self._acc[replica]
         c = self._count[replica]
@@ -95,10 +105,18 @@ class GradientReduction:
         scale = float(np.float32(1.0) / (np.float32(loss_scale)
                                          * np.float32(self.divisor_factor)))
         if self._in_grad:
-            if scale != 1.0:
-                for p in self.params:
-                    if p.grad is not None:
-                        p.grad.mul_(scale)
+            if self._swapping:  # the replicas' sum in replica order, into replica 0's
+                for i, p in enumerate(self.params):
+                    parts = [grads[i] for grads in self._grads if grads[i] is not None]
+                    total = parts[0] if parts else None
+                    for part in parts[1:]:
+                        total.add_(part)
+                    p.grad = total
+            if scale != 1.0:  # in float32 arithmetic, rounded once to the grad's dtype
+                grads = [p.grad for p in self.params if p.grad is not None]
+                if grads:
+                    torch._foreach_mul_(grads, scale)
+            self.begin_step()
             return
         for p in self.params:
             parts = [acc[p] for acc in self._acc if p in acc]
@@ -109,7 +127,7 @@ class GradientReduction:
                 total = total + part
             if self.running and self.r > 1:
                 total.mul_(1.0 / self.r)
-            if scale != 1.0:  # in float32 arithmetic, rounded once to total's dtype
+            if scale != 1.0:
                 total.mul_(scale)
             p.grad = total if total.dtype == p.dtype else total.to(p.dtype)
-        self._acc = [{} for _ in range(self.r)]
+        self.begin_step()
