@@ -155,3 +155,20 @@ def astype(xp, a, dtype):
     """``a`` as ``dtype``, for numpy/cupy arrays and for the Tensor namespace alike."""
     fn = getattr(xp, "astype", None)
     return fn(a, dtype) if fn is not None and not hasattr(a, "astype") else a.astype(dtype)
+
+
+_ELEMENTWISE_CPU = []  # kernels/elementwise_cpu, imported on first use (it loads Numba)
+
+
+def elementwise_cpu(xp, *arrays):
+    """The one-pass CPU kernels (kernels/elementwise_cpu) when they take these arrays (numpy,
+    contiguous, float32/64), else None (cupy arrays, Tensors of a nested tape, float16,
+    strided views)."""
+    if xp is not np:
+        return None
+    if not _ELEMENTWISE_CPU:
+        from ..kernels import elementwise_cpu as module
+
+        _ELEMENTWISE_CPU.append(module)
+    k = _ELEMENTWISE_CPU[0]
+    return k if k.fits(*arrays) else None

@@ -8,6 +8,7 @@ import numpy as np
 from ..core.registry import register
 from ..kernels._blas import limit_thread_spin
 from ._util import astype, quiet, require_same_dtype, unbroadcast
+from ._util import elementwise_cpu as _elementwise_cpu
 
 # OpenBLAS's idle workers would otherwise spin ~0.1 s after every threaded product, holding a
 # core the step's next kernels need (kernels/_blas.py); done at import, before any op runs.
@@ -105,20 +106,6 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 # ---- matmul + bias (+ relu): Keras's Dense in one op ----------------------------------------
 _DENSE_ARGS = ("x", "kernel", "bias")
-_ELEMENTWISE_CPU = []  # kernels/elementwise_cpu, imported on first use (it loads Numba)
-
-
-def _elementwise_cpu(xp, *arrays):
-    if xp is not np:
-        return None
-    if not _ELEMENTWISE_CPU:
-        from ..kernels import elementwise_cpu
-
-        _ELEMENTWISE_CPU.append(elementwise_cpu)
-    k = _ELEMENTWISE_CPU[0]
-    return k if k.fits(*arrays) else None
-
-
 def _check_dense_bias(x, w, b, *, relu):
     require_same_dtype("dense_bias", _DENSE_ARGS, x, w, b)
     if x.dtype.kind != "f":

@@ -15,6 +15,7 @@ from . import matmul as _matmul
 from . import pooling as _pooling
 from . import reduction as _reduction
 from . import shape as _shape_ops
+from ._util import elementwise_cpu as _elementwise_cpu
 from ._util import (astype, broadcast_shape, check_axis, normalize_axis, quiet, require_float,
                     require_int, require_same_dtype, unbroadcast)
 from .math import _erfc, _sigmoid  # the array functions behind tf.math.erfc and sigmoid
@@ -47,22 +48,6 @@ def _activation(name, fn, grad, static_check=None, warns=True):
 def _check_alpha(alpha):
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating, np.integer)):
         raise TypeError(f"leaky_relu: alpha must be a number, got {alpha!r}")
-
-
-_ELEMENTWISE_CPU = []  # the kernel module, imported on first use (it loads Numba)
-
-
-def _elementwise_cpu(xp, *arrays):
-    """The one-pass CPU kernels when they take these arrays (numpy, contiguous, float32/64),
-    else None (cupy arrays, Tensors of a nested tape, float16, strided views)."""
-    if xp is not np:
-        return None
-    if not _ELEMENTWISE_CPU:
-        from ..kernels import elementwise_cpu
-
-        _ELEMENTWISE_CPU.append(elementwise_cpu)
-    k = _ELEMENTWISE_CPU[0]
-    return k if k.fits(*arrays) else None
 
 
 def _relu(xp, x):
