@@ -24,6 +24,22 @@ from . import program as _program
 __all__ = ["load", "save"]
 
 FORMAT = "ipu_gpu.saved_model"
+
+
+def read_meta(export_dir) -> dict:
+    """The ``saved_model.json`` of an ipu_gpu SavedModel directory (either API's).
+
+    Raises:
+      OSError: no SavedModel there (TF's message), or the file is not ours."""
+    path = os.path.join(os.fspath(export_dir), "saved_model.json")
+    if not os.path.isfile(path):
+        raise OSError(f"SavedModel file does not exist at: {export_dir}"
+                      f"{os.sep}{{saved_model.pbtxt|saved_model.pb}}")
+    with open(path) as f:
+        meta = json.load(f)
+    if meta.get("format") != FORMAT:
+        raise OSError(f"{path} is not an ipu_gpu SavedModel")
+    return meta
 DEFAULT_SERVING_SIGNATURE_DEF_KEY = "serving_default"
 
 
@@ -393,14 +409,7 @@ def load(export_dir, tags=None, options=None):
       OSError: ``export_dir`` holds no SavedModel (TF's message)."""
     del options
     export_dir = os.fspath(export_dir)
-    meta_path = os.path.join(export_dir, "saved_model.json")
-    if not os.path.isfile(meta_path):
-        raise OSError(f"SavedModel file does not exist at: {export_dir}"
-                      f"{os.sep}{{saved_model.pbtxt|saved_model.pb}}")
-    with open(meta_path) as f:
-        meta = json.load(f)
-    if meta.get("format") != FORMAT:
-        raise OSError(f"{meta_path} is not an ipu_gpu SavedModel")
+    meta = read_meta(export_dir)
     if "meta_graphs" in meta:  # written by TF 1's API (tf1.py)
         from .tf1 import load_v1_in_v2
 

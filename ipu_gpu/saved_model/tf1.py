@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.tensor import wrap
 from . import program as _program
-from .save_load import FORMAT
+from .save_load import FORMAT, read_meta
 
 __all__ = ["MetaGraphDef", "SavedModelBuilder", "SignatureDef", "TensorInfo",
            "build_signature_def", "build_tensor_info", "get_tensor_from_tensor_info",
@@ -348,18 +348,6 @@ def maybe_saved_model_directory(export_dir) -> bool:
     return os.path.isfile(os.path.join(os.fspath(export_dir), "saved_model.json"))
 
 
-def _read_meta(export_dir) -> dict:
-    path = os.path.join(export_dir, "saved_model.json")
-    if not os.path.isfile(path):
-        raise OSError(f"SavedModel file does not exist at: {export_dir}"
-                      f"{os.sep}{{saved_model.pbtxt|saved_model.pb}}")
-    with open(path) as f:
-        meta = json.load(f)
-    if meta.get("format") != FORMAT:
-        raise OSError(f"{path} is not an ipu_gpu SavedModel")
-    return meta
-
-
 def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     """Loads the meta graph of tag set ``tags`` from ``export_dir`` into ``sess``'s graph,
     restores its variables' values and runs its main op; returns its MetaGraphDef.
@@ -371,7 +359,7 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     export_dir = os.fspath(export_dir)
     if isinstance(export_dir, bytes):
         export_dir = export_dir.decode()
-    meta = _read_meta(export_dir)
+    meta = read_meta(export_dir)
     if "meta_graphs" not in meta:
         raise RuntimeError(f"The SavedModel in {export_dir} was written by "
                            "tf.saved_model.save (or ipu.serving): its functions have no TF 1 "
