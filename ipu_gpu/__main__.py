@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from .cli import add_run_arguments, run_command
+from .cli import add_run_arguments, run_argv, run_command
 
 
 def main(argv=None) -> int:
@@ -11,7 +11,7 @@ def main(argv=None) -> int:
         prog="python -m ipu_gpu", description="run an unmodified IPU program on ipu_gpu "
         "(the same as `ipu-gpu run`; `python -m ipu_gpu.cli` has the other commands)")
     add_run_arguments(parser)
-    return run_command(parser.parse_args(argv))
+    return run_command(parser.parse_args(run_argv(sys.argv[1:] if argv is None else argv)))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,12 @@
 """The ``ipu-gpu`` command.
 
-``ipu-gpu run [--backend cpu|gpu] [--ipus N] [--tf1|--tf2] [--report DIR] PROGRAM.py
+``ipu-gpu run [--backend cpu|gpu] [--ipus N] [--tf1|--tf2] [--report [DIR]] PROGRAM.py
 [ARGS...]`` runs an unmodified IPU program on the emulator (``runner.py``); ``python -m
-ipu_gpu`` takes the same arguments.
+ipu_gpu`` takes the same arguments. ``--report DIR`` (or ``IPU_GPU_REPORT_DIR=DIR``) writes a
+report of the run into DIR (``ipu_gpu.report``); ``--report`` without a folder, or directly
+before the program, writes it into ``reports/<program name>/``.
+
+``ipu-gpu report DIR`` reprints the summary of the report in DIR.
 
 ``ipu-gpu check [--json] [--tf1|--tf2] PROGRAM.py [MORE.py ...]`` reads the programs (or
 folders of .py/.ipynb files) without running them and lists every TensorFlow, IPU, Keras and
@@ -119,16 +123,66 @@ def add_run_arguments(parser) -> None:
                          help="`import tensorflow` shows TF 1.15's names")
     version.add_argument("--tf2", dest="tf_version", action="store_const", const=2,
                          help="`import tensorflow` shows TF 2's names")
-    parser.add_argument("--report", metavar="DIR", help="where the run's reports go")
+    parser.add_argument("--report", metavar="DIR", nargs="?", const=DEFAULT_REPORT,
+                        help="write a report of the run (HTML page, PNGs, summary.json) into "
+                        "DIR (default: reports/<program name>/)")
     parser.add_argument("program", help="the Python program to run, unmodified")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the program's arguments")
+
+
+DEFAULT_REPORT = ""  # --report without a folder
+
+
+def run_argv(argv: list) -> list:
+    """``argv`` of ``ipu-gpu run`` with ``--report`` directly before the program read as
+    ``--report`` without a folder (a report folder is never an existing .py/.ipynb file)."""
+    argv = list(argv)
+    i = 0
+    while i < len(argv) - 1:
+        a = argv[i]
+        if a == "--report":
+            nxt = argv[i + 1]
+            if nxt.endswith((".py", ".ipynb")) and os.path.isfile(nxt):
+                argv[i] = "--report=" + DEFAULT_REPORT
+            break
+        if a in ("--backend", "--ipus"):
+            i += 2
+        elif a.startswith("-") and a != "--":
+            i += 1
+        else:
+            break  # the program: the rest are its arguments
+    return argv
+
+
+def report_dir(args) -> str | None:
+    """The report folder of a parsed ``run`` (None: no report)."""
+    folder = args.report
+    if folder is None:
+        folder = os.environ.get("IPU_GPU_REPORT_DIR") or None
+    if folder == DEFAULT_REPORT:
+        stem = os.path.splitext(os.path.basename(args.program))[0]
+        folder = os.path.join("reports", stem)
+    return folder
 
 
 def run_command(args) -> int:
     from .runner import run_program
 
     return run_program(args.program, args.args, backend=args.backend, ipus=args.ipus,
-                       tf_version=args.tf_version, report_dir=args.report)
+                       tf_version=args.tf_version, report_dir=report_dir(args))
+
+
+def report_command(args) -> int:
+    from .report import load, summary
+
+    try:
+        s = load(args.dir)
+    except FileNotFoundError:
+        print(f"ipu-gpu report: {args.dir!r} holds no report (no {summary.SUMMARY_FILE}); "
+              "write one with `ipu-gpu run --report DIR PROGRAM.py`", file=sys.stderr)
+        return 2
+    print(summary.text(s, os.path.join(args.dir, summary.REPORT_FILE)))
+    return 0
 
 
 def add_check_arguments(parser) -> None:
@@ -169,9 +223,17 @@ def main(argv=None) -> int:
                              "programs use and whether ipu_gpu provides each, without running "
                              "them (exit status 0 only when nothing is missing)")
     add_check_arguments(p_check)
+    p_report = sub.add_parser("report", help="reprint the summary of a run's report "
+                              "(`ipu-gpu run --report DIR`)")
+    p_report.add_argument("dir", metavar="DIR", help="the report folder")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "run":
+        argv = ["run", *run_argv(argv[1:])]
     args = parser.parse_args(argv)
     if args.command == "run":
         return run_command(args)
+    if args.command == "report":
+        return report_command(args)
     if args.command == "check":
         return check_command(args)
     if args.command != "info":

@@ -6,8 +6,11 @@ The program sees ``sys.argv == [PROGRAM.py, *ARGS]``, ``__name__ == "__main__"``
 codes leave the process unchanged. A traceback starts at the program's own frames. Options
 (before the program) become the environment the emulator reads: ``--backend`` sets
 ``IPU_GPU_BACKEND``, ``--ipus`` ``IPU_GPU_NUM_IPUS``, ``--report DIR`` ``IPU_GPU_REPORT_DIR``
-(where the run's reports go; the run writes ``run.json`` there: program, arguments, options,
-TensorFlow version, exit status and wall time). ``--tf1``/``--tf2`` force what ``import
+(where the run's report goes: ``run.json``, the program, arguments, options, TensorFlow
+version, exit status and wall time, and the report of ``ipu_gpu.report``: ``report.html``,
+its PNGs and ``summary.json``, written also when the program fails or exits; the run's last
+lines are then the report's summary and ``ipu-gpu: report written to DIR/report.html``).
+Without ``report_dir`` nothing is recorded. ``--tf1``/``--tf2`` force what ``import
 tensorflow`` shows; otherwise the program's source decides (``aliases.detect_tf_version``).
 """
 
@@ -22,6 +25,7 @@ import traceback
 
 from . import aliases
 from .compat import behavior
+from .emulation import observe
 
 
 def run_program(program: str, args=(), backend: str | None = None, ipus: int | None = None,
@@ -40,11 +44,18 @@ def run_program(program: str, args=(), backend: str | None = None, ipus: int | N
     behavior.set_tf_version(tf_version or detected)
     sys.argv = [program, *args]
     sys.path.insert(0, os.path.dirname(path))
+    recorder = _start_recording() if report_dir is not None else None
     started = time.perf_counter()
-    status = _execute(path, source)
+    try:
+        status = _execute(path, source)
+    finally:
+        if recorder is not None:
+            observe.uninstall()
     if report_dir is not None:
-        _write_run_report(report_dir, program, args, backend, ipus, tf_version or detected,
-                          status, time.perf_counter() - started)
+        record = _write_run_report(report_dir, program, args, backend, ipus,
+                                   tf_version or detected, status,
+                                   time.perf_counter() - started)
+        _write_report(report_dir, recorder, record)
     return status
 
 
@@ -111,3 +122,28 @@ def _write_run_report(report_dir, program, args, backend, ipus, tf_version, stat
               "tf_version": tf_version, "exit_status": status, "wall_seconds": seconds}
     with open(os.path.join(report_dir, "run.json"), "w") as f:
         json.dump(record, f, indent=2)
+    return record
+
+
+def _start_recording():
+    from .report import Recorder
+
+    recorder = Recorder()
+    observe.install(recorder)
+    return recorder
+
+
+def _write_report(report_dir, recorder, record) -> None:
+    """The report files, then the summary on stdout, its last line naming the page; a
+    report that cannot be written is said on stderr and leaves the exit status alone."""
+    from . import report
+    from .report import summary
+
+    try:
+        s = report.write(report_dir, recorder, record)
+    except Exception as e:  # noqa: BLE001 - a report never changes the run's outcome
+        print(f"ipu-gpu run: the report could not be written to {report_dir}: "
+              f"{type(e).__name__}: {e}", file=sys.stderr)
+        return
+    sys.stderr.flush()
+    print(summary.text(s, os.path.join(report_dir, summary.REPORT_FILE)), flush=True)

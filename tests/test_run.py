@@ -125,7 +125,9 @@ def test_backend_and_report_options(tmp_path):
     report = tmp_path / "reports"
     r = _run("--backend", "cpu", "--report", report, prog, "a", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "cpu"
+    lines = r.stdout.splitlines()
+    assert lines[0] == "cpu"
+    assert lines[-1] == f"ipu-gpu: report written to {report / 'report.html'}"
     record = json.loads((report / "run.json").read_text())
     assert record["args"] == ["a"] and record["exit_status"] == 0
     assert record["backend"] == "cpu" and record["wall_seconds"] >= 0

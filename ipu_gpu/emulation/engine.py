@@ -31,6 +31,10 @@ stream wait for an event recorded on the host thread's stream first (the host's 
 such as the variables it just made, comes before the program), and each replica synchronises
 its stream before the host reads its outputs.
 
+Reports: with an observer installed (``emulation.observe``, by ``ipu-gpu run --report``),
+each replica's begin/end times and its IPU ledger's bytes at begin and peak during are handed
+to it, and the end of every run; without one the engine reads one attribute per replica.
+
 Runs on one device are serialised (a lock per device): two host threads running programs on
 the same IPUs would otherwise interleave replicas on the single-threaded executors and
 deadlock.
@@ -42,12 +46,13 @@ import contextlib
 import itertools
 import sys
 import threading
+import time
 import weakref
 
 from ..core import capture, nest
 from ..core import tensor as core_tensor
 from ..core.tensor import Tensor
-from . import context, placement
+from . import context, observe, placement
 
 __all__ = ["Operation", "Program", "ReplicaCancelled", "is_operation", "run"]
 
@@ -269,6 +274,10 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
     device = program.device
     ipus = tuple(program.replicas[r])
     ledger = ipus[0].memory
+    obs = observe.observer
+    if obs is not None:  # a run report records this execution (emulation.observe)
+        ledger.take_window_peak()  # the execution's memory window starts here
+        begin, used_before = time.perf_counter(), ledger.used
     ctx = context.ReplicaContext(device, r, program.replication_factor, ipus, program)
     _LIVE.tensors = _LiveTensors(ledger)
     core_tensor.set_replica_slot((program.variable_key, r, program.replication_factor))
@@ -293,6 +302,9 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
     finally:
         core_tensor.set_replica_slot(None)
         _release_live_tensors()
+        if obs is not None:
+            obs.execution(ipus, r, program.replication_factor, begin, time.perf_counter(),
+                          [(ledger, used_before, ledger.take_window_peak())])
 
 
 def _blas_threads(replication_factor: int):
@@ -330,6 +342,8 @@ def run(device, fn, args=(), kwargs=None, num_shards: int = 1):
                 outcomes.append((None, e))
         for ledger, nbytes, label in charges:
             ledger.release(nbytes, label)
+        if observe.observer is not None:
+            observe.observer.run_ended(time.perf_counter())
     failed = [(r, e) for r, (_, e) in enumerate(outcomes) if e is not None]
     real = [(r, e) for r, e in failed if not isinstance(e, ReplicaCancelled)]
     if failed:

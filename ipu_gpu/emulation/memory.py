@@ -101,6 +101,7 @@ class MemoryLedger:
     _by_label: dict = field(default_factory=dict)  # label -> [bytes, count]
     _used: int = 0
     _peak: int = 0
+    _window: int = 0  # the peak since the last take_window_peak (a run report's sample)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -133,8 +134,10 @@ class MemoryLedger:
                 entry[0] += nbytes
                 entry[1] += 1
                 self._used = used
-                if used > self._peak:
-                    self._peak = used
+                if used > self._window:  # _window <= _peak: one compare when no new peak
+                    self._window = used
+                    if used > self._peak:
+                        self._peak = used
                 return
         _notify(report)
         where = f" ({self.device})" if self.device else ""
@@ -170,6 +173,14 @@ class MemoryLedger:
         with self._lock:
             self._by_label.clear()
             self._used = 0
+            self._window = 0
+
+    def take_window_peak(self) -> int:
+        """The most bytes resident since the previous call (or since the ledger was made);
+        the next window starts at the bytes resident now."""
+        with self._lock:
+            peak, self._window = self._window, self._used
+            return peak
 
     def report(self) -> MemoryReport:
         with self._lock:

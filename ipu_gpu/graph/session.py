@@ -18,6 +18,7 @@ import numpy as np
 from ..core import nest
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor, Variable
+from ..emulation import observe as _observe
 from ..errors import InvalidArgumentError
 from .core import Graph, GraphTensor, Operation, eager_scope, get_default_graph, pushed
 from .plan import Plan
@@ -103,6 +104,8 @@ class Session:
                     out = self._fetch_all(run, flat, key, cached, needs_tape)
             else:
                 out = self._fetch_all(run, flat, key, cached, needs_tape)
+        if _observe.observer is not None:  # ipu-gpu run --report
+            _observe.observer.fetched(flat, out)
         return nest.pack_sequence_as(resolved, out)
 
     def _fetch_all(self, run, flat, key, cached, needs_tape) -> list:

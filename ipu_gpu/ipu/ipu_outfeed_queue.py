@@ -39,6 +39,7 @@ from ..core import capture as _capture
 from ..core import nest as _nest
 from ..core.tensor import Tensor, wrap
 from ..emulation import context as _context
+from ..emulation import observe as _observe
 from ..emulation import poplar_flags as _poplar_flags
 from ..emulation import rollback as _rollback
 from ..errors import OutOfRangeError
@@ -274,12 +275,17 @@ class IPUOutfeedQueue:
                 for lst in self._per_replica:
                     del lst[:n]
                 flat = self._stack_all(taken, n, n_rep)
+        if _observe.observer is not None:  # ipu-gpu run --report
+            _observe.observer.outfeed(self._structure, flat, n_rep,
+                                      getattr(self, "_graph_names", None),
+                                      self._outfeed_mode is IPUOutfeedMode.LAST)
         return _nest.pack_sequence_as(self._structure, [wrap(a) for a in flat])
 
     # ---- in a TF1 graph ------------------------------------------------------------------
     def _traced_enqueue(self, graph, tensors):
         """A graph operation enqueueing the run's values of ``tensors``."""
         leaves = _nest.flatten(tensors)
+        self._graph_names = [getattr(t, "name", "") for t in leaves]
         self._graph_leaves = [(getattr(t, "dtype", None), getattr(t, "shape", None))
                               for t in leaves]
         self._graph_structure = _nest.pack_sequence_as(tensors, [None] * len(leaves))

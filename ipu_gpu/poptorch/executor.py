@@ -35,10 +35,12 @@ import contextlib
 import logging
 import os
 import sys
+import time
 import weakref
 
 import torch
 
+from ..emulation import observe as _observe
 from . import device_pool, input_groups, loss_scaling
 from ._tensor_tree import tensor_leaves
 from .anchors import Anchors
@@ -869,7 +871,12 @@ class PoplarExecutor:
                 if self._rng_cache is not None:
                     self._apply_rng_state(self._rng_cache)
             with state.random, self._on_device():
-                return self._run(state, args, kwargs, first)
+                if _observe.observer is None:
+                    return self._run(state, args, kwargs, first)
+                begin = time.perf_counter()  # ipu-gpu run --report records the call
+                out = self._run(state, args, kwargs, first)
+                _observe.observer.poptorch_call(self, begin, time.perf_counter(), out, args)
+                return out
         except BaseException:
             if first:  # the compile failed: the next call compiles again
                 self._signature = None

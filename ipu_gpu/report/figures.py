@@ -1,0 +1,125 @@
+"""The report's PNGs, drawn with matplotlib's Agg backend at a fixed size (``SIZE`` pixels:
+``FIGSIZE`` inches at ``DPI``), so a page can give each image its width and height.
+
+``loss.png``: the loss per training step; ``throughput.png``: samples/s total and per
+replica between consecutive sample records; ``memory.png``: bytes resident per IPU over time
+(each execution drawn at its peak, between its bytes at begin) and each IPU's peak against its
+memory; ``timeline.png``: each IPU's (or PopTorch replica's) executions over time.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .recorder import Recorder
+
+FIGSIZE = (8.0, 3.5)
+DPI = 100
+SIZE = (int(FIGSIZE[0] * DPI), int(FIGSIZE[1] * DPI))  # (width, height) in pixels
+NAMES = ("loss.png", "throughput.png", "memory.png", "timeline.png")
+
+
+def available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def write_all(rec: Recorder, folder: str) -> list:
+    """Draw every figure into ``folder``; returns the file names written."""
+    from matplotlib.figure import Figure  # no pyplot: no global state; PNGs print by Agg
+
+    written = []
+    for name, draw in zip(NAMES, (_loss, _throughput, _memory, _timeline)):
+        fig = Figure(figsize=FIGSIZE, dpi=DPI)
+        draw(fig, rec)
+        fig.savefig(os.path.join(folder, name), dpi=DPI, format="png")
+        written.append(name)
+    return written
+
+
+def _empty(ax, message: str) -> None:
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _loss(fig, rec: Recorder) -> None:
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_title("Training loss")
+    if not rec.losses:
+        _empty(ax, "no training loss was recorded")
+        return
+    ax.plot([p[0] for p in rec.losses], [p[2] for p in rec.losses], marker=".", lw=1)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+
+
+def _throughput(fig, rec: Recorder) -> None:
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_title("Throughput")
+    points = sorted(rec.training_samples())
+    rates = [(t, n / (t - t0)) for (t0, _, _), (t, n, _) in zip(points, points[1:]) if t > t0]
+    if not rates:
+        _empty(ax, "fewer than two sample records: no throughput over time")
+        return
+    ts = [t for t, _ in rates]
+    ax.plot(ts, [r for _, r in rates], marker=".", lw=1, label="total")
+    ax.plot(ts, [r / rec.replicas for _, r in rates], marker=".", lw=1, ls="--",
+            label=f"per replica ({rec.replicas})")
+    ax.set_xlabel("seconds since the run began")
+    ax.set_ylabel("samples/s")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+
+
+def _memory(fig, rec: Recorder) -> None:
+    over_time, peaks = fig.subplots(1, 2, width_ratios=(3, 1))
+    over_time.set_title("Bytes resident per IPU")
+    peaks.set_title("Peak / IPU memory")
+    if not rec.memory:
+        _empty(over_time, "nothing was charged to an IPU's ledger")
+        _empty(peaks, "")
+        return
+    by_ipu: dict = {}
+    for m in sorted(rec.memory, key=lambda m: m.begin):
+        xs, ys, _ = by_ipu.setdefault(m.ipu, ([], [], m.capacity))
+        xs += [m.begin, m.begin, m.end, m.end]  # an execution's bytes go when it ends
+        ys += [m.before / 1024, m.peak / 1024, m.peak / 1024, m.before / 1024]
+    for ipu, (xs, ys, _) in sorted(by_ipu.items()):
+        over_time.plot(xs, ys, lw=1, label=f"IPU {ipu}")
+    over_time.set_xlabel("seconds since the run began")
+    over_time.set_ylabel("KiB")
+    over_time.legend(loc="upper left", fontsize="small")
+    over_time.grid(alpha=0.3)
+    ipus = sorted(by_ipu)
+    fractions = [100 * max(m.peak for m in rec.memory if m.ipu == i) / by_ipu[i][2]
+                 for i in ipus]
+    peaks.bar([str(i) for i in ipus], fractions)
+    peaks.set_xlabel("IPU")
+    peaks.set_ylabel("% of the IPU's memory")
+    fig.tight_layout()
+
+
+def _timeline(fig, rec: Recorder) -> None:
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_title("Executions on the emulated IPUs")
+    if not rec.spans:
+        _empty(ax, "no execution was recorded")
+        return
+    rows = sorted({s.row for s in rec.spans}, key=lambda r: (r.split()[0], int(r.split()[1])))
+    colors = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+    for y, row in enumerate(rows):
+        spans = [s for s in rec.spans if s.row == row]
+        ax.broken_barh([(s.begin, max(s.end - s.begin, 1e-6)) for s in spans], (y - 0.4, 0.8),
+                       facecolors=[colors[s.replica % len(colors)] for s in spans])
+    ax.set_yticks(range(len(rows)), rows)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since the run began (colour: replica)")
+    fig.tight_layout()
