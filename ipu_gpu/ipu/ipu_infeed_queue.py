@@ -76,6 +76,7 @@ from ..core import backend as _backend
 from ..core import nest as _nest
 from ..core.tensor import Tensor, wrap
 from ..emulation import context as _context
+from ..emulation import observe as _observe
 from ..emulation import poplar_flags as _poplar_flags
 from ..emulation import rollback as _rollback
 from ..errors import OutOfRangeError
@@ -688,6 +689,8 @@ class IPUInfeedQueue:
             flat = synthetic.element(ctx)
         elif ctx is not None and flat and type(flat[0]) is not np.ndarray:
             flat = self._to_replica_device(flat, ctx)
+        if _observe.observer is not None and ctx is not None:  # ipu-gpu run --report
+            _observe.observer.infeed_element(flat, n_rep)
         spec = self._source.spec
         if spec.flat_tuple:
             return tuple([wrap(a) for a in flat])

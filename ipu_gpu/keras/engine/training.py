@@ -31,6 +31,7 @@ from ... import distribute
 from ...core import nest
 from ...core.tape import GradientTape
 from ...core.tensor import Tensor
+from ...emulation import observe as _observe
 from .. import callbacks as callbacks_module
 from . import call_context, compile_utils, data_adapter, policy
 from .base_layer import Layer, _dedup
@@ -668,6 +669,8 @@ class Model(Layer):
                     for step, n in handler.steps():
                         callbacks.on_train_batch_begin(step)
                         logs = self._run_execution(train_function, iterator, n, handler)
+                        if _observe.observer is not None:  # ipu-gpu run --report
+                            _observe.observer.keras_execution(logs, n, runner)
                         callbacks.on_train_batch_end(step + handler.step_increment, logs)
                         if self.stop_training:
                             break
