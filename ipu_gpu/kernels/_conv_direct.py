@@ -20,6 +20,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import _cache_deps
+
+_cache_deps.install()  # callers' cached kernels embed these helpers
+
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def forward_rows(xg, w, out, r0, r1, sh, sw, dh, dw):

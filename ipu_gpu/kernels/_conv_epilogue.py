@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from numba import njit
 
+from . import _cache_deps
+
+_cache_deps.install()  # callers' cached kernels embed these helpers
+
 
 @njit(cache=True, nogil=True)
 def bias_act_rows(out, bias, r0, r1, relu):

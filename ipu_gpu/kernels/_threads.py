@@ -6,6 +6,10 @@ import os
 
 import numba
 
+from . import _cache_deps
+
+_cache_deps.install()  # before any kernel importing this module is decorated
+
 # Replicas run kernels from several Python threads; Numba's default fallback layer
 # ('workqueue') is not thread-safe, so ask for a thread-safe one (omp or tbb) unless the
 # user chose a layer explicitly.

@@ -11,6 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import _cache_deps
+
+_cache_deps.install()  # callers' cached kernels embed these helpers
+
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 
 
