@@ -26,13 +26,12 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     row: str  # the timeline row: "IPU 3" or "replica 1"
     replica: int
     replicas: int
@@ -41,8 +40,7 @@ class Span:
     kind: str  # "engine", "poptorch training", "poptorch inference"
 
 
-@dataclass(frozen=True)
-class MemorySample:
+class MemorySample(NamedTuple):
     ipu: int
     capacity: int
     begin: float
@@ -73,6 +71,8 @@ def _host(a) -> np.ndarray:
 
 
 def _mean(a) -> float | None:
+    if type(a) is float:
+        return a
     a = _host(a)
     if a.size == 0 or not (np.issubdtype(a.dtype, np.floating)
                            or np.issubdtype(a.dtype, np.integer)):
