@@ -40,7 +40,13 @@ each leaf in pinned host memory and uploads it on its own non-blocking CUDA stre
 synchronises that stream before handing the element over, so a consumer never waits on a
 copy in flight. Prefetching starts with ``initializer`` or the first dequeue. Elements land
 on the GPU current when prefetching started; a replica whose IPU runs on another GPU gets a
-copy on its own GPU.
+copy on its own GPU. On the CPU backend an in-memory ``ipu_gpu.data`` pipeline (sources of
+arrays, then batching, repeating, shuffling, taking, skipping, sharding, zipping, caching:
+no function, generator, file or prefetch of its own) is read by the consumer at each
+dequeue instead, with no thread: reading it is a few microseconds of slicing and copying
+that hold the GIL, which no thread can overlap with the program, while handing each element
+over from a thread costs two thread switches and a wait for the GIL. The elements, their
+order, the replica split and the end of the dataset are the same.
 
 Synthetic data: when the queue starts (``initializer`` or its first dequeue) under
 ``TF_POPLAR_FLAGS=--use_synthetic_data`` or ``--synthetic_data_categories=...infeed...``, no
@@ -491,6 +497,75 @@ class _Prefetcher:
 
 
 # ---------------------------------------------------------------------------------------------
+# Reading in the consumer: in-memory pipelines on the CPU backend.
+
+# ipu_gpu.data transformations whose reading runs no user code (no map/filter function, no
+# generator, no file, no prefetch thread of its own): they only slice, gather and copy arrays.
+_IN_MEMORY_DATASETS = frozenset({
+    "TensorSlices", "Tensors", "Range", "Zip", "Batch", "PaddedBatch", "Unbatch", "Repeat",
+    "Take", "Skip", "Shard", "Concatenate", "Enumerate", "Shuffle", "Cache",
+    "_AssertCardinality"})
+
+
+def _reads_in_memory(source: _Source) -> bool:
+    """Whether reading ``source`` only slices and copies host arrays: an
+    ``ipu_gpu.data.Dataset`` built from the transformations of ``_IN_MEMORY_DATASETS``."""
+    if source.kind != "ipu_gpu.data.Dataset":
+        return False
+    todo = [source.dataset]
+    while todo:
+        ds = todo.pop()
+        kind = type(ds)
+        if kind.__name__ not in _IN_MEMORY_DATASETS or not kind.__module__.startswith(
+                "ipu_gpu.data."):
+            return False
+        todo.extend(ds._inputs)
+    return True
+
+
+class _InlineReader:
+    """The ``_Prefetcher`` interface without a thread: ``get`` reads, checks and copies the
+    next element in the consumer. Used where a read is a few microseconds of slicing and
+    copying on the host that holds the GIL throughout (``_reads_in_memory`` on the CPU
+    backend): a thread could not overlap it with the program, and handing each element over
+    would cost two thread switches and a wait for the GIL per dequeue. The elements, their
+    order, the end of the dataset and its errors are the prefetch thread's."""
+
+    thread = None
+
+    def __init__(self, source: _Source):
+        self.source = source
+        self.copier = _HostCopier()
+        self._flat = None  # the source's iterator, made by the first read
+        self._count = 0
+        self._done = None  # the (_END or _ERROR, value) once reached
+
+    def get(self):
+        if self._done is not None:
+            return self._done
+        try:
+            if self._flat is None:
+                self._flat = self.source.flat_elements()
+            flat = next(self._flat, None)
+            if flat is None:
+                self._done = (_END, self._count)
+                return self._done
+            self.source.spec.check(flat, self._count)
+            item = _ITEM, self.copier(flat)
+        except BaseException as e:  # raised by the consumer, as the thread's errors are
+            self._done = (_ERROR, e)
+            return self._done
+        self._count += 1
+        return item
+
+    def ready(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        self._flat = None
+
+
+# ---------------------------------------------------------------------------------------------
 # Synthetic data: what the device sees when no host data reaches the infeed.
 
 
@@ -586,7 +661,7 @@ class IPUInfeedQueue:
         self._optimise_latency = bool(optimise_latency)
         self._name = f"infeed_{next(_feed_ids)}"
         self._lock = threading.Lock()
-        self._prefetcher: _Prefetcher | None = None
+        self._prefetcher: _Prefetcher | _InlineReader | None = None
         self._synthetic: _Synthetic | None = None  # set while started without host data
         self._initialized = False
         self._dequeued = False
@@ -709,11 +784,16 @@ class IPUInfeedQueue:
             flags = _poplar_flags.parse()  # a malformed value raises before anything starts
             mode = _synthetic_mode(flags)
             if mode is None:
-                self._prefetcher = _Prefetcher(self._source, self._prefetch_depth, self._name)
+                self._prefetcher = self._reader()
             else:
                 initializer = flags.synthetic_data_initializer if mode == "synthetic" else ""
                 self._synthetic = _Synthetic(self._source.spec, initializer)
         self._initialized = True
+
+    def _reader(self):
+        if _backend.backend_name() == "cpu" and _reads_in_memory(self._source):
+            return _InlineReader(self._source)
+        return _Prefetcher(self._source, self._prefetch_depth, self._name)
 
     def _close(self) -> None:
         p, self._prefetcher = self._prefetcher, None
@@ -819,7 +899,7 @@ class IPUInfeedQueue:
 
     def __del__(self):
         p = getattr(self, "_prefetcher", None)
-        if p is not None:
+        if isinstance(p, _Prefetcher):
             p.stop.set()
 
 
