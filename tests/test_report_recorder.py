@@ -140,14 +140,28 @@ def test_infeed_samples_count_at_the_end_of_each_run(recorder):
     recorder.run_ended(recorder.start + 2.0)  # nothing dequeued: no record
     assert [(t, n) for t, n, _ in recorder.samples] == [(1.0, 33)]
     assert recorder.executions == 2 and recorder.replicas == 2
+    assert recorder.training_samples() == [(1.0, 33, "infeed")]  # no loss yet: every run
+
+
+def test_infeed_samples_are_training_samples_once_a_loss_claims_them(recorder):
+    for t in (1.0, 2.0):
+        recorder.infeed_element([np.zeros((8, 5))], 1)
+        recorder.run_ended(recorder.start + t)
+    recorder.outfeed(0, [np.array([0.5, 0.25])], 1, None, False)
+    recorder.infeed_element([np.zeros((22, 5))], 1)  # an inference loop after training
+    recorder.run_ended(recorder.start + 3.0)
+    recorder.outfeed(0, [np.array([3, 4], np.int32)], 1, None, False)  # not a loss
+    assert recorder.training_samples() == [(1.0, 8, "infeed training"),
+                                           (2.0, 8, "infeed training")]
 
 
 def test_throughput_leaves_the_first_record_out():
     t = summary.throughput([(2.0, 100, "keras"), (1.0, 50, "keras"), (4.0, 100, "keras")], 2)
     assert t == {"samples": 250, "measured_samples": 200, "seconds": 3.0,
-                 "total": 200 / 3.0, "per_replica": 100 / 3.0, "replicas": 2}
+                 "first_left_out": True, "total": 200 / 3.0, "per_replica": 100 / 3.0,
+                 "replicas": 2}
     one = summary.throughput([(2.0, 100, "keras")], 1)
-    assert one["total"] == 50.0
+    assert one["total"] == 50.0 and not one["first_left_out"]
     assert summary.throughput([], 4)["total"] is None
 
 
@@ -203,7 +217,7 @@ def test_summary_text_and_page_show_the_same_numbers():
     assert text[0] == "ipu-gpu: run summary"
     assert text[-1] == "ipu-gpu: report written to out/report.html"
     assert text[2] == ("  throughput: 640.0 samples/s total, 320.0 samples/s per replica "
-                       "(2 replicas)")
+                       "(2 replicas; after the first execution, which compiles)")
     assert text[3] == "  final loss: 0.100000 (step 10)"
     assert text[4] == "  peak memory: IPU 3 11.00 KiB of 1.00 MiB (1.07%)"
     page = html.page(s)

@@ -108,6 +108,8 @@ def _memory(fig, rec: Recorder) -> None:
 
 
 def _timeline(fig, rec: Recorder) -> None:
+    from matplotlib.patches import Patch
+
     ax = fig.add_subplot(1, 1, 1)
     ax.set_title("Executions on the emulated IPUs")
     if not rec.spans:
@@ -121,5 +123,8 @@ def _timeline(fig, rec: Recorder) -> None:
                        facecolors=[colors[s.replica % len(colors)] for s in spans])
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
-    ax.set_xlabel("seconds since the run began (colour: replica)")
+    ax.set_xlabel("seconds since the run began")
+    replicas = sorted({s.replica for s in rec.spans})[:len(colors)]
+    ax.legend(handles=[Patch(color=colors[r], label=f"replica {r}") for r in replicas],
+              loc="upper left", fontsize="small")
     fig.tight_layout()

@@ -15,8 +15,10 @@ It keeps, over the run (times are ``time.perf_counter`` seconds since the record
   call returns (the loss, as PopTorch models return it), averaged;
 * ``samples``: ``(seconds, n, source)``, training samples consumed: Keras: the samples each
   ``fit`` execution took over all replicas; TF 1/TF 2 loops: the infeed elements dequeued
-  inside replicas times their batch dimension, counted at the end of each run; PopTorch:
-  the combined batch of each training call.
+  inside replicas times their batch dimension, counted at the end of each run, and claimed
+  as training samples when a loss is next recorded from an outfeed or a fetch (an
+  inference loop's infeed is not training); PopTorch: the combined batch of each training
+  call.
 
 Every hook swallows its own errors (a report must never break the run it observes).
 """
@@ -95,6 +97,7 @@ class Recorder:
         self.steps = 0
         self.replicas = 1
         self._pending = 0  # infeed samples of the run in progress
+        self._unclaimed: list = []  # indices in samples of infeed records no loss claimed
         self._lock = threading.Lock()
         self._keras_seen: dict = {}  # id(runner) -> runner.samples at its last execution
 
@@ -104,8 +107,9 @@ class Recorder:
     def training_samples(self) -> list:
         """The sample records of one source: Keras's or PopTorch's own counts where the
         program has them (a Keras ``fit`` also feeds its replicas through an infeed, and
-        evaluation's infeed elements are no training samples), else the infeeds'."""
-        for source in ("keras", "poptorch", "infeed"):
+        evaluation's infeed elements are no training samples), else those of the runs whose
+        losses were recorded, else every infeed's."""
+        for source in ("keras", "poptorch", "infeed training", "infeed"):
             picked = [p for p in self.samples if p[2] == source]
             if picked:
                 return picked
@@ -129,7 +133,15 @@ class Recorder:
             self.executions += 1
             n, self._pending = self._pending, 0
         if n:
+            self._unclaimed.append(len(self.samples))
             self.samples.append((end - self.start, n, "infeed"))
+
+    def _claim(self) -> None:
+        """A loss was recorded: the runs since the last one trained."""
+        for i in self._unclaimed:
+            t, n, _ = self.samples[i]
+            self.samples[i] = (t, n, "infeed training")
+        self._unclaimed = []
 
     # ---- feeds and sessions ------------------------------------------------------------
     @_guarded
@@ -166,6 +178,7 @@ class Recorder:
         for v in values:
             self.steps += 1
             self.losses.append((self.steps, t, v, "outfeed"))
+        self._claim()
 
     @_guarded
     def fetched(self, tensors, values) -> None:
@@ -179,6 +192,7 @@ class Recorder:
             if value is not None:
                 self.steps += 1
                 self.losses.append((self.steps, self.now(), value, "session"))
+                self._claim()
 
     # ---- Keras and PopTorch --------------------------------------------------------------
     @_guarded

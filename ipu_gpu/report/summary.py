@@ -28,7 +28,7 @@ def throughput(samples: list, replicas: int) -> dict:
         n, seconds = 0, 0.0
     total = n / seconds if n and seconds > 0 else None
     return {"samples": int(sum(p[1] for p in points)), "measured_samples": int(n),
-            "seconds": seconds, "total": total,
+            "seconds": seconds, "first_left_out": len(points) >= 2, "total": total,
             "per_replica": None if total is None else total / replicas,
             "replicas": replicas}
 
@@ -76,8 +76,10 @@ def fields(summary: dict) -> list:
     if t["total"] is None:
         rate = "not measured (no training samples were recorded)"
     else:
+        how = ("after the first execution, which compiles" if t["first_left_out"]
+               else "one execution, compiling included")
         rate = (f"{t['total']:.1f} samples/s total, {t['per_replica']:.1f} samples/s per "
-                f"replica ({t['replicas']} replica{'s' if t['replicas'] != 1 else ''})")
+                f"replica ({t['replicas']} replica{'s' if t['replicas'] != 1 else ''}; {how})")
     loss = summary["loss"]
     final = ("not recorded" if loss["final"] is None
              else f"{loss['final']:.6f} (step {loss['final_step']})")
