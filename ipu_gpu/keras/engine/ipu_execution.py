@@ -116,11 +116,13 @@ class IPUOptions:
         self.pipelining_kwargs = pipelining.validate_pipelining_kwargs(kwargs)
         self.gradient_accumulation_reduction_method = method
 
-    def set_feed(self, which, kwargs, forbidden):
-        for key in forbidden:
-            if key in kwargs:
-                raise ValueError(f"Found `{key}` key in `kwargs`. This argument is not "
-                                 "compatible with Keras.")
+    def set_feed(self, which, kwargs):
+        """Keep the infeed's or outfeed's options after Graphcore's eager checks
+        (``feeds.check_*_options``); the queue constructors check the rest at fit time."""
+        from . import feeds
+
+        check = feeds.check_infeed_options if which == "infeed" else feeds.check_outfeed_options
+        check(kwargs)
         setattr(self, f"{which}_kwargs", dict(kwargs))
 
     def set_replication(self, method):
@@ -212,6 +214,39 @@ class Runner:
         self.samples = 0  # samples the executions consumed, over all replicas
         self.counter = {"fit": model._train_counter, "evaluate": model._test_counter,
                         "predict": model._predict_counter}[mode]
+        self.infeed = None  # feeds.Infeed of the current data iterator
+
+    # ---- the feeds ---------------------------------------------------------------------
+    def epochs(self, handler):
+        """``handler.enumerate_epochs()`` fed through an infeed (``feeds.py``): the outfeed's
+        and infeed's options are checked by their queue constructors first, as Graphcore's
+        Keras makes its queues when the loop starts; one infeed per data iterator. The
+        infeed's reader stops when the loop ends, however it ends."""
+        from . import feeds
+
+        options = self.model._ipu_options
+        feeds.outfeed_for(options.outfeed_kwargs)
+        depth = feeds.prefetch_depth_for(options.infeed_kwargs)
+        try:
+            for epoch, iterator in handler.enumerate_epochs():
+                if self.infeed is None or self.infeed.iterator is not iterator:
+                    self.close()
+                    self.infeed = feeds.Infeed(iterator, depth)
+                yield epoch, iterator
+        finally:
+            self.close()
+
+    def close(self):
+        """Stop the infeed's reader, if any."""
+        infeed, self.infeed = self.infeed, None
+        if infeed is not None:
+            infeed.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def prepare(self, handler):
         """Check the execution length against the gradient accumulation (fit) and a
@@ -268,10 +303,17 @@ class Runner:
     def function(self, iterator, steps, done):
         """One execution: ``steps`` steps on every replica; returns the logs (metrics) or,
         for predict, the outputs of every step and replica in data order."""
-        r = self.replication_factor
-        elements = [next(iterator) for _ in range(steps * r)]  # the execution's infeed
+        infeed = self.infeed
+        if infeed is None or infeed.iterator is not iterator:
+            raise RuntimeError("Runner.function: the iterator is not the one `epochs` feeds")
+        elements = infeed.take(steps * self.replication_factor)  # the execution's infeed
         self.samples += sum(_batch_size(element) for element in elements)
-        return self._execute(elements, steps, done)
+        self._build_on_host(elements[0])  # before the reader runs beside the host
+        infeed.read_ahead()
+        try:
+            return self._execute(elements, steps, done)
+        finally:
+            infeed.settle()
 
     def run_single(self, data):
         """``*_on_batch``: one step, every replica on the same batch."""

@@ -20,6 +20,7 @@ a functional model (``functional.py``); ``Sequential`` is in ``sequential.py``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -640,7 +641,7 @@ class Model(Layer):
             val_x, val_y, val_sample_weight = data_adapter.unpack_x_y_sample_weight(
                 validation_data)
         runner = self._ipu_runner("fit", x)
-        with self.distribute_strategy.scope():
+        with self.distribute_strategy.scope(), _feeding(runner):
             handler = data_adapter.DataHandler(
                 x=x, y=y, sample_weight=sample_weight, batch_size=batch_size,
                 steps_per_epoch=steps_per_epoch, initial_epoch=initial_epoch, epochs=epochs,
@@ -660,7 +661,7 @@ class Model(Layer):
             callbacks.on_train_begin()
             training_logs = None
             logs = None
-            for epoch, iterator in handler.enumerate_epochs():
+            for epoch, iterator in _epochs(handler, runner):
                 self.reset_metrics()
                 if runner is not None:
                     runner.samples = 0
@@ -748,7 +749,7 @@ class Model(Layer):
             raise TypeError(f"Invalid keyword arguments: {list(kwargs.keys())}")
         verbose = 1 if verbose == "auto" else verbose
         runner = self._ipu_runner("evaluate", x)
-        with self.distribute_strategy.scope():
+        with self.distribute_strategy.scope(), _feeding(runner):
             handler = data_adapter.DataHandler(
                 x=x, y=y, sample_weight=sample_weight, batch_size=batch_size,
                 steps_per_epoch=steps, initial_epoch=0, epochs=1,
@@ -764,7 +765,7 @@ class Model(Layer):
             test_function = self.make_test_function() if runner is None else runner.function
             self._test_counter.assign(0)
             callbacks.on_test_begin()
-            for _, iterator in handler.enumerate_epochs():
+            for _, iterator in _epochs(handler, runner):
                 self.reset_metrics()
                 with handler.catch_stop_iteration():
                     for step, n in handler.steps():
@@ -791,7 +792,7 @@ class Model(Layer):
         """
         verbose = 1 if verbose == "auto" else verbose
         runner = self._ipu_runner("predict", x)
-        with self.distribute_strategy.scope():
+        with self.distribute_strategy.scope(), _feeding(runner):
             handler = data_adapter.DataHandler(
                 x=x, batch_size=batch_size, steps_per_epoch=steps, initial_epoch=0, epochs=1,
                 steps_per_execution=self._steps_per_execution,
@@ -807,7 +808,7 @@ class Model(Layer):
             self._predict_counter.assign(0)
             callbacks.on_predict_begin()
             outputs = []
-            for _, iterator in handler.enumerate_epochs():
+            for _, iterator in _epochs(handler, runner):
                 with handler.catch_stop_iteration():
                     for step, n in handler.steps():
                         callbacks.on_predict_batch_begin(step)
@@ -989,15 +990,26 @@ class Model(Layer):
                                  print_fn)
 
     def set_infeed_queue_options(self, **kwargs):
-        """Stores the infeed options (``prefetch_depth``: accepted, no effect here).
+        """Sets the options of the ``IPUInfeedQueue`` that ``fit``/``evaluate``/``predict``
+        create under an IPUStrategy (``IPUInfeedQueue(dataset, **kwargs)``): the data is read
+        ``prefetch_depth`` elements ahead of the device (``feeds.py``). The constructor checks
+        the options when those calls start feeding.
 
         Raises:
-          ValueError: ``dataset``/``infeed_spec`` keys (Graphcore's message)."""
-        self._ipu_options.set_feed("infeed", kwargs, ("dataset", "infeed_spec"))
+          ValueError: a ``dataset``, ``infeed_spec``, ``element_spec`` or ``_internal_id``
+            key (Graphcore's messages)."""
+        self._ipu_options.set_feed("infeed", kwargs)
 
     def set_outfeed_queue_options(self, **kwargs):
-        """Stores the outfeed options (accepted, no effect here)."""
-        self._ipu_options.set_feed("outfeed", kwargs, ("outfeed_mode",))
+        """Sets the options of the ``IPUOutfeedQueue`` that ``fit``/``evaluate``/``predict``
+        create under an IPUStrategy (``IPUOutfeedQueue(**kwargs)``, checked when those calls
+        start). Keras reads each execution's last results itself, so ``buffer_depth`` and
+        ``optimise_latency`` change nothing the host sees.
+
+        Raises:
+          ValueError: an ``outfeed_mode`` or ``device_ordinal`` key (Graphcore's
+            messages)."""
+        self._ipu_options.set_feed("outfeed", kwargs)
 
     def set_asynchronous_callbacks(self, asynchronous=False):
         """Accepted: callbacks run between executions either way."""
@@ -1145,6 +1157,18 @@ class Model(Layer):
                          "Please implement a `get_config()` method in the subclassed Model "
                          "for proper saving and loading. Defaulting to empty config.")
             return {}
+
+
+def _feeding(runner):
+    """The IPU runner as a context that stops its infeed's reader on exit (a no-op on the
+    host path)."""
+    return contextlib.nullcontext() if runner is None else runner
+
+
+def _epochs(handler, runner):
+    """The epochs of one loop: the data handler's, fed through the runner's infeed on an
+    IPUStrategy."""
+    return handler.enumerate_epochs() if runner is None else runner.epochs(handler)
 
 
 def _is_sequential(model) -> bool:
