@@ -22,6 +22,7 @@ import contextlib
 import threading
 
 from ..core import backend
+from ..core import tape as tape_module
 from ..core.convert import convert_to_tensor
 from ..core.indexed_slices import IndexedSlices
 from ..core.tensor import Tensor, Variable
@@ -87,18 +88,19 @@ class _Optimizer:
         lr = self._lr if isinstance(getattr(self, "_lr", None), GraphTensor) else None
         self._create_graph_slots(graph, [v for _, v in pairs])
 
-        def update(var, grad, lr_value, state):
+        def update(var, grad, lr_value, *state):  # flat inputs: a plan calls it by position
             self._bind(var, state)
             if isinstance(grad, IndexedSlices):  # applied dense (TF 1 applies it sparsely)
                 grad = convert_to_tensor(grad)
-            if lr is None:
-                self._eager_update(var, grad)
-            else:
-                with learning_rate_value(lr_value):
+            with _not_recorded():
+                if lr is None:
                     self._eager_update(var, grad)
+                else:
+                    with learning_rate_value(lr_value):
+                        self._eager_update(var, grad)
             return []
         updates = [add_node(graph, "ApplyGradient", "update",
-                            [v, g, lr, self._graph_state(graph, v)], update, [])
+                            [v, g, lr, *self._graph_state(graph, v)], update, [])
                    for g, v in pairs]
         op = group(*updates, name=name or self._name)
         finish = self._finish_node(graph, op)
@@ -259,6 +261,23 @@ _run = threading.local()  # .lr: a graph-tensor learning rate's value in the run
 
 
 @contextlib.contextmanager
+def _not_recorded():
+    """No tape records the update's arithmetic: TF's apply ops have no gradient, and a run's
+    tape (the one a body's ``gradients`` node differentiates) would keep every operand of
+    every update alive until the run ends for nothing."""
+    local = tape_module._local
+    tapes = local.tapes
+    if not tapes:
+        yield
+        return
+    local.tapes = []
+    try:
+        yield
+    finally:
+        local.tapes = tapes
+
+
+@contextlib.contextmanager
 def learning_rate_value(value):
     """Inside the block, an optimizer whose learning rate is a graph tensor (a decayed rate)
     reads ``value``, the tensor's value in the running step."""
@@ -294,8 +313,11 @@ class GradientDescentOptimizer(_Optimizer):
             if a.dtype.kind == "f" and a.dtype == v.dtype:
                 xp = backend.xp_of(a)
                 with quiet(xp):
-                    delta = xp.multiply(a, xp.asarray(lr, dtype=a.dtype))
-                v.assign_sub(xp.asarray(delta))
+                    delta = xp.asarray(xp.multiply(a, xp.asarray(lr, dtype=a.dtype)))
+                if type(v) is Variable and _same_kind(delta, v):
+                    v._update(delta, "subtract")  # assign_sub, its checks passed
+                else:
+                    v.assign_sub(delta)
                 return
         v.assign_sub(g * lr)
 
@@ -377,6 +399,14 @@ class AdamOptimizer(_Optimizer):
             return []
         return add_node(graph, "AdamFinish", "Adam_finish", [self._non_slots.get(graph, [])],
                         finish, [], control_inputs=[after])
+
+
+def _same_kind(delta, v) -> bool:
+    """Whether ``delta`` is an array of ``v``'s type, dtype and shape (holds no reference to
+    ``v``'s buffer after it returns, so ``_update`` may still update it in place)."""
+    value = v._value
+    return type(delta) is type(value) and delta.dtype == value.dtype and \
+        delta.shape == value.shape
 
 
 def _cast_to(x, dtype):
