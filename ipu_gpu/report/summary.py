@@ -4,7 +4,9 @@
 Throughput: the samples recorded after the first record (which includes compiling) over the
 seconds from that first record to the last; with one record, its samples over the seconds
 since the run began. Per replica: the total over the replication factor. Peak memory: the
-most bytes an IPU's ledger held during any execution, against the IPU's memory.
+most bytes an IPU's ledger held during any execution, against the IPU's memory. ``series``
+holds what the loss and throughput figures draw: ``[step, seconds, loss]`` and the training
+sample records ``[seconds, samples]``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def build(rec: Recorder, run: dict, figures: list) -> dict:
         "throughput": throughput(rec.training_samples(), rec.replicas),
         "memory": memory(rec),
         "figures": figures, "report": REPORT_FILE, "recorder_errors": list(rec.errors),
+        "series": {"loss": [[step, t, v] for step, t, v, _ in losses],
+                   "samples": [[t, n] for t, n, _ in sorted(rec.training_samples())]},
     }
 
 
