@@ -82,6 +82,15 @@ def outfeed_for(kwargs: dict):
     return IPUOutfeedQueue(**kwargs)
 
 
+def _current_gpu():
+    """The host thread's current CUDA device on the GPU backend, else None."""
+    from ...core import backend
+
+    if backend.backend_name() != "gpu":
+        return None
+    return backend.default_xp().cuda.runtime.getDevice()
+
+
 class _Stop:
     """The end of the source (``error`` None) or the exception reading it raised."""
 
@@ -109,12 +118,22 @@ class Infeed:
         self._ended = False
         self._stopping = False
         self._cond = threading.Condition()
+        self._gpu = _current_gpu()  # the reader makes its Tensors where the host would
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"ipu_gpu-keras-infeed-{next(_names)}")
         self._thread.start()
 
     # ---- the reader thread -------------------------------------------------------------
     def _run(self) -> None:
+        if self._gpu is None:
+            self._read_loop()
+            return
+        import cupy
+
+        with cupy.cuda.Device(self._gpu):
+            self._read_loop()
+
+    def _read_loop(self) -> None:
         cond = self._cond
         while True:
             with cond:

@@ -7,7 +7,10 @@ One execution of ``steps_per_execution`` steps is one program (``IPUStrategy``'s
 the metrics and calls the batch callbacks only between programs. The replication factor is
 the device's IPU count (an unpipelined model is one shard). Each replica runs
 ``steps // R`` steps of the epoch; at step k replica r takes data element ``k * R + r``
-(consecutive elements to consecutive replicas, as an ``IPUInfeedQueue`` feeds them).
+(consecutive elements to consecutive replicas, as an ``IPUInfeedQueue`` feeds them). The
+elements come through an infeed that reads ``set_infeed_queue_options(prefetch_depth=...)``
+elements ahead of the device while each program runs (``feeds.py``, which also checks the
+infeed's and outfeed's options as Graphcore's Keras and the queue constructors do).
 
 A training step per replica: forward with ``training=True``, compiled loss plus
 ``model.losses``, gradients, then every replica all-reduces (SUMS, as Keras's optimizer does
