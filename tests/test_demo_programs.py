@@ -87,7 +87,7 @@ def test_demo_program_trains_on_digits(name, replicas, threshold, tmp_path):
 @pytest.mark.parametrize("name", ["demo_keras.py", "demo_tf1.py", "demo_poptorch.py"])
 def test_demo_program_default_size_exceeds_90_percent(name, tmp_path):
     stdout, _ = run_demo(name, tmp_path)
-    assert parse(stdout)[0] > 0.93
+    assert parse(stdout)[0] > 0.92
 
 
 def test_demo_programs_need_only_the_demo_extras():
