@@ -253,3 +253,28 @@ def test_report_folder_defaults(monkeypatch):
     assert cli.report_dir(Args) is None
     monkeypatch.setenv("IPU_GPU_REPORT_DIR", "elsewhere")
     assert cli.report_dir(Args) == "elsewhere"
+
+
+class _DeviceArray:
+    """A cupy-like array: the recorder copies it to the host with ``get()``."""
+
+    def __init__(self, a):
+        self._a = np.asarray(a)
+        self.shape, self.dtype, self.ndim = self._a.shape, self._a.dtype, self._a.ndim
+
+    def get(self):
+        return self._a
+
+
+def test_device_arrays_are_read_on_the_host(recorder):
+    recorder.outfeed({"loss": 0}, [_DeviceArray([[1.0, 2.0], [3.0, 4.0]])], 2, None, False)
+    recorder.infeed_element([_DeviceArray(np.zeros((6, 2)))], 1)
+    recorder.run_ended(recorder.start + 1.0)
+    assert [p[2] for p in recorder.losses] == [1.5, 3.5]
+    assert [n for _, n, _ in recorder.samples] == [6] and recorder.errors == []
+
+
+def test_the_page_needs_nothing_outside_its_folder():
+    page = html.page(summary.build(_synthetic(), RUN, list(figures.NAMES)))
+    assert "http" not in page and "<script" not in page and "<link" not in page
+    assert "<style>" in page
