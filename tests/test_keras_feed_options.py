@@ -444,8 +444,9 @@ def test_the_reader_thread_stops_however_fit_ends(ipus, ending):
                 model.fit(ds, steps_per_epoch=8, epochs=4, verbose=0,
                           callbacks=[log, *callbacks])
             assert batches == [1, 3]  # elements 0-3 trained, 4-5 were needed next
-        else:
-            model.fit(ds, steps_per_epoch=8, epochs=4, verbose=0, callbacks=[log, *callbacks])
+        else:  # validation runs its own infeed between the training executions
+            model.fit(ds, steps_per_epoch=8, epochs=4, verbose=0, callbacks=[log, *callbacks],
+                      validation_data=_Counted().dataset(), validation_steps=2)
         model.evaluate(_Counted().dataset(), steps=4, verbose=0)
         model.predict(_Counted().dataset(), steps=4, verbose=0)
     assert _feed_threads() == []

@@ -7,7 +7,12 @@ Options: the setters refuse at once only the keys Keras sets itself (infeed: ``d
 ``outfeed_mode``, ``device_ordinal``), with Graphcore's ValueErrors. Every other check is the
 queue constructors' (``ipu_gpu.ipu``'s ``IPUInfeedQueue``/``IPUOutfeedQueue``, their exceptions
 and messages), made as Graphcore's Keras makes them: when ``fit``/``evaluate``/``predict``
-starts feeding, after the ``on_*_begin`` callbacks.
+starts feeding, after the ``on_*_begin`` callbacks. Those constructors are stricter than SDK
+3.4's, which ignores unknown keywords, takes a ``prefetch_depth`` of 0 as the default and
+does not check its type: the emulator's ``IPUInfeedQueue`` raises TypeError for an unknown
+keyword or a non-int depth and ValueError for 0, and warns about the older SDKs' deprecated
+``feed_name``/``replication_factor``/``data_to_prefetch``; its ``device_ordinal`` and
+``buffer_depth`` messages are its own.
 
 Outfeed: Keras reads the last step's results of each execution itself, so the options left to
 the user (``buffer_depth``, ``optimise_latency``) are validated and change nothing the host
