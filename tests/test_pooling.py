@@ -392,6 +392,61 @@ def test_unit_window_is_the_identity_and_gradient_lands_on_maxima(geo):
     assert np.isin(x[dx > 0], y).all()
 
 
+# ---- the CPU kernels: whole 3x3 / 2x2 windows -------------------------------------------------
+def _max_rule(x, k, s, pad, floor):
+    """TF's CPU rule, window by window in numpy: the running maximum starts at ``floor`` and
+    takes an element only when strictly greater (NaN never), its flat index h * W + w
+    recorded (the window's first element when nothing beat ``floor``)."""
+    n, h, w, c = x.shape
+    oh, ow = (h + pad - k) // s + 1, (w + pad - k) // s + 1
+    out, arg = np.empty((n, oh, ow, c), x.dtype), np.empty((n, oh, ow, c), np.int32)
+    for i in range(oh):
+        for j in range(ow):
+            h0, w0 = max(i * s - pad, 0), max(j * s - pad, 0)
+            m = np.full((n, c), floor, x.dtype)
+            a = np.full((n, c), h0 * w + w0, np.int32)
+            for hh in range(h0, min(i * s - pad + k, h)):
+                for ww in range(w0, min(j * s - pad + k, w)):
+                    v = x[:, hh, ww]
+                    better = v > m
+                    m, a = np.where(better, v, m), np.where(better, hh * w + ww, a)
+            out[:, i, j], arg[:, i, j] = m, a
+    return out, arg
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("k", "s"), [(3, 1), (3, 2), (2, 1), (2, 2)])
+def test_whole_window_paths_follow_the_first_maximum_rule(k, s, dtype):
+    """The unrolled 3x3 and 2x2 windows give the general rule's values and indices bit for
+    bit, ties, NaN, -inf and the lowest value included (edge windows take the general loop:
+    top/left padding 1), and the gradient lands on those indices."""
+    rng = np.random.default_rng(k * 10 + s)
+    x = rng.integers(-2, 3, (2, 9, 8, 19)).astype(dtype)
+    flat = x.reshape(-1)
+    floor = np.finfo(dtype).min
+    for value, every in ((np.nan, 7), (-np.inf, 11), (floor, 13)):
+        flat[rng.choice(flat.size, flat.size // every, replace=False)] = value
+    x[0, 2:5, 2:5, :3] = np.nan  # whole windows of NaN
+    x[1, 2:5, 2:5, :3] = -np.inf
+    want, want_arg = _max_rule(x, k, s, 1, floor)
+    out, arg = np.empty_like(want), np.empty_like(want_arg)
+    pooling_cpu.max_pool_fwd(x, out, arg, k, k, s, s, 1, 1, dtype(floor))
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(arg, want_arg)
+    plain = np.empty_like(want)
+    pooling_cpu.max_pool_fwd(x, plain, None, k, k, s, s, 1, 1, dtype(floor))
+    np.testing.assert_array_equal(plain, want)
+    g = rng.standard_normal(want.shape).astype(dtype)
+    dx = np.empty_like(x)
+    pooling_cpu.max_pool_bwd(g, arg, dx, k, k, s, s, 1, 1)
+    want_dx = np.zeros_like(x).reshape(2, -1, 19)
+    for b in range(2):
+        for ch in range(19):
+            np.add.at(want_dx[b, :, ch], want_arg[b, ..., ch].reshape(-1),
+                      g[b, ..., ch].reshape(-1))
+    np.testing.assert_array_equal(dx, want_dx.reshape(x.shape))
+
+
 # ---- the CPU kernels: serial and parallel drivers ----------------------------------------------
 @pytest.mark.parametrize("planar", [False, True])
 def test_parallel_and_serial_kernels_agree(planar):

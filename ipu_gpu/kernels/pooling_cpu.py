@@ -20,7 +20,8 @@ The backward kernels give every input element the sum of its windows' terms in a
 bit for bit. With C > 1 one iteration owns an input row (b, h) and gathers from the windows
 covering it; with C == 1 one iteration owns a plane b and scatters each output once.
 
-Two forward loop nests: with C > 1 the loops run across channels (vectorised); with C == 1
+Two forward loop nests: with C > 1 the loops run across channels (vectorised; whole 3x3 and
+2x2 max windows unrolled inside the channel loop, see ``_max_3x3``); with C == 1
 (NCHW planes) the window columns are reduced over the window rows for a whole output row at
 once (vectorised across the row), then each window reduces its columns. A serial driver
 takes all rows (or planes); the parallel one runs blocks of them, with one scratch buffer a
@@ -209,16 +210,23 @@ def _max_row(x, out, b, oh, kh, kw, sh, sw, pt, pl, floor, fbuf):
     n_h, n_w, n_c = x.shape[1], x.shape[2], x.shape[3]
     h_lo, h_hi = _clip(oh, kh, sh, pt, n_h)
     acc = fbuf[:n_c]
+    full_h = h_hi - h_lo == kh
     for ow in range(out.shape[2]):
         w_lo, w_hi = _clip(ow, kw, sw, pl, n_w)
-        for c in range(n_c):
-            acc[c] = floor
-        for h in range(h_lo, h_hi):
-            for w in range(w_lo, w_hi):
-                for c in range(n_c):
-                    v = x[b, h, w, c]
-                    m = acc[c]
-                    acc[c] = v if v > m else m  # strictly greater: NaN never enters
+        if full_h and w_hi - w_lo == kw and kh == kw and (kh == 3 or kh == 2):
+            if kh == 3:
+                _max_3x3(x, b, h_lo, w_lo, floor, acc)
+            else:
+                _max_2x2(x, b, h_lo, w_lo, floor, acc)
+        else:
+            for c in range(n_c):
+                acc[c] = floor
+            for h in range(h_lo, h_hi):
+                for w in range(w_lo, w_hi):
+                    for c in range(n_c):
+                        v = x[b, h, w, c]
+                        m = acc[c]
+                        acc[c] = v if v > m else m  # strictly greater: NaN never enters
         for c in range(n_c):
             out[b, oh, ow, c] = acc[c]
 
@@ -229,24 +237,105 @@ def _max_arg_row(x, out, arg, b, oh, kh, kw, sh, sw, pt, pl, floor, fbuf, ibuf):
     h_lo, h_hi = _clip(oh, kh, sh, pt, n_h)
     acc = fbuf[:n_c]
     at = ibuf[:n_c]
+    full_h = h_hi - h_lo == kh
     for ow in range(out.shape[2]):
         w_lo, w_hi = _clip(ow, kw, sw, pl, n_w)
-        first = np.int32(h_lo * n_w + w_lo)
-        for c in range(n_c):
-            acc[c] = floor
-            at[c] = first
-        for h in range(h_lo, h_hi):
-            for w in range(w_lo, w_hi):
-                idx = np.int32(h * n_w + w)
-                for c in range(n_c):
-                    v = x[b, h, w, c]
-                    m = acc[c]
-                    better = v > m
-                    acc[c] = v if better else m
-                    at[c] = idx if better else at[c]
+        if full_h and w_hi - w_lo == kw and kh == kw and (kh == 3 or kh == 2):
+            if kh == 3:
+                _max_arg_3x3(x, b, h_lo, w_lo, floor, acc, at)
+            else:
+                _max_arg_2x2(x, b, h_lo, w_lo, floor, acc, at)
+        else:
+            first = np.int32(h_lo * n_w + w_lo)
+            for c in range(n_c):
+                acc[c] = floor
+                at[c] = first
+            for h in range(h_lo, h_hi):
+                for w in range(w_lo, w_hi):
+                    idx = np.int32(h * n_w + w)
+                    for c in range(n_c):
+                        v = x[b, h, w, c]
+                        m = acc[c]
+                        better = v > m
+                        acc[c] = v if better else m
+                        at[c] = idx if better else at[c]
         for c in range(n_c):
             out[b, oh, ow, c] = acc[c]
             arg[b, oh, ow, c] = at[c]
+
+
+# Whole 3x3 and 2x2 windows, the usual pooling layers: the window is unrolled inside the
+# channel loop, so the running maximum (and its index) stays in vector registers instead of
+# going through ``acc`` once per window element (about 5x faster for 3x3 over 64 channels).
+# Same comparisons in the same row-major order as the general loop: same bits.
+@njit(cache=True, nogil=True, inline="always")
+def _take(v, m):
+    return v if v > m else m
+
+
+@njit(cache=True, nogil=True)
+def _max_3x3(x, b, h, w, floor, acc):
+    for c in range(acc.shape[0]):
+        m = _take(x[b, h, w, c], floor)
+        m = _take(x[b, h, w + 1, c], m)
+        m = _take(x[b, h, w + 2, c], m)
+        m = _take(x[b, h + 1, w, c], m)
+        m = _take(x[b, h + 1, w + 1, c], m)
+        m = _take(x[b, h + 1, w + 2, c], m)
+        m = _take(x[b, h + 2, w, c], m)
+        m = _take(x[b, h + 2, w + 1, c], m)
+        acc[c] = _take(x[b, h + 2, w + 2, c], m)
+
+
+@njit(cache=True, nogil=True)
+def _max_2x2(x, b, h, w, floor, acc):
+    for c in range(acc.shape[0]):
+        m = _take(x[b, h, w, c], floor)
+        m = _take(x[b, h, w + 1, c], m)
+        m = _take(x[b, h + 1, w, c], m)
+        acc[c] = _take(x[b, h + 1, w + 1, c], m)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _take_arg(v, i, m, a):
+    better = v > m
+    return (v if better else m), (i if better else a)
+
+
+@njit(cache=True, nogil=True)
+def _max_arg_3x3(x, b, h, w, floor, acc, at):
+    n_w = x.shape[2]
+    # int32 sums would widen to int64 in Numba, and the selects with them stop vectorising
+    i00, i01, i02 = np.int32(h * n_w + w), np.int32(h * n_w + w + 1), np.int32(h * n_w + w + 2)
+    r1, r2 = (h + 1) * n_w + w, (h + 2) * n_w + w
+    i10, i11, i12 = np.int32(r1), np.int32(r1 + 1), np.int32(r1 + 2)
+    i20, i21, i22 = np.int32(r2), np.int32(r2 + 1), np.int32(r2 + 2)
+    for c in range(acc.shape[0]):
+        m, a = _take_arg(x[b, h, w, c], i00, floor, i00)
+        m, a = _take_arg(x[b, h, w + 1, c], i01, m, a)
+        m, a = _take_arg(x[b, h, w + 2, c], i02, m, a)
+        m, a = _take_arg(x[b, h + 1, w, c], i10, m, a)
+        m, a = _take_arg(x[b, h + 1, w + 1, c], i11, m, a)
+        m, a = _take_arg(x[b, h + 1, w + 2, c], i12, m, a)
+        m, a = _take_arg(x[b, h + 2, w, c], i20, m, a)
+        m, a = _take_arg(x[b, h + 2, w + 1, c], i21, m, a)
+        m, a = _take_arg(x[b, h + 2, w + 2, c], i22, m, a)
+        acc[c] = m
+        at[c] = a
+
+
+@njit(cache=True, nogil=True)
+def _max_arg_2x2(x, b, h, w, floor, acc, at):
+    n_w = x.shape[2]
+    i00, i01 = np.int32(h * n_w + w), np.int32(h * n_w + w + 1)
+    i10, i11 = np.int32((h + 1) * n_w + w), np.int32((h + 1) * n_w + w + 1)
+    for c in range(acc.shape[0]):
+        m, a = _take_arg(x[b, h, w, c], i00, floor, i00)
+        m, a = _take_arg(x[b, h, w + 1, c], i01, m, a)
+        m, a = _take_arg(x[b, h + 1, w, c], i10, m, a)
+        m, a = _take_arg(x[b, h + 1, w + 1, c], i11, m, a)
+        acc[c] = m
+        at[c] = a
 
 
 @njit(cache=True, nogil=True)
