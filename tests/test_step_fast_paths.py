@@ -289,22 +289,40 @@ def _counting_owned_relu(monkeypatch):
     return calls
 
 
-def test_relu_gradient_in_place_in_a_dense_stack(monkeypatch):
+def _counting(monkeypatch, module, name):
+    calls = []
+    fn = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: (calls.append(1), fn(*a, **k))[1])
+    return calls
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_relu_gradient_in_place_in_a_dense_stack(monkeypatch, bias):
+    """relu's gradient is written into the tape's own cotangent: by relu's rule, or after a
+    bias_add by the pair rule that also sums the bias's gradient in the same pass."""
     calls = _counting_owned_relu(monkeypatch)
+    pair = _counting(monkeypatch, elementwise_cpu, "relu_grad_column_sums_into")
+    sums = _counting(monkeypatch, elementwise_cpu, "column_sums")
     g = np.random.default_rng(9)
     x = g.standard_normal((8, 5)).astype(np.float32)
     w1, w2 = g.standard_normal((5, 6)).astype(np.float32), g.standard_normal((6, 3))
-    b1 = g.standard_normal(6).astype(np.float32)
+    b1 = g.standard_normal(6).astype(np.float32) if bias else np.zeros(6, np.float32)
     vs = [tf.Variable(w1), tf.Variable(b1), tf.Variable(w2.astype(np.float32))]
     with tf.GradientTape() as tape:
-        h = tf.nn.relu(tf.nn.bias_add(tf.matmul(tf.constant(x), vs[0]), vs[1]))
+        z = tf.matmul(tf.constant(x), vs[0])
+        h = tf.nn.relu(tf.nn.bias_add(z, vs[1]) if bias else z)
+        del z
         loss = tf.reduce_sum(tf.matmul(h, vs[2]))
     gw1, gb1, gw2 = tape.gradient(loss, vs)
-    assert calls == [1]  # the matmul's input gradient was the tape's alone
+    # the matmul's input gradient was the tape's alone
+    assert (calls, pair, sums) == (([], [1], []) if bias else ([1], [], []))
     z = x.astype(np.float64) @ w1 + b1
     dz = (np.ones((8, 3)) @ w2.T) * (z > 0)
     np.testing.assert_allclose(gw1.numpy(), x.T @ dz, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(gb1.numpy(), dz.sum(axis=0), rtol=1e-5, atol=1e-5)
+    if bias:
+        np.testing.assert_allclose(gb1.numpy(), dz.sum(axis=0), rtol=1e-5, atol=1e-5)
+    else:
+        assert gb1 is None  # the bias was not read
     np.testing.assert_allclose(gw2.numpy(), np.maximum(z, 0).T @ np.ones((8, 3)), rtol=1e-5)
 
 
@@ -385,3 +403,136 @@ def test_no_pending_product_under_a_tape_or_for_a_variable():
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [3.0, 3.0])
     with pytest.raises(TypeError):  # errors unchanged: a float beside an int tensor
         _ = 0.5 * tf.constant(np.array([1, 2], np.int32))
+
+
+# ---- two adjacent records played back at once (tape.set_pair_backward) ----------------------
+def _gradients(build, sources, pairs, monkeypatch, output_gradients=None):
+    """Gradients of ``build()`` (run under a fresh tape) with the tape's pair rules on or
+    off, as numpy arrays."""
+    from ipu_gpu.core import tape as tape_module
+
+    with monkeypatch.context() as m:
+        if not pairs:
+            m.setattr(tape_module, "_PAIR_BACKWARD", {})
+        with tf.GradientTape() as tape:
+            target = build()
+        grads = tape.gradient(target, sources, output_gradients=output_gradients)
+    return [None if g is None else g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 5), (256, 512), (2, 3, 4, 5)])
+@pytest.mark.parametrize("seeded", [False, True])
+def test_relu_of_bias_add_pair_gives_the_records_bits(monkeypatch, dtype, shape, seeded):
+    """relu(bias_add(v, b)) differentiated in one pass: the bits of relu's and bias_add's
+    rules one after the other (NaN and inf in the cotangent and the features included), near
+    a float64 reference; a cotangent the caller passed in is left as it was."""
+    v = tf.Variable(_inputs(dtype, shape, 3))
+    b = tf.Variable(_inputs(dtype, shape[-1:], 4)[::-1].copy())
+    seed = _inputs(dtype, shape, 5)[..., ::-1].copy() if seeded else None
+    kept = None if seed is None else seed.copy()
+    pair = _counting(monkeypatch, elementwise_cpu, "relu_grad_column_sums")
+    into = _counting(monkeypatch, elementwise_cpu, "relu_grad_column_sums_into")
+
+    def build():
+        y = tf.nn.relu(tf.nn.bias_add(v, b))
+        return y if seeded else tf.reduce_sum(y * y)
+
+    got = _gradients(build, [v, b], True, monkeypatch, seed)
+    assert (len(pair), len(into)) == ((1, 0) if seeded else (0, 1))
+    want = _gradients(build, [v, b], False, monkeypatch, seed)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    if seeded:
+        np.testing.assert_array_equal(seed, kept)
+    with np.errstate(all="ignore"):
+        z = v.numpy().astype(np.float64) + b.numpy().astype(np.float64)
+        y = np.maximum(z, 0)
+        dz = (seed.astype(np.float64) if seeded else 2 * y) * (y > 0)
+        db = dz.reshape(-1, shape[-1]).sum(axis=0)
+    finite = np.isfinite(dz)
+    np.testing.assert_allclose(got[0][finite], dz[finite], rtol=1e-5 if dtype == np.float32
+                               else 1e-12)
+    np.testing.assert_array_equal(np.isnan(got[0]), np.isnan(dz))
+    ok = np.isfinite(db)
+    np.testing.assert_allclose(got[1][ok], db[ok], rtol=1e-4 if dtype == np.float32
+                               else 1e-10, atol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+@pytest.mark.parametrize("case", ["bias_add output used twice", "bias_add output a source",
+                                  "NCHW", "one channel", "float16", "op between"])
+def test_relu_of_bias_add_pair_only_where_it_is_the_same(monkeypatch, case):
+    """Where relu is not the bias_add output's only use, the channel axis is not last, the
+    bias has one element, the kernel does not take the dtype or another op was recorded
+    between the two, the records play back one by one (the same numbers)."""
+    g = np.random.default_rng(11)
+    shape = {"NCHW": (2, 3, 4, 5), "one channel": (4, 1)}.get(case, (4, 6))
+    dtype = np.float16 if case == "float16" else np.float32
+    v = tf.Variable(g.standard_normal(shape).astype(dtype))
+    b = tf.Variable(g.standard_normal(shape[1] if case == "NCHW" else shape[-1]).astype(dtype))
+    kept = {}
+
+    def build():
+        z = tf.nn.bias_add(v, b, data_format="NCHW" if case == "NCHW" else None)
+        if case == "op between":
+            tf.identity(v)
+        y = tf.nn.relu(z)
+        loss = tf.reduce_sum(y * y)
+        if case == "bias_add output used twice":
+            loss = loss + tf.reduce_sum(z * 3.0)
+        kept["z"] = z
+        return loss
+
+    sources = [v, b]
+    calls = _counting(monkeypatch, elementwise_cpu, "relu_grad_column_sums_into")
+    if case == "bias_add output a source":
+        with tf.GradientTape() as tape:
+            loss = build()
+        got = [t.numpy() for t in tape.gradient(loss, [v, b, kept["z"]])]
+        assert calls == []
+        z = kept["z"].numpy()
+        np.testing.assert_allclose(got[2], 2 * np.maximum(z, 0), rtol=1e-6)
+        np.testing.assert_array_equal(got[0], got[2])
+        np.testing.assert_allclose(got[1], got[2].sum(axis=0), rtol=1e-5)
+        return
+    got = _gradients(build, sources, True, monkeypatch)
+    assert calls == []
+    want = _gradients(build, sources, False, monkeypatch)
+    for a, w in zip(got, want):
+        np.testing.assert_array_equal(a, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("axis", [None, [0, 1], 1])
+def test_mean_of_sparse_xent_pair_gives_the_records_bits(monkeypatch, dtype, axis):
+    """reduce_mean of the per-example cross-entropies differentiated in one multiply: the
+    bits of the two rules one after the other, near a float64 reference (a mean over some
+    axes only plays back record by record)."""
+    g = np.random.default_rng(12)
+    logits = tf.Variable(g.standard_normal((6, 5, 7)).astype(dtype) * 3)
+    labels = tf.constant(g.integers(0, 7, (6, 5)).astype(np.int32))
+    from ipu_gpu.core import tape as tape_module
+    from ipu_gpu.ops import nn, reduction
+
+    fused = []  # whether the pair rule took each call
+    key = (reduction._REDUCE_MEAN, nn._SPARSE_XENT)
+    rule = tape_module._PAIR_BACKWARD[key]
+    monkeypatch.setitem(tape_module._PAIR_BACKWARD, key,
+                        lambda *a: (lambda r: (fused.append(r is not None), r)[1])(rule(*a)))
+
+    def build():
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits), axis=axis)
+        return loss if axis != 1 else tf.reduce_sum(loss)
+
+    (got,) = _gradients(build, [logits], True, monkeypatch)
+    (want,) = _gradients(build, [logits], False, monkeypatch)
+    assert fused == [axis != 1]
+    np.testing.assert_array_equal(got, want)
+    x = logits.numpy().astype(np.float64)
+    p = np.exp(x - x.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    p[np.arange(6)[:, None], np.arange(5), labels.numpy()] -= 1
+    n = 30 if axis != 1 else 5
+    tol = {np.float16: 2e-3, np.float32: 1e-6, np.float64: 1e-14}[dtype]
+    np.testing.assert_allclose(got.astype(np.float64), p / n, rtol=tol * 10, atol=tol)

@@ -66,6 +66,19 @@ def set_owned_backward(op, rule) -> None:
     _OWNED_BACKWARD[op] = rule
 
 
+# (consumer op, producer op) -> a rule that plays back two adjacent records at once, the
+# producer's single output feeding only the consumer (relu after bias_add: the relu mask and
+# the bias's column sums in one pass). ``rule(xp, producer, consumer, g, owned, needed)``
+# gets the consumer's cotangent ``g`` (``owned``: the tape alone holds it, so it may be
+# overwritten) and gives the producer's input gradients, or None for the records one by one.
+_PAIR_BACKWARD: dict = {}
+
+
+def set_pair_backward(consumer, producer, rule) -> None:
+    """Let ``rule`` differentiate ``consumer(producer(...))`` in one step (see above)."""
+    _PAIR_BACKWARD[(consumer, producer)] = rule
+
+
 def recording_tapes() -> list:
     """The tapes recording in this thread (an empty list when none)."""
     return _local.tapes
@@ -363,7 +376,12 @@ class GradientTape:
                     break
 
         owned_rules = _OWNED_BACKWARD if not nested else {}
-        for rec in reversed(records):
+        pair_rules = _PAIR_BACKWARD if not nested else {}
+        skip = -1
+        for at in range(len(records) - 1, -1, -1):
+            if at == skip:  # a producer already played back with its consumer
+                continue
+            rec = records[at]
             out_ids = rec.out_ids
             in_grads = None
             if len(out_ids) == 1:  # most ops: one output
@@ -376,7 +394,24 @@ class GradientTape:
                 op = rec.op
                 xp = rec.xp
                 rule = owned_rules.get(op)
-                if (rule is not None and type(c) is np.ndarray and o not in source_ids
+                prev = records[at - 1] if at and type(c) is np.ndarray else None
+                pair = None if prev is None else pair_rules.get((op, prev.op))
+                if (pair is not None and len(prev.out_ids) == 1 and len(rec.in_ids) == 1
+                        and prev.out_ids[0] == rec.in_ids[0] and rec.in_ids[0] not in grads
+                        and rec.in_ids[0] not in source_ids):
+                    # the producer's output reaches nothing but this record (a later use
+                    # would have left a gradient for it, and nothing was recorded between)
+                    owned = (o not in source_ids and c.base is None
+                             and sys.getrefcount(c) == _OWNED_REFS and c.flags.writeable)
+                    in_grads = pair(xp, prev, rec, c, owned,
+                                    tuple([i in reach and d.kind == "f"
+                                           for i, d in zip(prev.in_ids, prev.in_dtypes)]))
+                    if in_grads is not None:
+                        rec = prev
+                        skip = at - 1
+                if in_grads is not None:
+                    pass
+                elif (rule is not None and type(c) is np.ndarray and o not in source_ids
                         and c.base is None and sys.getrefcount(c) == _OWNED_REFS
                         and c.flags.writeable):
                     # nothing else holds the cotangent (no other node's gradient, no

@@ -153,3 +153,27 @@ def relu_grad_column_sums(g, y):
     sums = np.empty(g.shape[1], g.dtype)
     _relu_grad_column_sums(g, y, out, sums)
     return out, sums
+
+
+@njit(cache=True, nogil=True)
+def _relu_grad_column_sums_into(g, y, sums):
+    # its own loop, as _relu_grad_into: g is both input and output
+    n, c = g.shape
+    one, zero = g.dtype.type(1), g.dtype.type(0)
+    for j in range(c):
+        v = g[0, j] * (one if y[0, j] > 0 else zero)
+        g[0, j] = v
+        sums[j] = v
+    for r in range(1, n):
+        for j in range(c):
+            v = g[r, j] * (one if y[r, j] > 0 else zero)
+            g[r, j] = v
+            sums[j] += v
+
+
+def relu_grad_column_sums_into(g, y):
+    """``relu_grad_column_sums(g, y)`` with the gradient written into ``g``: ``(g, sums)``,
+    the same bits."""
+    sums = np.empty(g.shape[1], g.dtype)
+    _relu_grad_column_sums_into(g, y, sums)
+    return g, sums

@@ -313,6 +313,22 @@ _SPARSE_XENT = register("sparse_softmax_cross_entropy_with_logits", args=("label
                         backward=_sparse_xent_backward, family="softmax")
 
 
+def _mean_of_sparse_xent_backward(xp, producer, consumer, g, owned, needed):
+    # reduce_mean over every loss: reduce_mean's rule spreads g / n to every example, then
+    # the cross-entropy's multiplies its kept softmax gradient by it; here one multiply by
+    # the scalar (the same products, no spread array)
+    x = consumer.residuals[0]
+    if g.size != 1 or x.size != _reduction._count(x.shape, consumer.residuals[2]):
+        return None
+    dlogits, shape = producer.residuals
+    s = g.reshape(1, 1) / max(x.size, 1)
+    return None, (dlogits * s.astype(dlogits.dtype, copy=False)).reshape(shape).astype(
+        g.dtype, copy=False)
+
+
+_tape.set_pair_backward(_reduction._REDUCE_MEAN, _SPARSE_XENT, _mean_of_sparse_xent_backward)
+
+
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
     """The softmax cross-entropy of ``logits`` [..., C] against class ids ``labels`` [...]
     (int32/int64). Ids outside [0, C) raise ValueError on the CPU (TF's CPU kernel raises
@@ -377,6 +393,26 @@ def _bias_add_backward(k, xp, res, g, *, data_format):
 _BIAS_ADD = register("bias_add", args=("value", "bias"), check=_check_bias_add,
                      forward=_bias_add_forward, backward=_bias_add_backward,
                      twice_differentiable=True)
+
+
+def _relu_of_bias_add_backward(xp, producer, consumer, g, owned, needed):
+    # relu(bias_add(v, b)): relu's mask and the bias's column sums in one pass over g (the
+    # bits of relu's then bias_add's rule), written into g when the tape alone holds it
+    vshape, bshape = producer.residuals
+    c = bshape[0]
+    y = consumer.residuals[0]
+    if (c < 2 or _channel_axis(len(vshape), producer.static["data_format"]) != len(vshape) - 1
+            or g.shape != y.shape or not g.size):
+        return None
+    k = _elementwise_cpu(xp, g, y)
+    if k is None:
+        return None
+    g2, y2 = g.reshape(-1, c), y.reshape(-1, c)
+    dv, db = k.relu_grad_column_sums_into(g2, y2) if owned else k.relu_grad_column_sums(g2, y2)
+    return dv.reshape(vshape), db if needed[1] else None
+
+
+_tape.set_pair_backward(_RELU, _BIAS_ADD, _relu_of_bias_add_backward)
 
 
 def bias_add(value, bias, data_format=None, name=None):
