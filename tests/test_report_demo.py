@@ -39,6 +39,7 @@ class Demo:
                if k not in ("IPU_GPU_BACKEND", "IPU_GPU_NUM_IPUS", "TF_POPLAR_FLAGS",
                             "IPU_GPU_REPORT_DIR")}
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env["OMP_NUM_THREADS"] = "1"  # as tests/test_demo_programs.py: torch's pool spins
         self.proc = subprocess.run(
             [sys.executable, "-m", "ipu_gpu.cli", "run", "--report", "report",
              str(EXAMPLES / name), "--epochs", "1"],
