@@ -104,3 +104,15 @@ def test_demo_programs_need_only_the_demo_extras():
                 continue
             package = {"sklearn": "scikit-learn"}.get(module, module)
             assert package in demo, (name, module)
+
+
+def test_ipu_gpu_check_finds_every_symbol_of_the_demos():
+    """``ipu-gpu check`` (what a user runs first) reports nothing missing in the demos."""
+    from ipu_gpu import portability
+
+    names = ["demo_keras.py", "demo_tf1.py", "demo_poptorch.py"]
+    report = portability.check_files([str(EXAMPLES / n) for n in names])
+    assert report.exit_status == 0
+    used = {s.name for f in report.files for s in f.symbols}
+    assert {"tensorflow.python.ipu.keras.PipelineStage", "poptorch.trainingModel",
+            "tensorflow.compat.v1.Session"} <= used, sorted(used)
