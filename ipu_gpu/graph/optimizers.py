@@ -92,12 +92,19 @@ class _Optimizer:
             self._bind(var, state)
             if isinstance(grad, IndexedSlices):  # applied dense (TF 1 applies it sparsely)
                 grad = convert_to_tensor(grad)
-            with _not_recorded():
+            # no tape records the update's arithmetic: TF's apply ops have no gradient, and
+            # the run's tape (a body's gradients node differentiates it) would keep every
+            # operand of every update alive until the run ends
+            local = tape_module._local
+            tapes, local.tapes = local.tapes, []
+            try:
                 if lr is None:
                     self._eager_update(var, grad)
                 else:
                     with learning_rate_value(lr_value):
                         self._eager_update(var, grad)
+            finally:
+                local.tapes = tapes
             return []
         updates = [add_node(graph, "ApplyGradient", "update",
                             [v, g, lr, *self._graph_state(graph, v)], update, [])
@@ -258,23 +265,6 @@ def _const(value, like):
 
 
 _run = threading.local()  # .lr: a graph-tensor learning rate's value in the running update
-
-
-@contextlib.contextmanager
-def _not_recorded():
-    """No tape records the update's arithmetic: TF's apply ops have no gradient, and a run's
-    tape (the one a body's ``gradients`` node differentiates) would keep every operand of
-    every update alive until the run ends for nothing."""
-    local = tape_module._local
-    tapes = local.tapes
-    if not tapes:
-        yield
-        return
-    local.tapes = []
-    try:
-        yield
-    finally:
-        local.tapes = tapes
 
 
 @contextlib.contextmanager
