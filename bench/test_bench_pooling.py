@@ -8,8 +8,13 @@ alone and forward + backward (the input gradient for a fixed random cotangent).
   in-bounds count as TF does (+ ``backward``).
 * tensorflow: ``tf.nn.max_pool2d`` / ``avg_pool2d`` (+ GradientTape).
 
-The ipu_gpu rows are timed interleaved with torch (``paired``). Every implementation is first
-checked against a float64 numpy reference.
+Max pooling over channels (TF's CPU depthwise max pooling, ksize = strides = [1, 1, 1, 4]),
+forward only (TF has no gradient for it): ipu_gpu's ``max_pool2d``, numpy (the anchor,
+interleaved: ``np.maximum`` of the runs' 4 strided channel views into a copy of the first;
+``x.max(-1)`` over the runs is 10x slower), tensorflow's ``tf.nn.max_pool2d``.
+
+The ipu_gpu rows are timed interleaved with torch (``paired``; numpy for the depth row).
+Every implementation is first checked against a float64 numpy reference.
 """
 
 from __future__ import annotations
@@ -173,3 +178,51 @@ def test_avg_pool2d_fwd(run, ipu_backend, size, impl):
 @pytest.mark.parametrize("size", _groups("avg_pool2d_fwd_bwd"))
 def test_avg_pool2d_fwd_bwd(run, ipu_backend, size, impl):
     _bench(run, size, impl, "avg", backward=True)
+
+
+# ---- max pooling over channels (TF's CPU "depthwise max pooling": ksize/strides [1,1,1,k]) --
+DEPTH_SIZES = {"b8_112x112x64_depth4": ((8, 112, 112, 64), 4)}
+
+
+def _depth_inputs(shape):
+    return rng(7).standard_normal(shape).astype(np.float32)
+
+
+def _depth_fn(impl, p, x, k):
+    if impl in ("ipu_gpu", "ipu_gpu_cupy"):
+        xt = as_impl(impl, x)
+        return lambda: pooling.max_pool2d(xt, [1, 1, 1, k], [1, 1, 1, k], "VALID")
+    if impl == "numpy":  # the anchor: np.maximum over the runs' k strided views, in place
+        runs = x.reshape(x.shape[:3] + (x.shape[3] // k, k))
+
+        def fwd():
+            out = runs[..., 0].copy()
+            for i in range(1, k):
+                np.maximum(out, runs[..., i], out=out)
+            return out
+        return fwd
+    if impl == "tensorflow":
+        xt = p.tf.constant(x)
+        return lambda: p.tf.nn.max_pool2d(xt, [1, 1, 1, k], [1, 1, 1, k], "VALID")
+    raise ValueError(impl)
+
+
+@pytest.mark.parametrize("impl", impl_params(cpu=("ipu_gpu", "numpy", "tensorflow"),
+                                             gpu=("ipu_gpu_cupy",)))
+@pytest.mark.parametrize("size", [pytest.param(s, marks=pytest.mark.benchmark(
+    group=f"max_pool_depth_fwd-{s}")) for s in DEPTH_SIZES])
+def test_max_pool_depth_fwd(run, ipu_backend, size, impl):
+    """Forward only (TF has no gradient for it); checked against the float64 maximum."""
+    p = require(impl)
+    shape, k = DEPTH_SIZES[size]
+    x = _depth_inputs(shape)
+    fn = _depth_fn(impl, p, x, k)
+    want = x.astype(np.float64).reshape(shape[:3] + (shape[3] // k, k)).max(-1)
+    check_close(f"max_pool depth {size} {impl}", to_numpy(fn()), want.astype(np.float32),
+                rtol=0, atol=0)
+    peer = "numpy" if impl == "ipu_gpu" else None
+    paired = paired_with(impl, lambda q: _depth_fn(q, require(q), x, k), peer=peer)
+    run(fn, impl=impl, paired=paired,
+        sizes={"input": list(shape), "ksize": [1, 1, 1, k], "strides": [1, 1, 1, k],
+               "padding": "VALID", "layout": "NHWC", "dtype": "float32",
+               "op": "max_pool2d (depth)"})

@@ -188,3 +188,27 @@ def test_gpu_matches_cpu(dtype):
     finally:
         ipu_gpu.set_backend(previous)
     _same(gpu, cpu)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [2, 3, 4, 8, 16])
+def test_cpu_kernel_follows_the_first_element_rule_serial_and_parallel(monkeypatch, k, dtype):
+    """pooling_cpu.max_pool_depth_fwd, ties, NaN, +-inf and signed zeros included, equals the
+    float64 reference's rule bit for bit, serially and on the parallel driver (forced)."""
+    from ipu_gpu.kernels import pooling_cpu
+
+    rng = np.random.default_rng(k)
+    x = np.round(rng.standard_normal((2, 16, 16, 16 * k)) * 2).astype(dtype) / 2
+    flat = x.reshape(-1)
+    for value, share in ((np.nan, 0.1), (-np.inf, 0.05), (np.inf, 0.02), (-0.0, 0.1)):
+        flat[rng.random(flat.size) < share] = value
+    want = ref.depth_max_pool(x, k).astype(dtype)
+    runs = []
+    for parallel in (True, False):
+        monkeypatch.setattr(pooling_cpu, "_parallel", lambda work, p=parallel: p)
+        out = np.empty(x.shape[:3] + (16,), dtype)
+        runs.append(pooling_cpu.max_pool_depth_fwd(x, out, k))
+        _same(out, want)
+    _same(runs[0], runs[1])
+    got = pooling.max_pool2d(np.asfortranarray(x), [1, 1, 1, k], [1, 1, 1, k], "VALID")
+    _same(got.numpy(), want)  # a non-contiguous input through the op

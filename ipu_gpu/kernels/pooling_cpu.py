@@ -85,6 +85,43 @@ def avg_pool_bwd(g, dx, kh, kw, sh, sw, pt, pl):
     return dx
 
 
+def max_pool_depth_fwd(x, out, k):
+    """TF's CPU depthwise max pooling: ``out[..., j]`` = the maximum of the run of ``k``
+    channels ``x[..., j*k:(j+1)*k]``, starting from the run's first element and taking an
+    element only when it is strictly greater (a NaN that opens a run stays, later NaN are
+    skipped). ``x`` C-contiguous float32/float64, ``out`` its shape with C/k channels,
+    preallocated, fully overwritten; deterministic."""
+    if out.size == 0:
+        return out
+    x2 = x.reshape(-1, x.shape[-1])
+    o2 = out.reshape(-1, out.shape[-1])
+    rows = o2.shape[0]
+    if _parallel(x.size):
+        _in_blocks(rows, lambda r0, r1: _depth_rows(x2, o2, k, r0, r1))
+    else:
+        _depth_rows(x2, o2, k, 0, rows)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _depth_rows(x, out, k, r0, r1):
+    # run by run the running maxima of a row's outputs: the loops over a row's runs vectorise
+    n = out.shape[1]
+    acc = np.empty(n, x.dtype)
+    for r in range(r0, r1):
+        xr = x[r]
+        for j in range(n):
+            acc[j] = xr[j * k]
+        for i in range(1, k):
+            for j in range(n):
+                v = xr[j * k + i]
+                m = acc[j]
+                acc[j] = v if v > m else m
+        o = out[r]
+        for j in range(n):
+            o[j] = acc[j]
+
+
 def _forward(x, out, arg, kind, kh, kw, sh, sw, pt, pl, floor):
     work = out.size * kh * kw
     if work == 0:

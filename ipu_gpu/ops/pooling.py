@@ -253,10 +253,14 @@ def _check(op):
     return check
 
 
-def _depth_max_forward(xp, x, window):
+def _depth_max_forward(k, xp, x, window):
     """TF's CPU depthwise max pooling: each run of ``window`` channels reduced to its maximum,
     the running value starting at the run's first element and taking an element only when it
-    is strictly greater (a NaN that opens a run stays; a later NaN is skipped)."""
+    is strictly greater (a NaN that opens a run stays; a later NaN is skipped). One pass of
+    the CPU kernel for float32/float64 on the CPU, else array operations."""
+    if xp is np and x.dtype in (np.float32, np.float64):
+        out = np.empty(x.shape[:3] + (x.shape[3] // window,), x.dtype)
+        return k.max_pool_depth_fwd(np.ascontiguousarray(x), out, window)
     runs = x.reshape(x.shape[:3] + (x.shape[3] // window, window))
     out = xp.ascontiguousarray(runs[..., 0])
     for i in range(1, window):
@@ -267,7 +271,7 @@ def _depth_max_forward(xp, x, window):
 
 def _max_forward(k, xp, x, *, ksize, strides, padding, data_format, depth):
     if depth[0] != 1:
-        return _depth_max_forward(xp, x, depth[0]), None
+        return _depth_max_forward(k, xp, x, depth[0]), None
     n, h, w, c, oh, ow, pt, pl = _geometry("max_pool2d", x.shape, ksize, strides, padding,
                                            data_format)
     dt = _compute_dtype(x.dtype)
