@@ -22,6 +22,7 @@ from ipu_gpu.ipu.ipu_infeed_queue import IPUInfeedQueue
 pytestmark = pytest.mark.skipif(backend.backend_name() != "cpu",
                                 reason="the consumer reads only where copies are host copies")
 
+TMP: list = []  # the running test's tmp_path, for datasets made in parametrize lambdas
 X = np.arange(40, dtype=np.float32).reshape(20, 2)
 Y = np.arange(20, dtype=np.int32)
 
@@ -51,9 +52,16 @@ def prefetch_threads() -> int:
                and t.is_alive() for t in threading.enumerate())
 
 
-def test_an_in_memory_pipeline_is_read_by_the_consumer_without_a_thread():
+@pytest.mark.parametrize("make", [
+    pipeline,
+    lambda: pipeline(repeat=False).cache().repeat(),
+    lambda: ipu_gpu.data.Dataset.zip((ipu_gpu.data.Dataset.from_tensor_slices(X),
+                                      ipu_gpu.data.Dataset.from_tensor_slices(Y))).batch(
+        2, drop_remainder=True).take(10).concatenate(pipeline()),
+], ids=["slices", "memory_cache", "zip_take_concatenate"])
+def test_an_in_memory_pipeline_is_read_by_the_consumer_without_a_thread(make):
     before = prefetch_threads()
-    q = IPUInfeedQueue(pipeline(), prefetch_depth=3)
+    q = IPUInfeedQueue(make(), prefetch_depth=3)
     q.initializer.run()
     assert isinstance(q._prefetcher, ipu_infeed_queue._InlineReader)
     assert prefetch_threads() == before
@@ -75,8 +83,10 @@ def test_an_in_memory_pipeline_is_read_by_the_consumer_without_a_thread():
             ipu_gpu.TensorSpec([2, 2], ipu_gpu.float32), ipu_gpu.TensorSpec([2],
                                                                             ipu_gpu.int32))),
     lambda: [(X[:2], Y[:2])] * 3,
-], ids=["map", "prefetch", "generator", "list"])
-def test_other_datasets_are_read_by_the_prefetch_thread(make):
+    lambda: pipeline(repeat=False).cache(str(TMP[0] / "cache")).repeat(),
+], ids=["map", "prefetch", "generator", "list", "file_cache"])
+def test_other_datasets_are_read_by_the_prefetch_thread(make, tmp_path):
+    TMP[:] = [tmp_path]
     q = IPUInfeedQueue(make(), prefetch_depth=2)
     q.initializer.run()
     assert isinstance(q._prefetcher, ipu_infeed_queue._Prefetcher)

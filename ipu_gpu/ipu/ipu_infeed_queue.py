@@ -41,8 +41,8 @@ synchronises that stream before handing the element over, so a consumer never wa
 copy in flight. Prefetching starts with ``initializer`` or the first dequeue. Elements land
 on the GPU current when prefetching started; a replica whose IPU runs on another GPU gets a
 copy on its own GPU. On the CPU backend an in-memory ``ipu_gpu.data`` pipeline (sources of
-arrays, then batching, repeating, shuffling, taking, skipping, sharding, zipping, caching:
-no function, generator, file or prefetch of its own) is read by the consumer at each
+arrays, then batching, repeating, shuffling, taking, skipping, sharding, zipping, caching in
+memory: no function, generator, file or prefetch of its own) is read by the consumer at each
 dequeue instead, with no thread: reading it is a few microseconds of slicing and copying
 that hold the GIL, which no thread can overlap with the program, while handing each element
 over from a thread costs two thread switches and a wait for the GIL. The elements, their
@@ -518,6 +518,8 @@ def _reads_in_memory(source: _Source) -> bool:
         kind = type(ds)
         if kind.__name__ not in _IN_MEMORY_DATASETS or not kind.__module__.startswith(
                 "ipu_gpu.data."):
+            return False
+        if getattr(ds, "_filename", ""):  # a cache in files reads and writes them
             return False
         todo.extend(ds._inputs)
     return True
