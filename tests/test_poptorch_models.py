@@ -134,16 +134,22 @@ def test_dataloader_combines_the_batches_of_one_call():
     assert first.shape == (24, 1)
 
 
-def test_loss_scaling_and_max_grad_norm_match_torch():
+def test_loss_scaling_and_max_grad_norm_clip_the_scaled_gradient_as_popart():
+    """PopART clips the gradient entering SGD0's update, the loss-scaled one (its
+    ClipWeightGradientsByNorm runs after SGD0Decompose; the 1 / loss_scaling is in the
+    update's scalar): a max_grad_norm of 0.1 at loss_scaling 128 bounds 128 * |g|."""
     ours, ref = Net(), copy.deepcopy(Net())
     x, y = torch.randn(8, 5), torch.randint(0, 3, (8,))
     opt = poptorch.optim.SGD(ours.parameters(), lr=0.5, loss_scaling=128.0, max_grad_norm=0.1)
     poptorch.trainingModel(ours, optimizer=opt)(x, y)
-    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.5)
     _, loss = ref(x, y)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(list(ref.parameters()), 0.1)
-    ref_opt.step()
+    (loss * 128.0).backward()
+    params = list(ref.parameters())
+    assert torch.sqrt(sum((p.grad * p.grad).sum() for p in params)) > 0.1  # it clips
+    torch.nn.utils.clip_grad_norm_(params, 0.1)
+    with torch.no_grad():
+        for p in params:
+            p.sub_(p.grad, alpha=0.5 / 128.0)
     for p, q in zip(ours.parameters(), ref.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 

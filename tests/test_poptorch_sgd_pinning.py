@@ -1,6 +1,4 @@
-"""(Pinned before the folding change: the emulator still scales the gradient first.)
-
-A trainingModel's plain SGD run (PopART's SGD0: no momentum, no weight decay) pinned bit
+"""A trainingModel's plain SGD run (PopART's SGD0: no momentum, no weight decay) pinned bit
 for bit to PopART's arithmetic, written here in plain torch autograd plus numpy float32
 (issue 18): each micro-batch's backward seeded with the loss scale alone, replica r's A
 micro-batch gradients summed in order, the replicas summed in replica order, then
@@ -122,7 +120,7 @@ def test_sgd_run_is_poparts_arithmetic_bit_for_bit(kind, a, r, ls):
     net, x, y = _problem(kind, s, a, r)
     twin = copy.deepcopy(net)
     out, loss = _wrapped_run(net, x, y, s, a, r, ls)
-    want = _reference(twin, x, y, s, a, r, ls, folded=False)
+    want = _reference(twin, x, y, s, a, r, ls)
     assert torch.equal(out, torch.cat([o for o, _ in want]))
     assert torch.equal(loss, torch.stack([v for _, v in want]))
     for p, q in zip(net.parameters(), twin.parameters()):
@@ -139,3 +137,54 @@ def test_the_folded_scalar_differs_from_scaling_the_gradient_first():
     assert not torch.equal(folded.fc1.weight, scaled_first.fc1.weight)
     torch.testing.assert_close(folded.fc1.weight, scaled_first.fc1.weight,
                                rtol=1e-6, atol=1e-7)
+
+
+def _clipped_reference(net, x, y, a, max_norm):
+    """One step of PopART's SGD0 with clipping, in float64 numpy from torch's micro-batch
+    gradients: the summed gradient G is clipped by its own global norm, then
+    ``w - slr0 * G``."""
+    params = list(net.parameters())
+    grads = [np.zeros(p.shape) for p in params]
+    for xs, ys in zip(x.chunk(a), y.chunk(a)):
+        _, loss = net(xs, ys)
+        for acc, g in zip(grads, torch.autograd.grad(loss, params)):
+            acc += g.double().numpy()
+    norm = np.sqrt(sum((g * g).sum() for g in grads))
+    factor = max_norm / max(max_norm, norm)
+    return [p.detach().double().numpy() - (LR / a) * factor * g for p, g in zip(params, grads)]
+
+
+@pytest.mark.parametrize("a", [1, 3])
+def test_max_grad_norm_clips_the_unnormalised_sum(a):
+    """PopART's ClipWeightGradientsByNorm runs after SGD0Decompose on the update's input,
+    the accumulator (the sum of the A micro-batch gradients, 1 / A being in slr0): a
+    max_grad_norm between the mean's norm and the sum's clips with A = 3 (the mean alone
+    would not be clipped), and clips the mean with A = 1."""
+    net, x, y = _problem("mlp", 1, a, 1)
+    grads = [np.zeros(p.shape) for p in net.parameters()]
+    for xs, ys in zip(x.chunk(a), y.chunk(a)):
+        _, loss = net(xs, ys)
+        for acc, g in zip(grads, torch.autograd.grad(loss, list(net.parameters()))):
+            acc += g.double().numpy()
+    sum_norm = np.sqrt(sum((g * g).sum() for g in grads))
+    max_norm = float(sum_norm / 2)  # below the sum's norm; above the mean's when A = 3
+    if a == 3:
+        assert sum_norm / a < max_norm
+    want = _clipped_reference(copy.deepcopy(net), x, y, a, max_norm)
+    opts = poptorch.Options()
+    opts.Training.gradientAccumulation(a)
+    model = poptorch.trainingModel(
+        net, opts, poptorch.optim.SGD(net.parameters(), lr=LR, max_grad_norm=max_norm))
+    model(x, y)
+    model.copyWeightsToHost()
+    for p, w in zip(net.parameters(), want):
+        np.testing.assert_allclose(p.detach().double().numpy(), w, rtol=1e-5, atol=1e-7)
+
+
+def test_host_parameters_hold_no_gradient_after_a_call():
+    """The gradients stay on the device (PopTorch never writes them to the host)."""
+    net, x, y = _problem("mlp", 1, 2, 1)
+    opts = poptorch.Options()
+    opts.Training.gradientAccumulation(2)
+    poptorch.trainingModel(net, opts, torch.optim.SGD(net.parameters(), lr=LR))(x, y)
+    assert all(p.grad is None for p in net.parameters())

@@ -49,7 +49,13 @@ from .enums import CommGroupType, OutputMode
 from .errors import Error
 from .grad_reduction import GradientReduction
 from .ops import _running
-from .optim import _max_grad_norm, apply_update, differs
+from .optim import (
+    _max_grad_norm,
+    apply_update,
+    clip_sums_by_global_norm,
+    differs,
+    folds_gradient_scale,
+)
 from .replica_weights import GroupingHandle, ReplicaGroupedWeights
 
 __all__ = ["PoplarExecutor", "identity_loss", "inferenceModel", "trainingModel"]
@@ -901,6 +907,9 @@ class PoplarExecutor:
             reducing = GradientReduction(self.options, self.optimizer, a, r,
                                          seen=self._anchors is not None)
             seed = reducing.seed_factor
+            # PopART's SGD0 folds 1 / (ls * af * rf) into its learning-rate scalar
+            fold = (reducing.foldable and folds_gradient_scale(self.optimizer)
+                    and not state.stochastic_rounding)
         scale = seed * ls if training else 1.0
         # the loss scale is typed as the loss (loss_scaling module): until the first loss
         # shows its dtype, the scale is provisional
@@ -967,7 +976,6 @@ class PoplarExecutor:
         try:
             for si in range(s):
                 if training:
-                    self.optimizer.zero_grad()
                     reducing.begin_step()
                     if als is not None and not pending:
                         ls = als.loss_scale(self.optimizer)
@@ -1053,14 +1061,15 @@ class PoplarExecutor:
                                 leaves = tensor_leaves(out)
                             kept[(si, ai, ri)] = [t.detach().clone() for t in leaves]
                 if training:
-                    reducing.finish(self._unscale(ls, als))
-                    self._step(hyper)
+                    self._step(hyper, reducing.finish(self._unscale(ls, als), fold))
                     if als is not None:
                         als.update()
                     if anchors is not None:
                         anchors.step(si, ls, state.scale_dtype)
         finally:
             buffers.end_call()
+            if training:
+                reducing.end_call()
         if anchors is not None:
             anchors.end_call(s, a, r)
         return self._assemble(template, kept, sums, mode, period, s, a, r,
@@ -1090,17 +1099,21 @@ class PoplarExecutor:
         ls = self._loss_scale(state, als)
         return ls, seed * ls, False
 
-    def _step(self, hyperparameters):
+    def _step(self, hyperparameters, grad_divisor=None):
         """One weight update on the reduced, unscaled gradients: clipped, then the device's
         update rule with ``hyperparameters`` (None: the host optimizer's values are the
-        device's)."""
+        device's). ``grad_divisor``: the gradients are the unnormalised sums, and the update
+        folds ``1 / grad_divisor`` into its scalar (``grad_reduction``)."""
         opt = self.optimizer
         norm = _max_grad_norm(opt)
         state = self._device_state
         rounding = state is not None and state.stochastic_rounding
         if norm is not None or rounding:
             params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
-            if norm is not None:
+            if norm is not None and grad_divisor is not None:
+                # PopART clips what enters SGD0's update: the unnormalised, loss-scaled sums
+                clip_sums_by_global_norm([p.grad for p in params], norm)
+            elif norm is not None:
                 torch.nn.utils.clip_grad_norm_(params, norm)
         if rounding:
             state.random.use(state.random.IDENTICAL)  # the replicas round alike
@@ -1108,7 +1121,7 @@ class PoplarExecutor:
                 apply_update(opt, hyperparameters)
         else:
             # the device's update rule, never a subclass's Python step
-            apply_update(opt, hyperparameters)
+            apply_update(opt, hyperparameters, grad_divisor)
 
     @staticmethod
     def _assemble(template, kept, sums, mode, period, s, a, r, synthetic):

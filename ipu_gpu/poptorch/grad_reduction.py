@@ -14,12 +14,17 @@ micro-batch, and the replicas' all-reduce is a mean (sum, then times ``1/R``); t
 scales by the loss scale only. ``PostAndLoss`` (deprecated) divides the loss by R and the
 accumulator by A.
 
-The emulator applies that scalar to the reduced gradient (in float32, rounded once to the
-weight's dtype) and then runs the optimizer's update rule on it. PopART folds it into the
-update's scalar (``lr * (1 - dampening) / (ls * af * rf)`` for SGD; Adam-type optimizers
-scale the float32-cast gradient by it and update in float32), so here the learning rate's
-product rounds separately and the update rule sees a gradient rounded to the weight's
-dtype. The replicas' sum is taken in replica order (the IPU's ring order is not modelled).
+PopART folds that scalar into the update's compound scalar: plain SGD (SGD0) updates
+``w - slr0 * G`` with ``slr0 = (lr * (1 - dampening)) / (ls * af * rf)`` in float32
+(``ScaledLearningRate0Helper``, ``SGD0VarUpdateOpx``'s one ``scaledAddTo``). The emulator
+does the same for float32 weights under a plain SGD update without weight decay
+(``finish(..., fold=True)`` leaves the unnormalised sum in ``p.grad`` and returns the
+divisor; ``optim.apply_update`` builds ``slr0``). Elsewhere it applies the scalar to the
+reduced gradient (in float32, rounded once to the weight's dtype) and then runs the
+optimizer's update rule on it, so the learning rate's product rounds separately there
+(Adam-type optimizers scale the float32-cast gradient by it and update in float32 in
+PopART). The replicas' sum is taken in replica order (the IPU's ring order is not
+modelled).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ class GradientReduction:
 
     ``seed_factor`` is what multiplies the loss scale at the loss. Around each micro-batch's
     backward on replica r, ``enter(r)`` and ``take(r)`` keep that replica's accumulators
-    apart; ``finish(loss_scale)`` leaves the reduced, unscaled gradient in each ``p.grad``.
+    apart; ``finish(loss_scale)`` leaves the reduced, unscaled gradient in each ``p.grad``
+    (``begin_step`` clears them first, as the device's accumulators start empty).
     With ``seen`` every micro-batch's gradient is alone in ``p.grad`` until ``take``
     (gradient anchors read it)."""
 
@@ -51,19 +57,38 @@ class GradientReduction:
         loss_mean = strategy == MeanReductionStrategy.PostAndLoss.value
         self.seed_factor = 1.0 / r if loss_mean else 1.0
         post = mean and not self.running
-        self.divisor_factor = (a if post else 1) * (r if post and not loss_mean else 1)
+        self.af = a if post else 1
+        self.rf = r if post and not loss_mean else 1
         self.accum_type = getattr(optimizer, "accum_type", torch.float32) or torch.float32
-        self.params = [p for g in optimizer.param_groups for p in g["params"]
-                       if p.requires_grad]
+        self._all = [p for g in optimizer.param_groups for p in g["params"]]
+        self.params = [p for p in self._all if p.requires_grad]
         # summing in the weights' dtypes, autograd's in-place sum into p.grad is the
         # accumulator (the same additions in the same order): p.grad holds the replica's
         # own accumulator during its micro-batches (swapped when R > 1)
         self._in_grad = not self.running and not seen and (
             a == 1 or all(p.dtype == self.accum_type for p in self.params))
         self._swapping = self._in_grad and r > 1
-        self.begin_step()
+        # float32 weights whose reduced sum is not rounded to another dtype after scaling
+        self.foldable = all(p.dtype == torch.float32 for p in self.params) and (
+            a == 1 or self.accum_type == torch.float32)
+        self._reset()
+
+    def divisor(self, loss_scale: float) -> float:
+        """``ls * af * rf`` as PopART's C++ float computes it."""
+        return float((np.float32(loss_scale) * np.float32(self.af)) * np.float32(self.rf))
 
     def begin_step(self) -> None:
+        """Before a step's first micro-batch: no gradient yet (what ``zero_grad`` did)."""
+        for p in self._all:
+            p.grad = None
+        self._reset()
+
+    def end_call(self) -> None:
+        """After a call: the host's parameters hold no gradient (the device's stay there)."""
+        for p in self._all:
+            p.grad = None
+
+    def _reset(self) -> None:
         self._acc = [{} for _ in range(self.r)]
         self._count = [0] * self.r
         self._grads = [[None] * len(self.params) for _ in range(self.r)]
@@ -98,12 +123,14 @@ class GradientReduction:
             else:
                 held.add_(g.to(dtype))
 
-    def finish(self, loss_scale: float) -> None:
+    def finish(self, loss_scale: float, fold: bool = False) -> float | None:
         """Before the update: each ``p.grad`` is the replicas' reduced accumulator times
-        ``1 / (loss_scale * af * rf)`` (a float32 host scalar), in ``p``'s dtype."""
+        ``1 / (loss_scale * af * rf)`` (a float32 host scalar), in ``p``'s dtype. With
+        ``fold`` (only when ``foldable``) the accumulator is left unscaled and the divisor
+        ``loss_scale * af * rf`` is returned for the update's scalar; else None."""
+        divisor = self.divisor(loss_scale)
         # PopART's host scalar, 1 / (ls * af * rf) in C++ float, multiplies the gradient
-        scale = float(np.float32(1.0) / (np.float32(loss_scale)
-                                         * np.float32(self.divisor_factor)))
+        scale = 1.0 if fold else float(np.float32(1.0) / np.float32(divisor))
         if self._in_grad:
             if self._swapping:  # the replicas' sum in replica order, into replica 0's
                 for i, p in enumerate(self.params):
@@ -116,8 +143,8 @@ class GradientReduction:
                 grads = [p.grad for p in self.params if p.grad is not None]
                 if grads:
                     torch._foreach_mul_(grads, scale)
-            self.begin_step()
-            return
+            self._reset()
+            return divisor if fold else None
         for p in self.params:
             parts = [acc[p] for acc in self._acc if p in acc]
             if not parts:
@@ -130,4 +157,5 @@ class GradientReduction:
             if scale != 1.0:
                 total.mul_(scale)
             p.grad = total if total.dtype == p.dtype else total.to(p.dtype)
-        self.begin_step()
+        self._reset()
+        return divisor if fold else None

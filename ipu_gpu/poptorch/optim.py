@@ -390,6 +390,22 @@ def _max_grad_norm(opt):
     return None if norm is None or norm == float("inf") else float(norm)
 
 
+def clip_sums_by_global_norm(grads, max_norm: float) -> None:
+    """PopART's ``ClipWeightGradientsByNorm`` on the gradients entering SGD0's update (the
+    unnormalised, loss-scaled sums): ``g *= max_norm / max(max_norm, sqrt(sum |g|^2))``, the
+    norm taken over every weight, in the gradients' dtype (float32 here)."""
+    if not grads:
+        return
+    squares = [torch.sum(g * g) for g in grads]  # ReduceSumSquare per weight
+    total = squares[0]
+    for sq in squares[1:]:  # the Sum op, then Sqrt
+        total = total + sq
+    norm = torch.sqrt(total)
+    clip = torch.tensor(max_norm, dtype=norm.dtype, device=norm.device)
+    factor = clip / torch.maximum(norm, clip)
+    torch._foreach_mul_(grads, factor)
+
+
 def _storage(accum_dtype, p):
     """The dtype a state tensor is kept in: float16 when asked for, else the weight's."""
     return torch.float16 if accum_dtype == torch.float16 else p.dtype
@@ -402,8 +418,13 @@ def _momentum_is_constant(opt) -> bool:
     return all(g["momentum"] == 0 for g in opt.param_groups) and opt.defaults["momentum"] == 0
 
 
-def _sgd_update(opt):
-    """PopART's SGD (sgd.hpp): SGD0 without momentum, SGD1 combined, SGD2 separate."""
+def _sgd_update(opt, grad_divisor=None):
+    """PopART's SGD (sgd.hpp): SGD0 without momentum, SGD1 combined, SGD2 separate.
+    ``grad_divisor`` (``GradientReduction.finish(..., fold=True)``): the gradients are the
+    unnormalised sums, and SGD0 without weight decay folds ``1 / grad_divisor`` into its
+    scalar, ``slr0 = (lr * (1 - dampening)) / grad_divisor`` in float32 (PopART's
+    ``ScaledLearningRate0Helper``); any other group's gradients are scaled first, as the
+    reduction does when it does not fold."""
     combined = bool(getattr(opt, "use_combined_accum", False))
     loss_scaling = float(getattr(opt, "loss_scaling", 1.0) or 1.0)
     velocity_dtype = getattr(opt, "velocity_accum_type", torch.float32)
@@ -411,6 +432,11 @@ def _sgd_update(opt):
     for group in opt.param_groups:
         lr, mm, dm = group["lr"], group["momentum"], group["dampening"]
         wd, nesterov = group["weight_decay"], group["nesterov"]
+        if grad_divisor is not None and not (no_velocity and mm == 0 and wd == 0):
+            grads = [p.grad for p in group["params"] if p.grad is not None]
+            scale = float(np.float32(1.0) / np.float32(grad_divisor))
+            if grads and scale != 1.0:
+                torch._foreach_mul_(grads, scale)
         small, small_grads = [], []  # w -= step * g for the group's small weights at once
         for p in group["params"]:
             if p.grad is None:
@@ -419,7 +445,8 @@ def _sgd_update(opt):
             if no_velocity and mm == 0:
                 # without weight decay ``g + 0 * w`` is ``g`` bit for bit (for finite w):
                 # skipping it saves two weight-sized temporaries per update
-                step = lr * (1 - dm)
+                step = (lr * (1 - dm) if grad_divisor is None or wd != 0
+                        else scaled_learning_rate0(lr, dm, grad_divisor))
                 if wd != 0:
                     p.sub_(step * (g + wd * p))
                 elif not sgd_step(p, g, step):
@@ -451,7 +478,21 @@ def _sgd_update(opt):
                 p.sub_(update, alpha=lr / vs)
         if small:
             # the same two roundings as p.sub_(step * g) per weight, in two calls in all
-            torch._foreach_sub_(small, torch._foreach_mul(small_grads, lr * (1 - dm)))
+            torch._foreach_sub_(small, torch._foreach_mul(small_grads, step))
+
+
+def scaled_learning_rate0(lr: float, dampening: float, divisor: float) -> float:
+    """PopART's SGD0 scalar ``(lr * (1 - dp)) / (ls * af * rf)`` in C++ float
+    (``divisor`` is ``ls * af * rf``, already a float32 value)."""
+    f = np.float32
+    return float((f(lr) * (f(1.0) - f(dampening))) / f(divisor))
+
+
+def folds_gradient_scale(optimizer) -> bool:
+    """Whether the update can take unnormalised gradients (``apply_update``'s
+    ``grad_divisor``): PopTorch's SGD types, whose update is PopART's SGD0 (no momentum)."""
+    return (isinstance(optimizer, torch.optim.SGD) and _momentum_is_constant(optimizer)
+            and optimizer.defaults["momentum"] == 0)
 
 
 def _adam_family_update(opt):
@@ -613,27 +654,29 @@ def _put_back(undo) -> None:
             setattr(target, key, old)
 
 
-def apply_update(optimizer, hyperparameters: dict | None = None) -> None:
+def apply_update(optimizer, hyperparameters: dict | None = None,
+                 grad_divisor: float | None = None) -> None:
     """Apply one weight update as the IPU would for ``optimizer`` (its gradients already
     reduced, unscaled and clipped), with its current hyper-parameters or those of a
     ``hyperparameters(optimizer)`` snapshot (what the device holds). Like PopTorch, this
     never runs a subclass's own ``step``: the update is the one of the supported type the
-    optimizer is (module doc).
+    optimizer is (module doc). ``grad_divisor`` (only where ``folds_gradient_scale``): the
+    gradients are unnormalised sums to divide by it (see ``_sgd_update``).
 
     Raises:
       AssertionError: an unsupported optimizer type (see ``check_supported``)."""
     kind = check_supported(optimizer, warn=False)
     undo = _swap_in(optimizer, hyperparameters) if hyperparameters else ()
     try:
-        _update(optimizer, kind)
+        _update(optimizer, kind, grad_divisor)
     finally:
         _put_back(undo)
 
 
-def _update(optimizer, kind: str) -> None:
+def _update(optimizer, kind: str, grad_divisor=None) -> None:
     with torch.no_grad():
         if kind in ("SGD1", "SGD2"):
-            _sgd_update(optimizer)
+            _sgd_update(optimizer, grad_divisor)
         elif kind in ("LAMB", "LAMB_NO_BIAS"):
             _adam_family_update(optimizer)
         elif kind.startswith("ADAM"):
