@@ -1,4 +1,4 @@
-"""The runnable examples (what `make demo` runs) keep working and keep learning."""
+"""The smaller examples (examples/ipu_train.py, train_mlp.py) keep working and learning."""
 
 import os
 import pathlib
