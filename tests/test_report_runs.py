@@ -247,7 +247,13 @@ def test_poptorch_losses_and_combined_batches(poptorch_run):
     assert s["steps"] == 2 * calls and s["executions"] == calls + 1  # + the inference call
     t = s["throughput"]
     assert t["samples"] == 64 and t["measured_samples"] == 64 - 16 and t["replicas"] == 2
-    assert s["memory"] == []  # PopTorch models charge no IPU ledger
+    # each replica's IPU holds Linear(8, 4)'s parameters and, training with SGD, their
+    # gradients (no optimizer state), and the activations of a micro-batch
+    _check_memory(s, ipus=2)
+    params = (8 * 4 + 4) * 4
+    for m in s["memory"]:
+        assert m["variable_bytes"] == params and m["optimizer_bytes"] == params
+        assert m["peak_bytes"] > 2 * params
 
 
 def _check_memory(s, ipus):

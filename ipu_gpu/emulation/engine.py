@@ -19,7 +19,9 @@ Memory: each replica's inputs are charged to its IPU's ledger while the run last
 ``program inputs``), and every Tensor the replica makes (label ``tensors``, through
 ``core.tensor.set_allocation_hook``) while it lives, at the latest until the program ends
 (outputs are copied to the host). An IPU that cannot hold them raises
-``GraphMemoryAllocationError`` from the op that allocated, naming the replica.
+``GraphMemoryAllocationError`` from the op that allocated, naming the replica. Inside
+``with stage(shard, index):`` (a pipeline stage) the tensors go to the ledger of the
+replica's IPU ``shard`` instead of its first IPU's.
 
 BLAS: while the replicas of a replicated program run, OpenBLAS runs on one thread
 (``kernels._blas.single_threaded_blas``). The replicas are the parallelism, and OpenBLAS's
@@ -32,8 +34,9 @@ such as the variables it just made, comes before the program), and each replica 
 its stream before the host reads its outputs.
 
 Reports: with an observer installed (``emulation.observe``, by ``ipu-gpu run --report``),
-each replica's begin/end times and its IPU ledger's bytes at begin and peak during are handed
-to it, and the end of every run; without one the engine reads one attribute per replica.
+each replica's begin/end times and its IPU ledgers' bytes at begin and peak during are handed
+to it, each pipeline stage's span (``stage``), and the end of every run; without one the
+engine reads one attribute per replica (and per stage).
 
 Runs on one device are serialised (a lock per device): two host threads running programs on
 the same IPUs would otherwise interleave replicas on the single-threaded executors and
@@ -50,11 +53,12 @@ import time
 import weakref
 
 from ..core import capture, nest
+from ..core import tape as core_tape
 from ..core import tensor as core_tensor
 from ..core.tensor import Tensor
 from . import context, observe, placement
 
-__all__ = ["Operation", "Program", "ReplicaCancelled", "is_operation", "run"]
+__all__ = ["Operation", "Program", "ReplicaCancelled", "is_operation", "run", "stage"]
 
 
 class ReplicaCancelled(Exception):
@@ -255,6 +259,63 @@ def _release_live_tensors() -> None:
     if live is not None:
         live.release_all()
     _LIVE.tensors = None
+    shards = getattr(_LIVE, "shards", None)
+    if shards:
+        for other in shards.values():
+            other.release_all()
+    _LIVE.shards = None
+
+
+class stage:
+    """``with engine.stage(shard, index, phase):`` inside a replica: the Tensors made in the
+    block are charged to the ledger of the replica's IPU ``shard`` (a pipeline stage's IPU)
+    instead of its first IPU's, and with an observer the block is reported as a stage span
+    (``observer.stage``). On the host (no replica running) it does nothing."""
+
+    __slots__ = ("shard", "index", "phase", "_saved", "_begin", "_tape", "_watched")
+
+    def __init__(self, shard: int, index: int, phase: str = "forward"):
+        self.shard = shard
+        self.index = index
+        self.phase = phase
+        self._saved = None
+
+    def __enter__(self):
+        live = getattr(_LIVE, "tensors", None)
+        ctx = context.current()
+        if live is None or ctx is None or not 0 <= self.shard < len(ctx.ipus):
+            return self
+        self._saved = live
+        ledger = ctx.ipus[self.shard].memory
+        if ledger is not live.ledger:
+            shards = getattr(_LIVE, "shards", None)
+            if shards is None:
+                shards = _LIVE.shards = {}
+            target = shards.get(self.shard)
+            if target is None:
+                target = shards[self.shard] = _LiveTensors(ledger)
+            _LIVE.tensors = target
+        if observe.observer is not None:
+            tapes = core_tape.recording_tapes()
+            self._tape = tapes[-1] if tapes else None
+            self._watched = 0 if self._tape is None else len(self._tape._variables)
+            self._begin = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        live, self._saved = self._saved, None
+        if live is None:
+            return
+        _LIVE.tensors = live
+        obs = observe.observer
+        if obs is not None:
+            end = time.perf_counter()
+            ctx = context.current()
+            tape, self._tape = self._tape, None
+            # the variables the stage read first: its weights (a tape watches trainable ones)
+            owned = () if tape is None else tape._variables[self._watched:]
+            obs.stage(ctx.ipus[self.shard], ctx.replica_index, ctx.replication_factor,
+                      self.index, self.phase, self._begin, end, owned)
 
 
 _DEVICE_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -276,8 +337,10 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
     ledger = ipus[0].memory
     obs = observe.observer
     if obs is not None:  # a run report records this execution (emulation.observe)
-        ledger.take_window_peak()  # the execution's memory window starts here
-        begin, used_before = time.perf_counter(), ledger.used
+        ledgers = list({id(ipu.memory): ipu.memory for ipu in ipus}.values())  # any stage's
+        for each in ledgers:
+            each.take_window_peak()  # the execution's memory window starts here
+        begin, used_before = time.perf_counter(), [each.used for each in ledgers]
     ctx = context.ReplicaContext(device, r, program.replication_factor, ipus, program)
     _LIVE.tensors = _LiveTensors(ledger)
     core_tensor.set_replica_slot((program.variable_key, r, program.replication_factor))
@@ -304,7 +367,8 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
         _release_live_tensors()
         if obs is not None:
             obs.execution(ipus, r, program.replication_factor, begin, time.perf_counter(),
-                          [(ledger, used_before, ledger.take_window_peak())])
+                          [(each, before, each.take_window_peak())
+                           for each, before in zip(ledgers, used_before)])
 
 
 def _blas_threads(replication_factor: int):

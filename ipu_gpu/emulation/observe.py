@@ -9,6 +9,11 @@ IPUs' worker threads too) are:
 ``execution(ipus, replica, replicas, begin, end, peaks)``: one replica's program ran on
 ``ipus`` (its shards) between the ``time.perf_counter`` values ``begin`` and ``end``;
 ``peaks`` is ``[(ledger, bytes at begin, peak bytes during)]`` of the IPU ledgers it charged.
+``stage(ipu, replica, replicas, index, phase, begin, end, owned)``: pipeline stage ``index``
+ran ``phase`` ("forward", or "backward": every stage's backward pass at once) of one
+micro-batch on ``ipu`` (``engine.stage``); ``owned`` are the variables it read first.
+``optimizer(opt)``: a pipeline applied ``opt`` (its slots sit beside the variables).
+``poptorch_running(executor)``: the context manager a PopTorch call runs in.
 ``run_ended(end)``: every replica of an ``engine.run`` finished.
 ``samples(n, source, replicas)``: ``n`` training samples were consumed (``replicas`` run them).
 ``loss(value, source, steps)``: the program saw the training loss ``value`` after ``steps``

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..core import nest
 from ..core.tape import GradientTape
+from ..emulation import engine, observe
 
 
 def _cast(x, dtype):
@@ -80,14 +81,17 @@ def run(cfg, ga: int) -> None:
                     opt_fn = cfg.optimizer_output(outputs)
                 value = cfg.outfeed_value(outputs, opt_fn.loss)
                 variables = _variables(cfg, opt_fn, tape)
-                g = _wrapped_gradients(opt_fn.opt, tape.gradient(opt_fn.loss, variables),
-                                       variables)
-                scales = cfg.scales(n, ga)
-                if grads is None:
-                    grads = [None] * len(variables)
-                    dtypes = [cfg.acc_dtype(v) for v in variables]
-                grads = [a if gi is None else accumulate(a, _cast(_dense(gi), d), scales)
-                         for a, gi, d in zip(grads, g, dtypes)]
+                # every stage's backward at once, from the last stage (engine.stage)
+                last = len(cfg.computational_stages) - 1
+                with engine.stage(cfg.stage_shard(last), last, "backward"):
+                    g = _wrapped_gradients(opt_fn.opt, tape.gradient(opt_fn.loss, variables),
+                                           variables)
+                    scales = cfg.scales(n, ga)
+                    if grads is None:
+                        grads = [None] * len(variables)
+                        dtypes = [cfg.acc_dtype(v) for v in variables]
+                    grads = [a if gi is None else accumulate(a, _cast(_dense(gi), d), scales)
+                             for a, gi, d in zip(grads, g, dtypes)]
             else:
                 outputs = cfg.run_stages(args, kwargs)
                 value = cfg.outfeed_value(outputs, None)
@@ -102,6 +106,8 @@ def run(cfg, ga: int) -> None:
                     outfeed_acc = [a + _cast(t, a.dtype) for a, t in zip(outfeed_acc, leaves)]
         if cfg.training and variables is not None:
             _apply(opt_fn, list(zip(grads, variables)))
+            if observe.observer is not None:  # a run report counts the optimizer's slots
+                observe.observer.optimizer(opt_fn.opt)
         if outfeed_acc is not None:
             _enqueue(cfg, nest.pack_sequence_as(structure, outfeed_acc))
 

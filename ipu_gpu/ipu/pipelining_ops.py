@@ -409,13 +409,20 @@ class _Config:
             return args, dict(element)
         return args + _convert_to_list(element), {}
 
+    def stage_shard(self, i: int) -> int:
+        """The replica's IPU (shard) stage ``i`` runs on."""
+        d = self.device_mapping[i]
+        return d if isinstance(d, int) else _to_flat_list([d])[0]
+
     def run_stages(self, args, kwargs):
+        """The stages in order, each charging its IPU (``engine.stage``)."""
         outputs = None
         for i, stage in enumerate(self.computational_stages):
-            if isinstance(stage, list):
-                outputs = _to_flat_list([f(*args, **kwargs) for f in stage])
-            else:
-                outputs = stage(*args, **kwargs)
+            with engine.stage(self.stage_shard(i), i):
+                if isinstance(stage, list):
+                    outputs = _to_flat_list([f(*args, **kwargs) for f in stage])
+                else:
+                    outputs = stage(*args, **kwargs)
             if i < len(self.computational_stages) - 1:
                 args, kwargs = _convert_to_list(outputs), {}
         return outputs

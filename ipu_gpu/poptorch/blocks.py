@@ -51,6 +51,15 @@ __all__ = ["BeginBlock", "Block", "BlockFunction", "BlockRecord", "LegacyBeginBl
 
 # The trace in progress (PopTorch's ``Block._stages_manager``); None means no-op annotations.
 _TRACE = None
+# Outside a trace, what hears each block begin at run time (a run report's ``begin(user_id,
+# ipu_id)``/``end()``); None, the usual case, costs one test per block.
+_RUN = None
+
+
+def set_run_listener(listener) -> None:
+    """Make ``listener`` hear the blocks begun while no trace runs (None removes it)."""
+    global _RUN
+    _RUN = listener
 
 
 class Block(torch.nn.Module):
@@ -74,6 +83,8 @@ class Block(torch.nn.Module):
         block starts."""
         if _TRACE is not None:
             _TRACE.begin(user_id, ipu_id)
+        elif _RUN is not None:
+            _RUN.begin(user_id, ipu_id)
 
     def __init__(self, user_id: str | None = None, ipu_id: int | None = None) -> None:
         super().__init__()
@@ -86,6 +97,8 @@ class Block(torch.nn.Module):
     def __exit__(self, exc_type, exc, tb) -> None:
         if _TRACE is not None:
             _TRACE.end()
+        elif _RUN is not None:
+            _RUN.end()
 
 
 class LegacyBeginBlockFn(torch.nn.Module):
@@ -103,6 +116,8 @@ class LegacyBeginBlockFn(torch.nn.Module):
             if self._user_id is None:  # PopTorch keeps the automatic id from the first trace
                 self._user_id = _TRACE.auto_id()
             _TRACE.begin(self._user_id, self._ipu_id)
+        elif _RUN is not None:
+            _RUN.begin(self._user_id, self._ipu_id)
         return self._layer_to_call(*args, **kwargs)
 
 
@@ -118,6 +133,8 @@ class _BlockHook:
             if self._user_id is None:
                 self._user_id = _TRACE.auto_id()
             _TRACE.begin(self._user_id, self._ipu_id)
+        elif _RUN is not None:
+            _RUN.begin(self._user_id, self._ipu_id)
 
     def __repr__(self) -> str:
         return f"BeginBlock(user_id={self._user_id}, ipu_id={self._ipu_id})"

@@ -879,8 +879,9 @@ class PoplarExecutor:
             with state.random, self._on_device():
                 if _observe.observer is None:
                     return self._run(state, args, kwargs, first)
-                begin = time.perf_counter()  # ipu-gpu run --report records the call
-                out = self._run(state, args, kwargs, first)
+                with _observe.observer.poptorch_running(self):  # stages and memory
+                    begin = time.perf_counter()  # ipu-gpu run --report records the call
+                    out = self._run(state, args, kwargs, first)
                 _observe.observer.poptorch_call(self, begin, time.perf_counter(), out, args)
                 return out
         except BaseException:

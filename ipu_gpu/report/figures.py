@@ -83,12 +83,13 @@ def _memory(fig, rec: Recorder) -> None:
     over_time, peaks = fig.subplots(1, 2, width_ratios=(3, 1))
     over_time.set_title("Bytes resident per IPU")
     peaks.set_title("Peak / IPU memory")
-    if not rec.memory:
+    samples = rec.memory_samples()
+    if not samples:
         _empty(over_time, "nothing was charged to an IPU's ledger")
         _empty(peaks, "")
         return
     by_ipu: dict = {}
-    for m in sorted(rec.memory, key=lambda m: m.begin):
+    for m in sorted(samples, key=lambda m: m.begin):
         xs, ys, _ = by_ipu.setdefault(m.ipu, ([], [], m.capacity))
         xs += [m.begin, m.begin, m.end, m.end]  # an execution's bytes go when it ends
         ys += [m.before / 1024, m.peak / 1024, m.peak / 1024, m.before / 1024]
@@ -99,7 +100,7 @@ def _memory(fig, rec: Recorder) -> None:
     over_time.legend(loc="upper left", fontsize="small")
     over_time.grid(alpha=0.3)
     ipus = sorted(by_ipu)
-    fractions = [100 * max(m.peak for m in rec.memory if m.ipu == i) / by_ipu[i][2]
+    fractions = [100 * max(m.peak for m in samples if m.ipu == i) / by_ipu[i][2]
                  for i in ipus]
     peaks.bar([str(i) for i in ipus], fractions)
     peaks.set_xlabel("IPU")
@@ -107,24 +108,98 @@ def _memory(fig, rec: Recorder) -> None:
     fig.tight_layout()
 
 
-def _timeline(fig, rec: Recorder) -> None:
-    from matplotlib.patches import Patch
+_HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
 
-    ax = fig.add_subplot(1, 1, 1)
-    ax.set_title("Executions on the emulated IPUs")
+
+def _timeline(fig, rec: Recorder) -> None:
+    """A Gantt chart: one row per IPU (or PopTorch replica), a bar per execution, coloured
+    by replica; where pipeline stages were recorded, a bar per stage and micro-batch
+    (hatched by stage; backward passes paler) over the execution's pale bar, and below, the
+    first micro-batches of the last execution drawn large."""
     if not rec.spans:
+        ax = fig.add_subplot(1, 1, 1)
+        ax.set_title("Executions on the emulated IPUs")
         _empty(ax, "no execution was recorded")
         return
-    rows = sorted({s.row for s in rec.spans}, key=lambda r: (r.split()[0], int(r.split()[1])))
+    staged = [s for s in rec.spans if s.stage >= 0]
+    if not staged:
+        ax = fig.add_subplot(1, 1, 1)
+        _gantt(ax, rec.spans, False)
+        ax.set_title("Executions on the emulated IPUs")
+        fig.tight_layout()
+        return
+    whole, zoom = fig.subplots(2, 1)
+    _gantt(whole, rec.spans, True)
+    whole.set_title("Executions and pipeline stages on the emulated IPUs")
+    window = _zoom_window(rec.spans)
+    _gantt(zoom, [s for s in rec.spans if s.end > window[0] and s.begin < window[1]], True)
+    zoom.set_xlim(*window)
+    zoom.set_title("The last execution's first micro-batches", fontsize="small")
+    fig.tight_layout()
+
+
+def _zoom_window(spans: list, micro_batches: int = 4) -> tuple:
+    """(begin, end) of the first ``micro_batches`` micro-batches of one replica in the last
+    execution that ran pipeline stages (the last that also ran a backward pass, if any)."""
+    staged = [s for s in spans if s.stage >= 0]
+    firsts = sorted((s for s in staged if s.stage == 0 and s.phase == "forward"),
+                    key=lambda s: s.begin)
+    if not firsts:
+        return min(s.begin for s in staged), max(s.end for s in staged)
+    backward = any(s.phase == "backward" for s in staged)
+
+    def inside(e, phase):
+        return (s for s in staged if s.replica == e.replica and s.phase == phase
+                and e.begin <= s.begin <= e.end)
+
+    start = firsts[-1]
+    for e in sorted((s for s in spans if s.stage < 0), key=lambda s: s.begin, reverse=True):
+        if backward and next(inside(e, "backward"), None) is None:
+            continue
+        first = min((s for s in inside(e, "forward") if s.stage == 0),
+                    key=lambda s: s.begin, default=None)
+        if first is not None:
+            start = first
+            break
+    later = [s for s in firsts if s.replica == start.replica and s.begin >= start.begin]
+    if len(later) > micro_batches:  # up to the next micro-batch's start
+        end = later[micro_batches].begin
+    else:
+        end = max(s.end for s in staged if s.replica == start.replica
+                  and s.begin >= start.begin)
+    pad = 0.02 * (end - start.begin)
+    return start.begin - pad, end + pad
+
+
+def _gantt(ax, spans: list, staged: bool) -> None:
+    from matplotlib.patches import Patch
+
+    rows = sorted({s.row for s in spans}, key=lambda r: (r.split()[0], int(r.split()[1])))
     colors = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7"]
     for y, row in enumerate(rows):
-        spans = [s for s in rec.spans if s.row == row]
-        ax.broken_barh([(s.begin, max(s.end - s.begin, 1e-6)) for s in spans], (y - 0.4, 0.8),
-                       facecolors=[colors[s.replica % len(colors)] for s in spans])
-    ax.set_yticks(range(len(rows)), rows)
+        on_row = [s for s in spans if s.row == row]
+        whole = [s for s in on_row if s.stage < 0]
+        ax.broken_barh([(s.begin, max(s.end - s.begin, 1e-6)) for s in whole],
+                       (y - 0.4, 0.8), alpha=0.25 if staged else 1.0,
+                       facecolors=[colors[s.replica % len(colors)] for s in whole])
+        for s in on_row:
+            if s.stage < 0:
+                continue
+            ax.broken_barh([(s.begin, max(s.end - s.begin, 1e-6))], (y - 0.3, 0.6),
+                           facecolors=colors[s.replica % len(colors)],
+                           alpha=0.5 if s.phase == "backward" else 1.0,
+                           hatch=_HATCHES[s.stage % len(_HATCHES)], edgecolor="black",
+                           linewidth=0.3)
+    ax.set_yticks(range(len(rows)), rows, fontsize="small")
     ax.invert_yaxis()
-    ax.set_xlabel("seconds since the run began")
-    replicas = sorted({s.replica for s in rec.spans})[:len(colors)]
-    ax.legend(handles=[Patch(color=colors[r], label=f"replica {r}") for r in replicas],
-              loc="upper left", fontsize="small")
-    fig.tight_layout()
+    ax.set_xlabel("seconds since the run began", fontsize="small")
+    replicas = sorted({s.replica for s in spans})[:len(colors)]
+    handles = [Patch(color=colors[r], label=f"replica {r}") for r in replicas]
+    if staged:
+        stages = sorted({s.stage for s in spans if s.stage >= 0})[:len(_HATCHES)]
+        handles += [Patch(facecolor="white", edgecolor="black", hatch=_HATCHES[k],
+                          label=f"stage {k}") for k in stages]
+        if any(s.phase == "backward" for s in spans):
+            handles.append(Patch(facecolor="grey", alpha=0.5, label="backward"))
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5),
+              fontsize="x-small")

@@ -32,7 +32,9 @@ def page(s: dict) -> str:
     rows = "".join(f"<tr><th>{esc(label)}</th><td>{esc(value)}</td></tr>"
                    for label, value in summary.fields(s))
     mem_rows = "".join(
-        f"<tr><td>IPU {m['ipu']}</td><td>{m['peak_bytes']}</td><td>{m['capacity_bytes']}</td>"
+        f"<tr><td>IPU {m['ipu']}</td><td>{m['peak_bytes']}</td>"
+        f"<td>{m.get('variable_bytes', 0)}</td><td>{m.get('optimizer_bytes', 0)}</td>"
+        f"<td>{m['capacity_bytes']}</td>"
         f"<td>{100 * m['peak_fraction']:.3g}%</td></tr>" for m in s["memory"])
     options = esc(json.dumps({"args": s["args"], **s["options"]}))
     parts = [
@@ -44,6 +46,7 @@ def page(s: dict) -> str:
     ]
     if mem_rows:
         parts.append("<h2>Memory per IPU (bytes)</h2><table><tr><th>IPU</th><th>peak</th>"
+                     "<th>of which variables</th><th>of which optimizer state</th>"
                      f"<th>IPU memory</th><th>peak / memory</th></tr>{mem_rows}</table>")
     if s["figures"]:
         w, h = figures.SIZE

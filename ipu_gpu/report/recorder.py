@@ -25,6 +25,7 @@ Every hook swallows its own errors (a report must never break the run it observe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
@@ -39,7 +40,10 @@ class Span(NamedTuple):
     replicas: int
     begin: float
     end: float
-    kind: str  # "engine", "poptorch training", "poptorch inference"
+    kind: str  # "engine", "stage", "poptorch training", "poptorch inference"
+    stage: int = -1  # a pipeline stage's span: its index (-1: a whole execution)
+    phase: str = ""  # "forward" or "backward" (a stage span)
+    micro_batch: int = -1  # the replica's n-th span of this stage and phase in the run
 
 
 class MemorySample(NamedTuple):
@@ -49,6 +53,7 @@ class MemorySample(NamedTuple):
     end: float
     before: int  # bytes resident when the execution began
     peak: int  # the most bytes resident during it
+    resident: int = 0  # of which variables and optimizer state (``Recorder.memory_samples``)
 
 
 def _guarded(method):
@@ -100,6 +105,12 @@ class Recorder:
         self._unclaimed: list = []  # indices in samples of infeed records no loss claimed
         self._lock = threading.Lock()
         self._keras_seen: dict = {}  # id(runner) -> runner.samples at its last execution
+        self._micro: dict = {}  # (replica, stage, phase) -> stage spans so far
+        self.variables: dict = {}  # IPU id -> {id(variable): variable} resident there
+        self.capacity: dict = {}  # IPU id -> its memory in bytes
+        self._optimizers: dict = {}  # id -> an optimizer whose slots are resident
+        self._keras_placed: set = set()  # id(runner)s whose weights were placed
+        self.poptorch_resident: dict = {}  # IPU id -> {label: bytes} (report.poptorch_memory)
 
     def now(self) -> float:
         return self.clock() - self.start
@@ -126,6 +137,55 @@ class Recorder:
                                             before, max(peak, before)))
         if replicas > self.replicas:
             self.replicas = replicas
+
+    @_guarded
+    def stage(self, ipu, replica, replicas, index, phase, begin, end, owned) -> None:
+        """A pipeline stage's forward (or the backward pass) of one micro-batch ran on
+        ``ipu``; ``owned`` are the variables it read first (its weights)."""
+        key = (replica, index, phase)
+        with self._lock:
+            n = self._micro.get(key, 0)
+            self._micro[key] = n + 1
+        self.spans.append(Span(f"IPU {ipu.id}", replica, replicas, begin - self.start,
+                               end - self.start, "stage", index, phase, n))
+        if owned:
+            self.place(ipu.id, ipu.memory.capacity, owned)
+
+    def place(self, ipu_id, capacity, variables) -> None:
+        """``variables`` are resident on IPU ``ipu_id`` (one replica's copies)."""
+        with self._lock:
+            held = self.variables.setdefault(ipu_id, {})
+            for v in variables:
+                held.setdefault(id(v), v)
+            self.capacity[ipu_id] = capacity
+
+    @_guarded
+    def optimizer(self, opt) -> None:
+        """``opt``'s slots of the resident variables are resident beside them."""
+        self._optimizers.setdefault(id(opt), opt)
+
+    def resident(self) -> dict:
+        """IPU id -> (variable bytes, optimizer slot bytes) of the variables placed on it,
+        as they are now (an IPU holds its weights and optimizer state for the whole run)."""
+        out = {}
+        for ipu, held in self.variables.items():
+            var_bytes = sum(_nbytes(v) for v in held.values())
+            slot_bytes = sum(_slot_bytes(opt, held.values())
+                             for opt in self._optimizers.values())
+            out[ipu] = (var_bytes, slot_bytes)
+        for ipu, labels in self.poptorch_resident.items():
+            v, o = out.get(ipu, (0, 0))
+            out[ipu] = (v + labels.get("parameters", 0),
+                        o + labels.get("gradients", 0) + labels.get("optimizer state", 0))
+        return out
+
+    def memory_samples(self) -> list:
+        """``memory`` with each IPU's resident variables and optimizer state added (the
+        engine's ledger counts the tensors a program makes, not its variables)."""
+        extra = {ipu: v + o for ipu, (v, o) in self.resident().items()}
+        return [m._replace(before=m.before + extra.get(m.ipu, 0),
+                           peak=m.peak + extra.get(m.ipu, 0), resident=extra.get(m.ipu, 0))
+                for m in self.memory]
 
     @_guarded
     def run_ended(self, end) -> None:
@@ -205,6 +265,10 @@ class Recorder:
             if value is not None:
                 self.losses.append((self.steps, t, value, "keras"))
         if runner is not None:
+            if id(runner) not in self._keras_placed:
+                self._keras_placed.add(id(runner))
+                if hasattr(runner, "model"):
+                    self._place_keras(runner)
             seen = runner.samples
             last = self._keras_seen.get(id(runner), 0)
             self._keras_seen[id(runner)] = seen
@@ -215,14 +279,36 @@ class Recorder:
                 self.samples.append((t, int(n), "keras"))
             self.replicas = max(self.replicas, int(runner.replication_factor))
 
+    sample = MemorySample
+
+    def poptorch_running(self, model):
+        """The context one PopTorch call runs in: its stage spans and memory
+        (``report.poptorch_watch``)."""
+        try:
+            from .poptorch_watch import CallWatch
+
+            watch = CallWatch(self, model)
+        except Exception as e:  # noqa: BLE001 - a report never breaks the run
+            self.errors.append(f"poptorch_running: {type(e).__name__}: {e}")
+            return contextlib.nullcontext()
+        self._watch = watch
+        return watch
+
     @_guarded
     def poptorch_call(self, model, begin, end, out, args) -> None:
         s, r, _ = model._factors()
         training = bool(model.training)
         kind = "poptorch training" if training else "poptorch inference"
+        watch, self._watch = getattr(self, "_watch", None), None
         for rep in range(r):
-            self.spans.append(Span(f"replica {rep}", rep, r, begin - self.start,
-                                   end - self.start, kind))
+            if watch is not None:  # the call's span on each IPU of the replica
+                used = sorted({b.ipu for b in watch.blocks} or {0})
+                for ipu in used:
+                    self.spans.append(Span(f"IPU {rep * watch.per_replica + ipu}", rep, r,
+                                           begin - self.start, end - self.start, kind))
+            else:
+                self.spans.append(Span(f"replica {rep}", rep, r, begin - self.start,
+                                       end - self.start, kind))
         with self._lock:
             self.executions += 1
         if not training:
@@ -237,6 +323,65 @@ class Recorder:
         batch = next((t for t in _tensors(list(args)) if t.dim()), None)
         if batch is not None:
             self.samples.append((end - self.start, int(batch.shape[0]), "poptorch"))
+
+
+    @_guarded
+    def _place_keras(self, runner) -> None:
+        """A Keras model's weights on the IPU of their layer's stage in every replica
+        (stage 0's IPU for an unpipelined model), its optimizer's slots beside them."""
+        model = runner.model
+        device = runner.strategy.extended._device()
+        shards = device.replica_shards(runner.ipus_per_replica)
+        by_shard: dict = {}
+        if runner.pipeline:
+            mapping = list(model._ipu_options.pipelining_device_mapping or [])
+            _keras_stage_weights(runner.pipeline, mapping, by_shard)
+        else:
+            by_shard[0] = list(model.weights)
+        for replica in shards:
+            for shard, weights in by_shard.items():
+                if shard < len(replica):
+                    ipu = replica[shard]
+                    self.place(ipu.id, ipu.memory.capacity, weights)
+        opt = getattr(model, "optimizer", None)
+        if opt is not None and runner.mode == "fit":
+            self._optimizers.setdefault(id(opt), opt)
+
+
+def _keras_stage_weights(assignment, mapping, by_shard) -> None:
+    for a in assignment:
+        if a.is_nested_model:
+            _keras_stage_weights(a.pipeline_stage_assignments, mapping, by_shard)
+            continue
+        if a.pipeline_stage is None:
+            continue
+        stage = a.pipeline_stage
+        shard = mapping[stage] if stage < len(mapping) else stage
+        by_shard.setdefault(shard, []).extend(a.layer.weights)
+
+
+def _nbytes(v) -> int:
+    value = getattr(v, "_value", v)
+    return int(getattr(value, "nbytes", 0))
+
+
+def _slot_bytes(opt, variables) -> int:
+    """The bytes of ``opt``'s slots (Keras OptimizerV2 / tf.compat.v1 optimizers:
+    ``get_slot_names`` and ``get_slot``) of ``variables``."""
+    names = getattr(opt, "get_slot_names", None)
+    if names is None:
+        return 0
+    total = 0
+    names = list(names())
+    for v in variables:
+        for name in names:
+            try:
+                slot = opt.get_slot(v, name)
+            except (KeyError, ValueError, AttributeError):
+                continue
+            if slot is not None:
+                total += _nbytes(slot)
+    return total
 
 
 def _tensors(x) -> list:

@@ -36,13 +36,17 @@ def throughput(samples: list, replicas: int) -> dict:
 
 
 def memory(rec: Recorder) -> list:
-    """Per IPU (by id): peak bytes during an execution and the IPU's memory."""
+    """Per IPU (by id): peak bytes during an execution (variables and optimizer state
+    included), the IPU's memory, and the variables' and optimizer state's bytes."""
     by_ipu: dict = {}
-    for m in rec.memory:
+    for m in rec.memory_samples():
         peak, capacity = by_ipu.get(m.ipu, (0, m.capacity))
         by_ipu[m.ipu] = (max(peak, m.peak), m.capacity)
+    resident = rec.resident()
     return [{"ipu": ipu, "peak_bytes": peak, "capacity_bytes": capacity,
-             "peak_fraction": peak / capacity if capacity else None}
+             "peak_fraction": peak / capacity if capacity else None,
+             "variable_bytes": resident.get(ipu, (0, 0))[0],
+             "optimizer_bytes": resident.get(ipu, (0, 0))[1]}
             for ipu, (peak, capacity) in sorted(by_ipu.items())]
 
 

@@ -25,6 +25,7 @@ from .call_context import get_mask, set_mask
 from .input_layer import InputLayer
 from .input_spec import InputSpec
 from .keras_tensor import KerasTensor
+from . import pipeline_stages
 from .op_lambda import TFOpLambda
 from .serialization import get_registered_name
 from .training import Model
@@ -255,16 +256,26 @@ class Functional(Model):
             if m is not None:
                 set_mask(y, m)
             values[id(x)] = y
+        switch = pipeline_stages.switch(self)  # a pipelined model's stages (None: not)
+        if switch is None:
+            self._run_nodes(values, None)
+        else:
+            with switch:
+                self._run_nodes(values, switch)
+        return nest.pack_sequence_as(self._nested_outputs,
+                                     [values[id(x)] for x in self.outputs])
+
+    def _run_nodes(self, values, switch) -> None:
         for depth in sorted(self._nodes_by_depth, reverse=True):
             for node in self._nodes_by_depth[depth]:
                 if node.is_input or any(id(t) not in values for t in node.keras_inputs):
                     continue
                 args, kwargs = node.map_arguments(lambda kt: values[id(kt)])
+                if switch is not None:
+                    switch(node)
                 outputs = node.layer(*args, **kwargs)
                 for kt, value in zip(nest.flatten(node.outputs), nest.flatten(outputs)):
                     values[id(kt)] = value
-        return nest.pack_sequence_as(self._nested_outputs,
-                                     [values[id(x)] for x in self.outputs])
 
     def compute_output_shape(self, input_shape):
         return nest.map_structure(lambda x: x.shape, self._nested_outputs)

@@ -49,7 +49,7 @@ from ...core.convert import convert_to_tensor
 from ...core.indexed_slices import IndexedSlices
 from ...core.tape import GradientTape
 from ...ipu.gradient_accumulation import GradientAccumulationReductionMethod
-from . import call_context, data_adapter
+from . import call_context, data_adapter, pipeline_stages
 
 __all__ = ["GradientAccumulationReductionMethod", "IPUOptions", "runner_for"]
 
@@ -213,6 +213,10 @@ class Runner:
                                  f"current model requires a multiple of {per_replica} IPUs.")
         self.replication_factor = max(1, num_ipus // per_replica)
         self.ipus_per_replica = per_replica
+        if self.pipeline:  # each stage's layers charge their IPU
+            pipeline_stages.install(model, self.pipeline, options.pipelining_device_mapping)
+        else:
+            pipeline_stages.uninstall(model)
         self.gradient_accumulation = 1
         self.samples = 0  # samples the executions consumed, over all replicas
         self.counter = {"fit": model._train_counter, "evaluate": model._test_counter,
@@ -467,7 +471,8 @@ def _train_step(model, data, accumulated, micro, ga, method):
     model._validate_target_and_loss(y, loss)
     optimizer = model.optimizer
     variables = model.trainable_variables
-    grads_and_vars = optimizer._compute_gradients(loss, variables, tape=tape)
+    with pipeline_stages.backward(model):  # a pipelined model: its last stage's IPU
+        grads_and_vars = optimizer._compute_gradients(loss, variables, tape=tape)
     model.compiled_metrics.update_state(y, y_pred, sample_weight)
     if ga > 1:
         accumulated = _accumulate(accumulated, [g for g, _ in grads_and_vars], micro, ga,
