@@ -1,7 +1,7 @@
 """The CPU depthwise kernels (kernels/conv_cpu.py): the unrolled 3x3 multiplier-1 paths give
-the general loops' tap-ordered sums bit for bit (a numpy float32 twin of that order is the
-reference), borders and other filters included; float64 reference for the rest; the same
-bits for one and two threads."""
+the general loops' tap-ordered sums bit for bit (a numpy twin of that order is the
+reference: forward, input gradient and the serial filter gradient), borders and other
+filters included; float64 reference for the rest; the same bits for one and two threads."""
 
 from __future__ import annotations
 
@@ -70,6 +70,23 @@ def test_3x3_multiplier_1_is_the_tap_ordered_sum_bitwise(shape, dilation, pads, 
                          for j in range(3)] for i in range(3)])[..., None]
     tol = 1e-4 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(df, want_df, rtol=tol, atol=tol)
+    if dy.size * 9 < conv_cpu.PARALLEL_MIN_WORK:  # the serial kernel: one sum a filter value
+        np.testing.assert_array_equal(df, _filter_gradient(x, dy, dilation, pads))
+
+
+def _filter_gradient(x, dy, dilation, pads):
+    """df[i, j] = the products x shifted by tap (i, j) times dy added from zero one output
+    (n, y, xo) at a time in row-major order: the serial kernel's order."""
+    xp = np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)))
+    n, ho, wo, c = dy.shape
+    df = np.zeros((3, 3, c, 1), x.dtype)
+    for i in range(3):
+        for j in range(3):
+            win = xp[:, i * dilation:i * dilation + ho, j * dilation:j * dilation + wo]
+            terms = (win * dy).reshape(-1, c)
+            for t in terms:
+                df[i, j, :, 0] += t
+    return df
 
 
 @pytest.mark.parametrize(("strides", "mult", "k"), [((2, 2), 1, 3), ((1, 1), 2, 3),

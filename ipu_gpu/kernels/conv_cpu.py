@@ -1021,6 +1021,9 @@ def _depthwise_bwd_filter_rows(xg, dy, sh, sw, dh, dw, df, r0, r1):
     # df += the contributions of output rows r0..r1 (row = n * Ho + ho)
     kh, kw, c, mult = df.shape
     ho_n, wo_n = dy.shape[1], dy.shape[2]
+    if mult == 1 and kw == 3:
+        _depthwise_bwd_filter_rows_w3(xg, dy, sh, sw, dh, dw, df, r0, r1)
+        return
     for r in range(r0, r1):
         n, y = r // ho_n, r % ho_n
         drow = dy[n, y]
@@ -1039,6 +1042,29 @@ def _depthwise_bwd_filter_rows(xg, dy, sh, sw, dh, dw, df, r0, r1):
                             v = px[ci]
                             for m in range(mult):
                                 dfij[ci, m] += v * g[ci * mult + m]
+
+
+@njit(cache=True, nogil=True)
+def _depthwise_bwd_filter_rows_w3(xg, dy, sh, sw, dh, dw, df, r0, r1):
+    # multiplier 1, filter rows of three taps: the three taps of a row take their terms from
+    # one load of dy; each filter value's terms still added in (row, xo) order
+    kh, c = df.shape[0], df.shape[2]
+    ho_n, wo_n = dy.shape[1], dy.shape[2]
+    for r in range(r0, r1):
+        n, y = r // ho_n, r % ho_n
+        drow = dy[n, y]
+        for i in range(kh):
+            xrow = xg[n, y * sh + i * dh]
+            d0, d1, d2 = df[i, 0], df[i, 1], df[i, 2]
+            for xo in range(wo_n):
+                b = xo * sw
+                p0, p1, p2 = xrow[b], xrow[b + dw], xrow[b + 2 * dw]
+                g = drow[xo]
+                for ci in range(c):
+                    gv = g[ci]
+                    d0[ci, 0] += p0[ci] * gv
+                    d1[ci, 0] += p1[ci] * gv
+                    d2[ci, 0] += p2[ci] * gv
 
 
 @njit(cache=True, nogil=True)
