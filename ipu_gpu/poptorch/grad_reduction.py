@@ -59,6 +59,7 @@ class GradientReduction:
         post = mean and not self.running
         self.af = a if post else 1
         self.rf = r if post and not loss_mean else 1
+        self._divisor = (None, None)  # (loss scale, divisor) of the last ``divisor`` call
         self.accum_type = getattr(optimizer, "accum_type", torch.float32) or torch.float32
         self._all = [p for g in optimizer.param_groups for p in g["params"]]
         self.params = [p for p in self._all if p.requires_grad]
@@ -75,7 +76,10 @@ class GradientReduction:
 
     def divisor(self, loss_scale: float) -> float:
         """``ls * af * rf`` as PopART's C++ float computes it."""
-        return float((np.float32(loss_scale) * np.float32(self.af)) * np.float32(self.rf))
+        if loss_scale != self._divisor[0]:
+            f = np.float32
+            self._divisor = (loss_scale, float((f(loss_scale) * f(self.af)) * f(self.rf)))
+        return self._divisor[1]
 
     def begin_step(self) -> None:
         """Before a step's first micro-batch: no gradient yet (what ``zero_grad`` did)."""

@@ -438,6 +438,8 @@ def _sgd_update(opt, grad_divisor=None):
             if grads and scale != 1.0:
                 torch._foreach_mul_(grads, scale)
         small, small_grads = [], []  # w -= step * g for the group's small weights at once
+        step = (lr * (1 - dm) if grad_divisor is None or wd != 0 or mm != 0
+                else scaled_learning_rate0(lr, dm, grad_divisor))
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -445,8 +447,6 @@ def _sgd_update(opt, grad_divisor=None):
             if no_velocity and mm == 0:
                 # without weight decay ``g + 0 * w`` is ``g`` bit for bit (for finite w):
                 # skipping it saves two weight-sized temporaries per update
-                step = (lr * (1 - dm) if grad_divisor is None or wd != 0
-                        else scaled_learning_rate0(lr, dm, grad_divisor))
                 if wd != 0:
                     p.sub_(step * (g + wd * p))
                 elif not sgd_step(p, g, step):
@@ -484,8 +484,18 @@ def _sgd_update(opt, grad_divisor=None):
 def scaled_learning_rate0(lr: float, dampening: float, divisor: float) -> float:
     """PopART's SGD0 scalar ``(lr * (1 - dp)) / (ls * af * rf)`` in C++ float
     (``divisor`` is ``ls * af * rf``, already a float32 value)."""
-    f = np.float32
-    return float((f(lr) * (f(1.0) - f(dampening))) / f(divisor))
+    key = (lr, dampening, divisor)
+    value = _SLR0.get(key)
+    if value is None:
+        f = np.float32
+        value = float((f(lr) * (f(1.0) - f(dampening))) / f(divisor))
+        if len(_SLR0) > 64:
+            _SLR0.clear()
+        _SLR0[key] = value
+    return value
+
+
+_SLR0 = {}  # scaled_learning_rate0's values (numpy scalar arithmetic costs microseconds)
 
 
 def folds_gradient_scale(optimizer) -> bool:
