@@ -30,6 +30,7 @@ import numpy as np
 from .. import errors
 from ..core import nest
 from ..core.tensor import Tensor, wrap
+from ..ops import random as _random
 from . import structure
 
 INFINITE = -1
@@ -104,6 +105,28 @@ def iterate_plan(plan: IndexPlan):
                     yield nest.pack_sequence_as(block, [a[r, ...] for a in flat])
 
 
+def _iterate_in(elements, state):
+    """``elements`` advanced with ``state`` as the running iteration (in whichever thread
+    asks for the next element)."""
+    swap = _random.swap_iteration
+    try:
+        while True:
+            prev = swap(state)
+            try:
+                element = next(elements)
+            except StopIteration:
+                return
+            finally:
+                swap(prev)
+            yield element
+    finally:
+        prev = swap(state)
+        try:
+            elements.close()
+        finally:
+            swap(prev)
+
+
 class Dataset:
     """A host input pipeline, as ``tf.data.Dataset``: build it with the static constructors
     (``from_tensor_slices``, ``from_tensors``, ``from_generator``, ``range``, ``zip``) or the
@@ -131,12 +154,31 @@ class Dataset:
         return structure.synthesize(self.element_spec)
 
     # ---- the common machinery ---------------------------------------------------------------
+    _calls_functions = False  # the dataset functions' classes (mapping.py) say True
+
     def _elements(self):
-        """A fresh generator of this dataset's elements (one iteration)."""
+        """A fresh generator of this dataset's elements (one iteration). Started outside a
+        running iteration, it is one (TF: an iterator): the random ops of the dataset
+        functions it calls draw from kernels of its own (ops/random.py ``IterationSeeds``)."""
+        if _random.current_iteration() is None and self._has_functions():
+            state = _random.IterationSeeds()
+            with _random.in_iteration(state):
+                return _iterate_in(self._own_elements(), state)
+        return self._own_elements()
+
+    def _own_elements(self):
         plan = self._index_plan()
         if plan is not None:
             return iterate_plan(plan)
         return self._iter_elements()
+
+    def _has_functions(self) -> bool:
+        """Whether iterating calls a dataset function (this dataset's or an input's)."""
+        found = self.__dict__.get("_functions_cache")
+        if found is None:
+            found = self._calls_functions or any(ds._has_functions() for ds in self._inputs)
+            self.__dict__["_functions_cache"] = found
+        return found
 
     @property
     def element_spec(self):
@@ -304,8 +346,10 @@ class Dataset:
         """Randomly shuffles elements with a buffer of ``buffer_size`` elements, as TF: the
         buffer is filled first, each output is drawn uniformly from it and replaced by the next
         input element. With a ``seed`` the order is reproducible (the first iteration of two
-        datasets built alike is the same; it is not TF's order); ``reshuffle_each_iteration``
-        (default True) draws a new order for each iteration (each repetition of ``repeat``)."""
+        datasets built alike is the same; it is not TF's order), and with a global seed
+        (``tf.random.set_seed``) and no ``seed`` the orders are the same every run, as TF;
+        ``reshuffle_each_iteration`` (default True) draws a new order for each iteration (each
+        ``iter``, each repetition of ``repeat``)."""
         from .shuffle import Shuffle
 
         return Shuffle(self, buffer_size, seed, reshuffle_each_iteration)
@@ -404,20 +448,28 @@ class Dataset:
         """Folds the elements into ``initial_state`` with ``reduce_func(state, element)``;
         returns the final state as Tensors. The state's structure and dtypes must not change."""
         state = structure.normalize(initial_state, "reduce")
-        for element in self._elements():
-            args = structure.host_tensors(element)
-            new = structure.normalize_output(reduce_func(structure.host_tensors(state), args),
-                                             "reduce")
-            if not structure.same_structure(state, new):
-                raise TypeError(f"reduce: reduce_func must return a state of the structure of "
-                                f"initial_state {structure.specs_of(state)}, got "
-                                f"{structure.specs_of(new)}")
-            for a, b in zip(nest.flatten(state), nest.flatten(new)):
-                if a.dtype != b.dtype:
-                    raise TypeError(f"reduce: reduce_func must keep the state's dtypes, got "
-                                    f"{b.dtype} for a component of dtype {a.dtype}")
-            state = new
+        key, seed = _random.function_key(), _random.traced_global_seed()
+        with _random.in_iteration(_random.current_iteration() or _random.IterationSeeds()):
+            for element in self._elements():
+                args = structure.host_tensors(element)
+                with _random.FunctionCall(key, seed):
+                    new = reduce_func(structure.host_tensors(state), args)
+                state = self._reduced(state, new)
         return structure.to_tensors(state)
+
+    @staticmethod
+    def _reduced(state, new):
+        """The new state of ``reduce``, checked against the old one."""
+        new = structure.normalize_output(new, "reduce")
+        if not structure.same_structure(state, new):
+            raise TypeError(f"reduce: reduce_func must return a state of the structure of "
+                            f"initial_state {structure.specs_of(state)}, got "
+                            f"{structure.specs_of(new)}")
+        for a, b in zip(nest.flatten(state), nest.flatten(new)):
+            if a.dtype != b.dtype:
+                raise TypeError(f"reduce: reduce_func must keep the state's dtypes, got "
+                                f"{b.dtype} for a component of dtype {a.dtype}")
+        return new
 
     def get_single_element(self, name=None):
         """The only element of the dataset (InvalidArgumentError if it has none or several)."""

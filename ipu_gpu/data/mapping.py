@@ -25,6 +25,7 @@ import numpy as np
 from .. import errors
 from ..core import nest
 from ..core.spec import TensorSpec
+from ..ops import random as _random
 from . import structure
 from .dataset import AUTOTUNE, UNKNOWN, Dataset, as_int
 
@@ -73,13 +74,40 @@ def _first_element(ds: Dataset):
         it.close()
 
 
+def _probing():
+    """Context manager for calls that find an output spec (TF's tracing): their random
+    draws go to kernels of their own and advance no Generator."""
+    return _random.in_iteration(_random.IterationSeeds(probe=True))
+
+
 class _Function(Dataset):
-    """A dataset calling a user function on its input's elements."""
+    """A dataset calling a user function on its input's elements. The function is named as
+    TF traces it when the dataset is made (its random ops' seeds, see ops/random.py)."""
 
     op = "map"
+    _calls_functions = True
 
-    def _call(self, element):
+    def _set_function(self, fn) -> None:
+        self._fn = fn
+        self._key = _random.function_key()
+        self._seed = _random.traced_global_seed()
+
+    def _apply(self, element):
         raise NotImplementedError
+
+    def _call(self, element, state=None, order=None, index=0):
+        """The function applied to ``element`` as one call of the traced function."""
+        with _random.FunctionCall(self._key, self._seed, state, order, index):
+            return self._apply(element)
+
+    def _caller(self, state):
+        """A function calling the traced function on elements, one after another."""
+        call, apply = _random.FunctionCall(self._key, self._seed, state), self._apply
+
+        def run(element):
+            with call:
+                return apply(element)
+        return run
 
     def _sample_output(self):
         """(input sample, output for it): the probe, or the first real element when the
@@ -87,15 +115,16 @@ class _Function(Dataset):
         cached = self.__dict__.get("_sample")
         if cached is not None:
             return cached
-        sample = self._input._probe()
-        try:
-            out = self._call(sample)
-        except Exception as e:
+        with _probing():
+            sample = self._input._probe()
             try:
-                sample = _first_element(self._input)
-            except Exception:
-                raise e from None
-            out = self._call(sample)
+                out = self._call(sample)
+            except Exception as e:
+                try:
+                    sample = _first_element(self._input)
+                except Exception:
+                    raise e from None
+                out = self._call(sample)
         self.__dict__["_sample"] = (sample, out)
         return sample, out
 
@@ -106,10 +135,10 @@ class Map(_Function):
             raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
         self._input = input_dataset
         self._inputs = (input_dataset,)
-        self._fn = map_func
+        self._set_function(map_func)
         self._parallel = _parallel_calls(num_parallel_calls, "map")
 
-    def _call(self, element):
+    def _apply(self, element):
         return structure.normalize_output(structure.call_function(self._fn, element), "map")
 
     def _compute_spec(self):
@@ -119,7 +148,8 @@ class Map(_Function):
         unknown = any(s.shape.rank is None or None in s.shape for s in nest.flatten(in_spec))
         if unknown:
             try:
-                out2 = self._call(_grow(sample, in_spec))
+                with _probing():
+                    out2 = self._call(_grow(sample, in_spec))
             except Exception:  # the function refuses the grown sample: keep the sample's shapes
                 out2 = None
             if out2 is not None and structure.same_structure(out, out2):
@@ -130,6 +160,7 @@ class Map(_Function):
         return self._input._cardinality()
 
     def _iter_elements(self):
+        state = _random.current_iteration() or _random.IterationSeeds()
         it = self._input._elements()
         # AUTOTUNE runs inline: map functions here are mostly GIL-bound Python, and threads
         # only slowed them (an MNIST cast-and-scale map: 21-28k elements/s inline, 11-14k on
@@ -138,7 +169,7 @@ class Map(_Function):
         # the GIL (large numpy ops, I/O, decoding).
         if self._parallel in (None, 1, AUTOTUNE):
             try:
-                call = self._call
+                call = self._caller(state)
                 for element in it:
                     yield call(element)
             finally:
@@ -147,18 +178,22 @@ class Map(_Function):
         # Threads share the GIL: they pay off where map_func releases it (numpy on large
         # arrays, I/O, decoding). Tasks are runs of PARALLEL_CHUNK elements, so the pool's
         # per-task cost stays small next to the work; results come back in input order.
+        # Random draws happen in input order (CallOrder), so results equal the inline ones.
         workers = min(self._parallel, 4 * (os.cpu_count() or 1))
         pool = ThreadPoolExecutor(workers, thread_name_prefix="ipu_gpu.data.map")
         window = collections.deque()
         call = self._call
+        order = _random.CallOrder()
 
-        def run(chunk):
-            return [call(e) for e in chunk]
+        def run(chunk, first):
+            return [call(e, state, order, i) for i, e in enumerate(chunk, first)]
+        submitted = 0
         try:
             while True:
                 chunk = list(itertools.islice(it, PARALLEL_CHUNK))
                 if chunk:
-                    window.append(pool.submit(run, chunk))
+                    window.append(pool.submit(run, chunk, submitted))
+                    submitted += len(chunk)
                 if len(window) > workers or (not chunk and window):
                     yield from window.popleft().result()
                 if not chunk and not window:
@@ -182,10 +217,13 @@ class Filter(_Function):
                             f"{type(predicate).__name__}")
         self._input = input_dataset
         self._inputs = (input_dataset,)
-        self._fn = predicate
+        self._set_function(predicate)
 
-    def _keep(self, element) -> bool:
-        r = structure.call_function(self._fn, element)
+    def _apply(self, element):
+        return structure.call_function(self._fn, element)
+
+    def _keep(self, call, element) -> bool:
+        r = call(element)
         a = structure.to_numpy(r, "filter") if not isinstance(r, (bool, np.bool_)) else None
         if a is not None and (a.dtype != np.bool_ or a.ndim != 0):
             raise ValueError("Invalid `predicate`. `predicate` must return a `tf.bool` scalar "
@@ -196,11 +234,12 @@ class Filter(_Function):
         return self._input.element_spec
 
     def _iter_elements(self):
+        state = _random.current_iteration() or _random.IterationSeeds()
         it = self._input._elements()
         try:
-            keep = self._keep
+            keep, call = self._keep, self._caller(state)
             for element in it:
-                if keep(element):
+                if keep(call, element):
                     yield element
         finally:
             it.close()
@@ -216,7 +255,7 @@ class Interleave(_Function):
             raise TypeError(f"{op}: map_func must be callable, got {type(map_func).__name__}")
         self._input = input_dataset
         self._inputs = (input_dataset,)
-        self._fn = map_func
+        self._set_function(map_func)
         self.op = op
         if cycle_length is None or cycle_length == AUTOTUNE:
             cycle_length = os.cpu_count() or 1
@@ -228,7 +267,7 @@ class Interleave(_Function):
             raise errors.InvalidArgumentError("block_length must be greater than zero.")
         _parallel_calls(num_parallel_calls, op)
 
-    def _call(self, element):
+    def _apply(self, element):
         ds = structure.call_function(self._fn, element)
         if not isinstance(ds, Dataset):
             raise TypeError(f"{self.op}: map_func must return a Dataset, got "
@@ -244,6 +283,7 @@ class Interleave(_Function):
     def _iter_elements(self):
         # TF's InterleaveDatasetOp: slots are refilled from the input when the cycle comes
         # back to them; an exhausted dataset moves the cycle on.
+        state = _random.current_iteration() or _random.IterationSeeds()
         it = self._input._elements()
         cycle, block = self._cycle, self._block
         current = [None] * cycle
@@ -269,7 +309,8 @@ class Interleave(_Function):
                     except StopIteration:
                         end_of_input = True
                         continue
-                    current[index] = self._call(args)._elements()
+                    with _random.in_iteration(state):
+                        current[index] = self._call(args, state)._elements()
                     num_open += 1
                 else:
                     block_index, index = 0, (index + 1) % cycle

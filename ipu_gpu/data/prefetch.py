@@ -13,6 +13,7 @@ import collections
 import threading
 
 from .. import errors
+from ..ops import random as _random
 from .dataset import AUTOTUNE, Dataset, as_int
 
 AUTOTUNE_DEPTH = 8  # elements buffered for prefetch(AUTOTUNE)
@@ -55,16 +56,17 @@ class _Channel:
             self.cond.notify_all()
 
 
-def _produce(it, channel: _Channel) -> None:
-    try:
-        for element in it:
-            if not channel.put((element, None)):
-                return
-        channel.put((_END, None))
-    except BaseException as e:  # handed to the consumer, raised there
-        channel.put((_END, e))
-    finally:
-        it.close()
+def _produce(it, channel: _Channel, state) -> None:
+    with _random.in_iteration(state):  # the consumer's iteration (dataset functions' seeds)
+        try:
+            for element in it:
+                if not channel.put((element, None)):
+                    return
+            channel.put((_END, None))
+        except BaseException as e:  # handed to the consumer, raised there
+            channel.put((_END, e))
+        finally:
+            it.close()
 
 
 class Prefetch(Dataset):
@@ -88,7 +90,8 @@ class Prefetch(Dataset):
             yield from self._input._elements()
             return
         channel = _Channel(self._depth)
-        thread = threading.Thread(target=_produce, args=(self._input._elements(), channel),
+        thread = threading.Thread(target=_produce, args=(self._input._elements(), channel,
+                                                         _random.current_iteration()),
                                   name="ipu_gpu.data.prefetch", daemon=True)
         thread.start()
         try:

@@ -9,10 +9,13 @@ earlier draw put there, found with a stable sort of the draws, so the result equ
 element-by-element algorithm. Draws are doubles (one generator output each), so the order
 depends only on the seed and the input, not on how the input arrives in chunks.
 
-Seeds: each iteration of a Shuffle dataset (each repetition under ``repeat``) uses the
-generator ``default_rng([seed, k])`` for its k-th iteration (k = 0 always without
-``reshuffle_each_iteration``); without a seed, ``seed`` is drawn from the OS once per dataset.
-Orders are reproducible per seed but are not TF's (TF's Philox streams are not reproduced).
+Seeds: the dataset takes TF's ``get_seed(seed)`` pair when it is made (so with a global seed
+and no ``seed`` the orders are the same every run, and with both they depend on both; inside a
+dataset function the pair is the traced one, ops/random.py); each iteration (each repetition
+under ``repeat``, each ``iter``) uses the generator ``default_rng([*pair, k])`` for its k-th
+iteration (k = 0 always without ``reshuffle_each_iteration``). Without any seed the pair is
+drawn from the OS once per dataset. Orders are reproducible but are not TF's (TF's shuffle
+draws from its Philox streams in its own way, which is not reproduced).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import threading
 import numpy as np
 
 from .. import errors
+from ..ops import random as _random
 from .dataset import UNKNOWN, Dataset, as_bool, as_int
 
 ELEMENT_BLOCK = 16  # input elements read per block when shuffling elements (not indices)
@@ -93,10 +97,11 @@ class Shuffle(Dataset):
             raise errors.InvalidArgumentError(
                 "buffer_size must be greater than zero or UNKNOWN_CARDINALITY")
         self._buffer_size = size
-        if seed is None:
-            self._seed = int(np.random.SeedSequence().entropy % 2**63)
+        pair = _random.get_seed(None if seed is None else as_int(seed, "seed", "shuffle"))
+        if pair[0] is None:
+            self._seed = (int(np.random.SeedSequence().entropy % 2**63),)
         else:
-            self._seed = as_int(seed, "seed", "shuffle")
+            self._seed = pair
         self._reshuffle = (True if reshuffle_each_iteration is None else
                            as_bool(reshuffle_each_iteration, "reshuffle_each_iteration",
                                    "shuffle"))
@@ -106,7 +111,7 @@ class Shuffle(Dataset):
     def _rng(self) -> np.random.Generator:
         with self._lock:
             k = next(self._iterations) if self._reshuffle else 0
-        return np.random.default_rng([self._seed % 2**63, k])
+        return np.random.default_rng([*self._seed, k])
 
     def _compute_spec(self):
         return self._input.element_spec

@@ -24,6 +24,13 @@ kernels, each (op, dtypes, seed, seed2) keeps a counter that every call advances
 counter values per output element, TF's reservation), so repeated calls with the same seed
 continue one stream; ``set_seed`` resets every counter.
 
+Inside tf.data functions (map, filter, flat_map, interleave, reduce), which TF traces once:
+the k-th unseeded random op of a call gets the op seed k (TF's per-graph counter) with the
+global seed of the time the function was made, and every op's kernel belongs to the iteration
+(``iter(ds)``, an infeed's reading): each iteration repeats the same numbers, advancing per
+element, whatever other draws happen meanwhile (``FunctionCall``, ``IterationSeeds``). Without
+any seed the kernels are seeded from the OS, as TF.
+
 Inside an IPU program (``emulation.context.current()`` is a replica), TF's stateful random
 ops are lowered by XLA to the IPU's hardware generator and their TF seeds are ignored: each
 execution, every replica gets a seed from the device's seed generator (Graphcore's
@@ -37,6 +44,7 @@ advance in program order. Stateless ops and ``Generator`` depend only on their s
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 import numbers
 import random as _pyrandom
@@ -312,6 +320,9 @@ def _get_seed(op_seed):
     kernel that no later call asks for again)."""
     if op_seed is not None:
         op_seed = _seed_value("random op", "seed", op_seed)
+    call = _LOCAL.call
+    if call is not None:
+        return call.seeds(op_seed), False
     with _HOST.lock:
         global_seed = _HOST.seed
         fresh = global_seed is not None and op_seed is None
@@ -329,14 +340,17 @@ def _get_seed(op_seed):
 
 
 class _Seeds:
-    """What an op call got from ``get_seed`` (host) or its replica (inside a program)."""
+    """What an op call got from ``get_seed`` (host) or its replica (inside a program); inside
+    a dataset function, the call and the op's position in it (``slot``)."""
 
-    __slots__ = ("pair", "fresh", "replica")
+    __slots__ = ("pair", "fresh", "replica", "call", "slot")
 
-    def __init__(self, pair, fresh, replica):
+    def __init__(self, pair, fresh, replica, call=None, slot=None):
         self.pair = pair
         self.fresh = fresh  # the op seed was made up: a kernel nobody calls again
         self.replica = replica
+        self.call = call
+        self.slot = slot
 
 
 def stateful_seeds(op_seed) -> _Seeds:
@@ -347,8 +361,10 @@ def stateful_seeds(op_seed) -> _Seeds:
         if op_seed is not None:
             _seed_value("random op", "seed", op_seed)
         return _Seeds(None, False, ctx)
+    call = _LOCAL.call
+    slot = None if call is None else call.ops  # before _get_seed counts this op
     pair, fresh = _get_seed(op_seed)
-    return _Seeds(pair, fresh, None)
+    return _Seeds(pair, fresh, None, call, slot)
 
 
 def reserve(op_key, seeds: _Seeds, blocks: int):
@@ -358,6 +374,8 @@ def reserve(op_key, seeds: _Seeds, blocks: int):
     if seeds.replica is not None:
         return _replica_reserve(seeds.replica, blocks)
     seed1, seed2 = seeds.pair
+    if seeds.call is not None:
+        return seeds.call.reserve(seeds.slot, op_key, seed1, seed2, blocks)
     with _HOST.lock:
         name = (op_key, seed1 or 0, seed2 or 0)
         entry = None if seeds.fresh else _HOST.kernels.get(name)
@@ -370,6 +388,185 @@ def reserve(op_key, seeds: _Seeds, blocks: int):
         start = (entry[1] + entry[2]) & _MASK128
         entry[2] += blocks
     return entry[0], start
+
+
+# ---- seeds inside dataset functions ----------------------------------------------------------
+# TF traces a tf.data function once: an unseeded random op gets its op seed at trace time from
+# the function graph's counter (0 for the first such op, 1 for the next: random_seed.get_seed
+# in a graph) with the global seed of that time, and each op's kernel (its Philox counter)
+# belongs to the function as instantiated for one iterator. ipu_gpu calls the function once
+# per element; a FunctionCall stands for the trace while it runs (thread-local), numbering the
+# random ops of the call in order, and an IterationSeeds holds the kernels of one iterator.
+class _Local(threading.local):
+    state = None  # the running iteration's IterationSeeds
+    call = None  # the running FunctionCall
+
+
+_LOCAL = _Local()
+_FUNCTION_KEYS = itertools.count()
+
+
+class IterationSeeds:
+    """The kernels of the random ops of the dataset functions of one iteration of a dataset
+    (TF: one iterator, ``iter(ds)``), by (function, op position). A ``probe`` one stands for
+    TF's tracing (calls that find an output spec): Generator draws in it do not advance the
+    Generator's state."""
+
+    __slots__ = ("kernels", "lock", "probe")
+
+    def __init__(self, probe: bool = False):
+        self.kernels = {}
+        self.lock = threading.Lock()
+        self.probe = probe
+
+
+def current_iteration():
+    """The IterationSeeds of the dataset iteration running in this thread, or None."""
+    return _LOCAL.state
+
+
+def swap_iteration(state):
+    """Makes ``state`` the running iteration's in this thread; returns the one before."""
+    prev = _LOCAL.state
+    _LOCAL.state = state
+    return prev
+
+
+class in_iteration:
+    """Context manager: ``state`` is the running iteration's in this thread (None: none)."""
+
+    __slots__ = ("state", "prev")
+
+    def __init__(self, state):
+        self.state = state
+
+    def __enter__(self):
+        self.prev = _LOCAL.state
+        _LOCAL.state = self.state
+        return self.state
+
+    def __exit__(self, *exc):
+        _LOCAL.state = self.prev
+
+
+def function_key():
+    """A key naming a dataset function made now: inside a call of another dataset function
+    (TF traces it inside that function's trace), (that function's key, how many were made
+    before it in the call), so every call makes the same keys; else a new key."""
+    call = _LOCAL.call
+    if call is None:
+        return next(_FUNCTION_KEYS)
+    call.nested += 1
+    return (call.key, call.nested)
+
+
+def traced_global_seed():
+    """The global seed a dataset function made now is traced with: the enclosing function's
+    inside a call of one (TF: the outer function graph's seed), else the current one."""
+    call = _LOCAL.call
+    if call is not None:
+        return call.seed
+    with _HOST.lock:
+        return _HOST.seed
+
+
+class CallOrder:
+    """Makes the random draws of calls run on several threads (a parallel map) happen in
+    call order: the first draw of call ``i`` waits until calls ``0 .. i-1`` have ended, so
+    the results are the sequential ones. Calls must start in index order (a FIFO pool)."""
+
+    def __init__(self):
+        self.cond = threading.Condition(threading.Lock())
+        self.low = 0  # every call before it has ended
+        self.ended = set()
+
+    def wait_turn(self, index: int) -> None:
+        with self.cond:
+            while self.low < index:
+                self.cond.wait()
+
+    def end(self, index: int) -> None:
+        with self.cond:
+            self.ended.add(index)
+            while self.low in self.ended:
+                self.ended.remove(self.low)
+                self.low += 1
+            self.cond.notify_all()
+
+
+class FunctionCall:
+    """Calls of a dataset function, as a context manager entered once per call (by one
+    thread at a time): ``key`` names the function (``function_key()``), ``seed`` is the
+    global seed it was traced with; random ops in a call get TF's trace-time seeds and their
+    kernels live in ``state`` (default: the running iteration's). With ``order``, call
+    ``index``'s draws wait for its turn (``CallOrder``); such an object serves one call."""
+
+    __slots__ = ("state", "key", "seed", "ops", "unseeded", "nested", "order", "index",
+                 "turned", "prev_call", "prev_state")
+
+    def __init__(self, key, seed, state=None, order=None, index=0):
+        if state is None:
+            state = _LOCAL.state or IterationSeeds()
+        self.state, self.key, self.seed = state, key, seed
+        self.order, self.index = order, index
+
+    def __enter__(self):
+        local = _LOCAL
+        self.ops = self.unseeded = self.nested = 0
+        self.turned = self.order is None
+        self.prev_call, self.prev_state = local.call, local.state
+        local.call, local.state = self, self.state
+        return self
+
+    def __exit__(self, *exc):
+        local = _LOCAL
+        local.call, local.state = self.prev_call, self.prev_state
+        if self.order is not None:
+            self.order.end(self.index)
+
+    def turn(self) -> None:
+        if not self.turned:
+            self.order.wait_turn(self.index)
+            self.turned = True
+
+    def seeds(self, op_seed):
+        """TF's ``get_seed`` in the traced function: an unseeded op's op seed is the number
+        of unseeded ops before it in the function."""
+        self.turn()
+        self.ops += 1
+        if op_seed is None:
+            if self.seed is None:
+                return (None, None)
+            op_seed = self.unseeded
+            self.unseeded += 1
+        first = _DEFAULT_GRAPH_SEED if self.seed is None else self.seed % _MAXINT32
+        pair = (int(first), int(op_seed % _MAXINT32))
+        return (0, _MAXINT32) if pair == (0, 0) else pair
+
+    def reserve(self, slot, op_key, seed1, seed2, blocks: int):
+        """(philox key, first counter) from the kernel of the op at ``slot`` of this
+        function in this iteration (created on its first call, then advanced)."""
+        name = (self.key, slot, op_key, seed1 or 0, seed2 or 0)
+        with self.state.lock:
+            entry = self.state.kernels.get(name)
+            if entry is None:
+                if seed1 is None:  # no seed at all: TF seeds the kernel from the OS
+                    seed1, seed2 = secrets.randbits(64), secrets.randbits(64)
+                entry = self.state.kernels[name] = [_key(seed1), (seed2 & _MASK64) << 64, 0]
+            start = (entry[1] + entry[2]) & _MASK128
+            entry[2] += blocks
+        return entry[0], start
+
+
+def _generator_draw_lasts() -> bool:
+    """Whether a Generator draw now advances its state: not while a dataset function is
+    probed for its spec (TF traces it without drawing). In a parallel map the draw waits for
+    its call's turn."""
+    call = _LOCAL.call
+    if call is not None:
+        call.turn()
+    state = _LOCAL.state
+    return state is None or not state.probe
 
 
 # ---- seeds inside IPU programs -------------------------------------------------------------
@@ -1015,12 +1212,14 @@ class Generator:
     def skip(self, delta) -> Tensor:
         """Advance the counter as a draw of ``delta`` values would; returns the old state."""
         delta = _num_samples("Generator.skip", delta)
+        lasts = _generator_draw_lasts()  # before the lock: it may wait for a call's turn
         with self._lock:
             old = self._read()
             u = old.astype(np.uint64).tolist()
             counter = (u[0] | u[1] << 64) + 256 * delta & _MASK128
             new = np.array([_to_int64(counter), _to_int64(counter >> 64), old[2]], np.int64)
-            self._state_var.assign(new)
+            if lasts:
+                self._state_var.assign(new)
         return wrap(old)
 
     def _key_counter(self, n: int):
