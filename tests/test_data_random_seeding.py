@@ -68,7 +68,8 @@ PIPELINES = {
 }
 
 
-# TF warns when a function traced inside another draws unseeded (ipu_gpu does not)
+# TF warns when a function traced inside another or in a TF1 graph draws unseeded (ipu_gpu
+# does not)
 _OUTER_SEED_WARNING = "ignore:Seed 1 from outer graph:UserWarning"
 
 
@@ -296,3 +297,25 @@ def test_fit_with_two_randomly_mapped_datasets_is_independent_of_the_prefetch_de
     deep = _fit_two_random_datasets(8)
     assert deep == shallow  # bit for bit: floats compared with ==
     assert len(set(shallow["loss"])) == 3 and len(set(shallow["val_loss"])) == 3
+
+
+@pytest.mark.filterwarnings(_OUTER_SEED_WARNING)
+def test_tf1_initializable_iterator_restarts_the_numbers(real_tf):
+    """TF1: the function is traced while the graph is built (with the graph's seed); each run
+    of the initializer starts the numbers again."""
+    def runs(E):
+        v1 = E.compat.v1
+        with v1.Graph().as_default():
+            v1.set_random_seed(1)
+            ds = E.data.Dataset.range(3).map(lambda x: (E.random.uniform([]), x))
+            it = v1.data.make_initializable_iterator(ds)
+            nxt = it.get_next()
+            with v1.Session() as sess:
+                out = []
+                for _ in range(2):
+                    sess.run(it.initializer)
+                    out.append([float(sess.run(nxt)[0]) for _ in range(3)])
+        return out
+    want = runs(real_tf)
+    assert want[0] == want[1]
+    assert runs(tf) == want

@@ -11,13 +11,22 @@ function is called once more on the sample grown by one along each of them, and 
 dimension that changed is unknown (None). So ``batch(32).map(f)`` keeps the unknown batch
 dimension, as in TF. Output dimensions that depend on values rather than on input shapes come
 out as the sample's (TF would say None).
+
+Random ops in the functions are seeded as in TF's traced functions (ops/random.py): each
+dataset function is named when the dataset is made, with the global seed of that time; each
+call is a ``FunctionCall`` in which the k-th unseeded random op gets op seed k, and the ops'
+kernels belong to the running iteration (dataset.py ``_elements``). Calls that find the output
+spec stand for TF's tracing: they draw from kernels of their own and advance no Generator. A
+parallel map makes its calls' draws in element order, so it gives the sequential numbers.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -74,10 +83,18 @@ def _first_element(ds: Dataset):
         it.close()
 
 
+@contextlib.contextmanager
 def _probing():
     """Context manager for calls that find an output spec (TF's tracing): their random
-    draws go to kernels of their own and advance no Generator."""
-    return _random.in_iteration(_random.IterationSeeds(probe=True))
+    draws go to kernels of their own and advance no Generator, and while a TF1 graph is
+    built they run at once (as the calls a Session's run makes), not recorded."""
+    core = sys.modules.get("ipu_gpu.graph.core")
+    with _random.in_iteration(_random.IterationSeeds(probe=True)):
+        if core is None or not core.building():
+            yield
+            return
+        with core.eager_scope():
+            yield
 
 
 class _Function(Dataset):

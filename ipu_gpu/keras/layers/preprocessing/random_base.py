@@ -4,7 +4,11 @@ made from ``seed`` on the first draw, so a seeded layer draws the numbers tf-ker
 of the same seed draws; unseeded layers take a seed from ``keras.utils.set_random_seed``'s
 generator, else from Python's ``random``. Inside an IPU program they draw from the replica's
 stream instead (deterministic after ``reset_ipu_seed``). ``training`` defaults to True; when
-it is False the layer is the identity (after the cast to its compute dtype)."""
+it is False the layer is the identity (after the cast to its compute dtype).
+
+In a tf.data function the layer's Generator goes on from element to element and from one
+iteration to the next (its state is a variable, as tf-keras's), and the calls that find the
+dataset's spec do not advance it (ops/random.py)."""
 
 from __future__ import annotations
 
