@@ -4,7 +4,8 @@ for bit to PopART's arithmetic, written here in plain torch autograd plus numpy 
 micro-batch gradients summed in order, the replicas summed in replica order, then
 ``w - f32(slr0 * G)`` with PopART's compound scalar
 ``slr0 = f32(lr * (1 - dampening)) / f32(loss_scaling * A * R)`` (``ScaledLearningRate0Helper``;
-``SGD0VarUpdateOpx`` is one ``scaledAddTo(w, G, -slr0)``). Every returned loss and output is
+``SGD0VarUpdateOpx`` is one ``scaledAddTo(w, G, -slr0)``, after ``w *= wdsf0`` with weight
+decay, ``wdsf0 = f32(1 - lr * (1 - dampening) * wd)``). Every returned loss and output is
 compared bit for bit too (OutputMode.All), for an MLP whose first weight takes the one-pass
 CPU kernel (``fused_sgd``) and a small CNN.
 
@@ -63,7 +64,12 @@ def _slr0(lr, ls, a, r):
     return f32(f32(lr) * (f32(1.0) - f32(0.0))) / (f32(ls) * f32(a) * f32(r))
 
 
-def _reference(net, x, y, s, a, r, ls, *, folded=True):
+def _wdsf0(lr, wd):
+    """PopART's WeightDecayScaleFactor0Helper in C++ float: 1 - lr * (1 - dp) * wd."""
+    return f32(1.0) - (f32(lr) * (f32(1.0) - f32(0.0))) * f32(wd)
+
+
+def _reference(net, x, y, s, a, r, ls, *, folded=True, wd=0.0):
     """PopART's order in plain torch + numpy; ``folded=False`` scales the summed gradient
     by ``f32(1 / (ls * A * R))`` first and then applies ``f32(lr)`` (the old emulation)."""
     params = list(net.parameters())
@@ -87,7 +93,10 @@ def _reference(net, x, y, s, a, r, ls, *, folded=True):
         with torch.no_grad():
             for p, g in zip(params, total):
                 w, gn = p.detach().numpy(), g.numpy()
-                if folded:
+                if folded and wd:
+                    decayed = w * _wdsf0(LR, wd)
+                    new = decayed - _slr0(LR, ls, a, r) * gn
+                elif folded:
                     new = w - _slr0(LR, ls, a, r) * gn
                 else:
                     scale = f32(1.0) / (f32(ls) * f32(a * r))
@@ -96,12 +105,12 @@ def _reference(net, x, y, s, a, r, ls, *, folded=True):
     return outs
 
 
-def _wrapped_run(net, x, y, s, a, r, ls):
+def _wrapped_run(net, x, y, s, a, r, ls, wd=0.0):
     opts = poptorch.Options().deviceIterations(s).replicationFactor(r).autoRoundNumIPUs(True)
     opts.Training.gradientAccumulation(a)
     opts.outputMode(poptorch.OutputMode.All)
-    opt = (torch.optim.SGD(net.parameters(), lr=LR) if ls == 1.0
-           else poptorch.optim.SGD(net.parameters(), lr=LR, loss_scaling=ls))
+    opt = (torch.optim.SGD(net.parameters(), lr=LR, weight_decay=wd) if ls == 1.0
+           else poptorch.optim.SGD(net.parameters(), lr=LR, loss_scaling=ls, weight_decay=wd))
     model = poptorch.trainingModel(net, opts, opt)
     out, loss = model(x, y)
     model.copyWeightsToHost()
@@ -109,18 +118,20 @@ def _wrapped_run(net, x, y, s, a, r, ls):
     return out, loss
 
 
-CASES = [("mlp", 1, 1, 1.0), ("mlp", 1, 2, 1.0), ("mlp", 4, 1, 1.0), ("mlp", 4, 2, 1.0),
-         ("mlp", 3, 1, 1.0), ("mlp", 3, 2, 1.0), ("mlp", 2, 1, 3.0),
-         ("cnn", 1, 1, 1.0), ("cnn", 4, 2, 1.0), ("cnn", 3, 1, 1.0)]
+CASES = [("mlp", 1, 1, 1.0, 0.0), ("mlp", 1, 2, 1.0, 0.0), ("mlp", 4, 1, 1.0, 0.0),
+         ("mlp", 4, 2, 1.0, 0.0), ("mlp", 3, 1, 1.0, 0.0), ("mlp", 3, 2, 1.0, 0.0),
+         ("mlp", 2, 1, 3.0, 0.0), ("mlp", 1, 1, 1.0, 0.1), ("mlp", 3, 2, 3.0, 0.1),
+         ("cnn", 1, 1, 1.0, 0.0), ("cnn", 4, 2, 1.0, 0.0), ("cnn", 3, 1, 1.0, 0.0)]
 
 
-@pytest.mark.parametrize("kind,a,r,ls", CASES)
-def test_sgd_run_is_poparts_arithmetic_bit_for_bit(kind, a, r, ls):
+@pytest.mark.parametrize("kind,a,r,ls,wd", CASES)
+def test_sgd_run_is_poparts_arithmetic_bit_for_bit(kind, a, r, ls, wd):
+    """With weight decay PopART's SGD0 first multiplies the weight by ``wdsf0``."""
     s = 2
     net, x, y = _problem(kind, s, a, r)
     twin = copy.deepcopy(net)
-    out, loss = _wrapped_run(net, x, y, s, a, r, ls)
-    want = _reference(twin, x, y, s, a, r, ls)
+    out, loss = _wrapped_run(net, x, y, s, a, r, ls, wd)
+    want = _reference(twin, x, y, s, a, r, ls, wd=wd)
     assert torch.equal(out, torch.cat([o for o, _ in want]))
     assert torch.equal(loss, torch.stack([v for _, v in want]))
     for p, q in zip(net.parameters(), twin.parameters()):

@@ -4,7 +4,11 @@ given to a training model.
 PopTorch never runs an optimizer's Python ``step``: it hands the hyper-parameters to PopART,
 whose update rules run on the device. This module holds those rules (``apply_update``, which
 the training model calls once per weight update, after the gradients have been reduced,
-divided by ``loss_scaling`` and clipped to ``max_grad_norm``):
+divided by ``loss_scaling`` and clipped to ``max_grad_norm``; for SGD without momentum and
+weight decay on float32 weights, PopART's SGD0, the division is folded into the learning
+rate's scalar and the clipping acts on the unnormalised, loss-scaled sum, as in PopART:
+``grad_reduction``, ``clip_sums_by_global_norm``; Adam-type optimizers clip the unscaled
+gradient, as PopART's ``gradUnscale`` precedes the clipped input of ``accl1``):
 
 * SGD (PopART's ``SGD``): ``w -= lr * (1 - dampening) * (g + wd * w)`` without momentum; with
   momentum the velocity starts at zero (so, unlike ``torch.optim.SGD``, dampening applies
@@ -421,10 +425,12 @@ def _momentum_is_constant(opt) -> bool:
 def _sgd_update(opt, grad_divisor=None):
     """PopART's SGD (sgd.hpp): SGD0 without momentum, SGD1 combined, SGD2 separate.
     ``grad_divisor`` (``GradientReduction.finish(..., fold=True)``): the gradients are the
-    unnormalised sums, and SGD0 without weight decay folds ``1 / grad_divisor`` into its
-    scalar, ``slr0 = (lr * (1 - dampening)) / grad_divisor`` in float32 (PopART's
-    ``ScaledLearningRate0Helper``); any other group's gradients are scaled first, as the
-    reduction does when it does not fold."""
+    unnormalised sums, and SGD0 folds ``1 / grad_divisor`` into its scalar as PopART's
+    ``SGD0VarUpdateOpx`` does: ``w *= wdsf0`` (weight decay only), then ``w -= slr0 * g``
+    with ``wdsf0 = 1 - lr * (1 - dampening) * wd`` and ``slr0 = (lr * (1 - dampening)) /
+    grad_divisor`` in float32 (``WeightDecayScaleFactor0Helper``,
+    ``ScaledLearningRate0Helper``); a group with momentum gets its gradients scaled first, as
+    the reduction does when it does not fold."""
     combined = bool(getattr(opt, "use_combined_accum", False))
     loss_scaling = float(getattr(opt, "loss_scaling", 1.0) or 1.0)
     velocity_dtype = getattr(opt, "velocity_accum_type", torch.float32)
@@ -432,22 +438,28 @@ def _sgd_update(opt, grad_divisor=None):
     for group in opt.param_groups:
         lr, mm, dm = group["lr"], group["momentum"], group["dampening"]
         wd, nesterov = group["weight_decay"], group["nesterov"]
-        if grad_divisor is not None and not (no_velocity and mm == 0 and wd == 0):
+        sgd0 = no_velocity and mm == 0
+        folded = grad_divisor is not None and sgd0
+        if grad_divisor is not None and not folded:
             grads = [p.grad for p in group["params"] if p.grad is not None]
             scale = float(np.float32(1.0) / np.float32(grad_divisor))
             if grads and scale != 1.0:
                 torch._foreach_mul_(grads, scale)
         small, small_grads = [], []  # w -= step * g for the group's small weights at once
-        step = (lr * (1 - dm) if grad_divisor is None or wd != 0 or mm != 0
-                else scaled_learning_rate0(lr, dm, grad_divisor))
+        step = scaled_learning_rate0(lr, dm, grad_divisor) if folded else lr * (1 - dm)
+        decay = _weight_decay_scale_factor0(lr, dm, wd) if folded and wd != 0 else None
         for p in group["params"]:
             if p.grad is None:
                 continue
             g = p.grad
-            if no_velocity and mm == 0:
+            if sgd0:
                 # without weight decay ``g + 0 * w`` is ``g`` bit for bit (for finite w):
                 # skipping it saves two weight-sized temporaries per update
-                if wd != 0:
+                if decay is not None:
+                    p.mul_(decay)
+                    if not sgd_step(p, g, step):
+                        p.sub_(step * g)
+                elif wd != 0:
                     p.sub_(step * (g + wd * p))
                 elif not sgd_step(p, g, step):
                     if g.layout != torch.strided:
@@ -496,6 +508,12 @@ def scaled_learning_rate0(lr: float, dampening: float, divisor: float) -> float:
 
 
 _SLR0 = {}  # scaled_learning_rate0's values (numpy scalar arithmetic costs microseconds)
+
+
+def _weight_decay_scale_factor0(lr: float, dampening: float, wd: float) -> float:
+    """PopART's SGD0 weight-decay factor ``1 - lr * (1 - dp) * wd`` in C++ float."""
+    f = np.float32
+    return float(f(1.0) - (f(lr) * (f(1.0) - f(dampening))) * f(wd))
 
 
 def folds_gradient_scale(optimizer) -> bool:
