@@ -17,9 +17,10 @@ accumulator by A.
 PopART folds that scalar into the update's compound scalar: plain SGD (SGD0) updates
 ``w - slr0 * G`` with ``slr0 = (lr * (1 - dampening)) / (ls * af * rf)`` in float32
 (``ScaledLearningRate0Helper``, ``SGD0VarUpdateOpx``'s one ``scaledAddTo``). The emulator
-does the same for float32 weights under a plain SGD update without weight decay
-(``finish(..., fold=True)`` leaves the unnormalised sum in ``p.grad`` and returns the
-divisor; ``optim.apply_update`` builds ``slr0``). Elsewhere it applies the scalar to the
+does the same for float32 weights under SGD without momentum (``finish(..., fold=True)``
+leaves the unnormalised sum in ``p.grad`` and returns the divisor; ``optim.apply_update``
+builds ``slr0``, and ``max_grad_norm`` clips that sum, as PopART's clipping transform acts
+on the update's input). Elsewhere it applies the scalar to the
 reduced gradient (in float32, rounded once to the weight's dtype) and then runs the
 optimizer's update rule on it, so the learning rate's product rounds separately there
 (Adam-type optimizers scale the float32-cast gradient by it and update in float32 in
