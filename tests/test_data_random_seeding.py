@@ -180,26 +180,36 @@ def test_without_any_seed_every_iteration_draws_anew():
     assert _values(seeded) == _values(seeded)
 
 
-def test_random_preprocessing_layers_in_map_are_tf_keras(tf_keras, real_tf):
+LAYER_GROUPS = {
+    "brightness_flip": lambda K: [K.layers.RandomBrightness(0.5, seed=3),
+                                  K.layers.RandomFlip(seed=2)],
+    "contrast_translation": lambda K: [K.layers.RandomContrast(0.5),
+                                       K.layers.RandomTranslation(0.3, 0.3, seed=1)],
+    "rotation_zoom": lambda K: [K.layers.RandomRotation(0.2, seed=4), K.layers.RandomZoom(0.2)],
+}
+
+
+@pytest.mark.parametrize("group", sorted(LAYER_GROUPS))
+def test_random_preprocessing_layers_in_map_are_tf_keras(tf_keras, real_tf, group):
     """tf-keras's random layers draw from the layer's own Generator: it goes on across
     iterations, and the spec's probe does not move it."""
     images = np.random.default_rng(0).uniform(0, 255, (4, 6, 6, 3)).astype(np.float32)
-    out = {}
-    for E, K in ((real_tf, tf_keras), (tf, tf.keras)):
+
+    def iterations(E, K):
         E.random.set_seed(1)
         K.utils.set_random_seed(5)
-        layers = [K.layers.RandomBrightness(0.5, seed=3), K.layers.RandomFlip(seed=2),
-                  K.layers.RandomContrast(0.5), K.layers.RandomTranslation(0.3, 0.3, seed=1)]
+        layers = LAYER_GROUPS[group](K)
 
-        def augment(x, layers=layers):
+        def augment(x):
             for layer in layers:
                 x = layer(x, training=True)
             return x
         ds = E.data.Dataset.from_tensor_slices(images).batch(2).map(augment)
-        out[E] = (_values(ds), _values(ds))
-    for got, want in zip(out[tf], out[real_tf]):
-        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-3)
-    assert out[tf][0] != out[tf][1]
+        return _values(ds), _values(ds)
+    got, want = iterations(tf, tf.keras), iterations(real_tf, tf_keras)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-5, atol=1e-3)
+    assert got[0] != got[1]
 
 
 # ---- shuffle -------------------------------------------------------------------------------
