@@ -5,7 +5,7 @@ a program (or a package it imports) reaching for the real ones fails the run.
 
 Each prints its held-out accuracy on the same 352 digits and its throughput; the programs are
 seeded, so the accuracy at a given size is fixed. Measured here: at ``--epochs 2`` Keras
-89.77%, TF1 90.62%, PopTorch 83.24%; at the defaults 95.45%, 96.31%, 94.03%. The thresholds
+89.77%, TF1 89.49%, PopTorch 83.24%; at the defaults 96.02%, 96.59%, 94.03%. The thresholds
 sit several points below (another CPU may round the sums differently, not by that much).
 
 The subprocesses run with one OpenMP thread: PyTorch's OpenMP pool spin-waits, and on a
