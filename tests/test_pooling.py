@@ -447,6 +447,39 @@ def test_whole_window_paths_follow_the_first_maximum_rule(k, s, dtype):
     np.testing.assert_array_equal(dx, want_dx.reshape(x.shape))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("k", "s"), [(3, 1), (3, 2), (2, 1), (2, 2)])
+def test_whole_window_average_keeps_the_column_order(k, s, dtype):
+    """The unrolled 3x3 and 2x2 average windows sum each column from zero down its rows,
+    then the columns from zero left to right, and divide by the in-bounds count in the dtype:
+    the general loop's bits (-0 and inf included; NaN compared as NaN)."""
+    rng = np.random.default_rng(k * 10 + s + 1)
+    x = rng.integers(-2, 3, (2, 9, 8, 19)).astype(dtype)
+    x[x == 0] = -0.0
+    x.reshape(-1)[::3] += rng.standard_normal(x.reshape(-1)[::3].size).astype(dtype)
+    x.reshape(-1)[::37] = np.inf
+    x[1, :4, :4, :2] = -0.0  # windows of -0 only: -0 + -0, then zero + that is +0
+    n_h, n_w = x.shape[1:3]
+    oh, ow = (n_h + 1 - k) // s + 1, (n_w + 1 - k) // s + 1  # top/left padding 1
+    want = np.empty((2, oh, ow, 19), dtype)
+    zero = dtype(0)
+    for i in range(oh):
+        for j in range(ow):
+            h0, h1 = max(i * s - 1, 0), min(i * s - 1 + k, n_h)
+            w0, w1 = max(j * s - 1, 0), min(j * s - 1 + k, n_w)
+            acc = np.full((2, 19), zero)
+            for w in range(w0, w1):
+                col = np.full((2, 19), zero)
+                for h in range(h0, h1):
+                    col = col + x[:, h, w]
+                acc = acc + col
+            want[:, i, j] = acc / dtype((h1 - h0) * (w1 - w0))
+    out = np.empty_like(want)
+    pooling_cpu.avg_pool_fwd(x, out, k, k, s, s, 1, 1)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(want))
+
+
 # ---- the CPU kernels: serial and parallel drivers ----------------------------------------------
 @pytest.mark.parametrize("planar", [False, True])
 def test_parallel_and_serial_kernels_agree(planar):

@@ -21,7 +21,7 @@ bit for bit. With C > 1 one iteration owns an input row (b, h) and gathers from 
 covering it; with C == 1 one iteration owns a plane b and scatters each output once.
 
 Two forward loop nests: with C > 1 the loops run across channels (vectorised; whole 3x3 and
-2x2 max windows unrolled inside the channel loop, see ``_max_3x3``); with C == 1
+2x2 max and average windows unrolled inside the channel loop, see ``_max_3x3``); with C == 1
 (NCHW planes) the window columns are reduced over the window rows for a whole output row at
 once (vectorised across the row), then each window reduces its columns. A serial driver
 takes all rows (or planes); the parallel one runs blocks of them, with one scratch buffer a
@@ -381,22 +381,56 @@ def _avg_row(x, out, b, oh, kh, kw, sh, sw, pt, pl, fbuf):
     h_lo, h_hi = _clip(oh, kh, sh, pt, n_h)
     acc = fbuf[:n_c]
     col = fbuf[n_c:2 * n_c]
+    full_h = h_hi - h_lo == kh
     for ow in range(out.shape[2]):
         w_lo, w_hi = _clip(ow, kw, sw, pl, n_w)
-        for c in range(n_c):
-            acc[c] = 0
-        for w in range(w_lo, w_hi):
+        if full_h and w_hi - w_lo == kw and kh == kw and (kh == 3 or kh == 2):
+            if kh == 3:
+                _sum_3x3(x, b, h_lo, w_lo, acc)
+            else:
+                _sum_2x2(x, b, h_lo, w_lo, acc)
+        else:
             for c in range(n_c):
-                col[c] = 0
-            for h in range(h_lo, h_hi):
+                acc[c] = 0
+            for w in range(w_lo, w_hi):
                 for c in range(n_c):
-                    col[c] += x[b, h, w, c]
-            for c in range(n_c):
-                acc[c] += col[c]
+                    col[c] = 0
+                for h in range(h_lo, h_hi):
+                    for c in range(n_c):
+                        col[c] += x[b, h, w, c]
+                for c in range(n_c):
+                    acc[c] += col[c]
         fbuf[2 * n_c] = (h_hi - h_lo) * (w_hi - w_lo)  # the count in the dtype, not float64
         cnt = fbuf[2 * n_c]
         for c in range(n_c):
             out[b, oh, ow, c] = acc[c] / cnt
+
+
+@njit(cache=True, nogil=True)
+def _sum_3x3(x, b, h, w, acc):
+    # the general loop's association, unrolled: each column from zero down its rows, then
+    # the columns from zero left to right (zero + v is not v for v = -0)
+    zero = acc.dtype.type(0)
+    for c in range(acc.shape[0]):
+        c0 = zero + x[b, h, w, c]
+        c0 += x[b, h + 1, w, c]
+        c0 += x[b, h + 2, w, c]
+        c1 = zero + x[b, h, w + 1, c]
+        c1 += x[b, h + 1, w + 1, c]
+        c1 += x[b, h + 2, w + 1, c]
+        c2 = zero + x[b, h, w + 2, c]
+        c2 += x[b, h + 1, w + 2, c]
+        c2 += x[b, h + 2, w + 2, c]
+        acc[c] = ((zero + c0) + c1) + c2
+
+
+@njit(cache=True, nogil=True)
+def _sum_2x2(x, b, h, w, acc):
+    zero = acc.dtype.type(0)
+    for c in range(acc.shape[0]):
+        c0 = (zero + x[b, h, w, c]) + x[b, h + 1, w, c]
+        c1 = (zero + x[b, h, w + 1, c]) + x[b, h + 1, w + 1, c]
+        acc[c] = ((zero + c0) + c1)
 
 
 @njit(cache=True, nogil=True)
