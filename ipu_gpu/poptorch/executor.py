@@ -946,8 +946,12 @@ class PoplarExecutor:
                 # the usual call, model(x, y, ...): index the views directly (what _map
                 # does for a flat list of tensors, without its per-micro-batch overhead)
                 if all(v.dim() for v in shaped_args):
+                    # every micro-batch's view at once (one unbind, not three selects each)
+                    micro = [v.flatten(0, 2).unbind(0) for v in shaped_args]
+
                     def inputs(si, ai, ri):
-                        return [v[si, ai, ri] for v in shaped_args], {}
+                        k = (si * a + ai) * r + ri
+                        return [m[k] for m in micro], {}
                 else:
                     def inputs(si, ai, ri):
                         return [v[si, ai, ri] if v.dim() else v for v in shaped_args], {}
