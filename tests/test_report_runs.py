@@ -237,6 +237,9 @@ def test_tf1_losses_are_the_outfeeds_and_samples_the_infeeds(tf1_run):
     t = s["throughput"]
     assert t["samples"] == 3 * 4 * 8 * 2 and t["measured_samples"] == 2 * 4 * 8 * 2
     _check_memory(s, ipus=2)
+    for m in s["memory"]:  # each replica's copy of the graph's one [5, 1] float32 variable
+        assert m["variable_bytes"] == 5 * 4 and m["optimizer_bytes"] == 0
+        assert m["peak_bytes"] > m["variable_bytes"]
 
 
 def test_poptorch_losses_and_combined_batches(poptorch_run):

@@ -110,7 +110,8 @@ class Recorder:
         self.capacity: dict = {}  # IPU id -> its memory in bytes
         self._optimizers: dict = {}  # id -> an optimizer whose slots are resident
         self._keras_placed: set = set()  # id(runner)s whose weights were placed
-        self.poptorch_resident: dict = {}  # IPU id -> {label: bytes} (report.poptorch_memory)
+        self.poptorch_resident: dict = {}  # IPU id -> {label: bytes} (report.poptorch_watch)
+        self._ran: dict = {}  # replica -> its IPUs in the latest engine run
 
     def now(self) -> float:
         return self.clock() - self.start
@@ -132,6 +133,7 @@ class Recorder:
         begin, end = begin - self.start, end - self.start
         for ipu in ipus:
             self.spans.append(Span(f"IPU {ipu.id}", replica, replicas, begin, end, "engine"))
+        self._ran[replica] = ipus  # the IPUs a TF1 graph's variables live on
         for ledger, before, peak in peaks:
             self.memory.append(MemorySample(ledger.ipu_id, ledger.capacity, begin, end,
                                             before, max(peak, before)))
@@ -242,6 +244,29 @@ class Recorder:
 
     @_guarded
     def fetched(self, tensors, values) -> None:
+        ran, self._ran = self._ran, {}
+        if ran:
+            self._place_graph(tensors, ran)
+        self._fetched_losses(tensors, values)
+
+    @_guarded
+    def _place_graph(self, tensors, ran) -> None:
+        """A TF1 ``Session.run`` ran a program on the IPUs: its graph's global variables
+        (optimizer slots included) are resident on each replica's IPU, when a replica is one
+        IPU (a sharded program's variables could be on any of its shards)."""
+        graph = next((g for g in (getattr(t, "graph", None) for t in tensors)
+                      if g is not None and hasattr(g, "get_collection")), None)
+        if graph is None or any(len(ipus) != 1 for ipus in ran.values()):
+            return
+        found = []
+        for v in graph.get_collection("variables"):
+            v = getattr(v, "_variable", v)  # a graph variable's value, once initialised
+            if v is not None and hasattr(v, "_value"):
+                found.append(v)
+        for ipus in ran.values():
+            self.place(ipus[0].id, ipus[0].memory.capacity, found)
+
+    def _fetched_losses(self, tensors, values) -> None:
         for f, v in zip(tensors, values):
             name = getattr(f, "name", None)
             if not isinstance(name, str) or "loss" not in name.lower():
