@@ -14,6 +14,8 @@ loaded 2-core machine that makes a micro-batch of these tiny models 20x slower.
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import subprocess
@@ -21,6 +23,13 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("sklearn")
+from matplotlib import image as mpimg  # noqa: E402
+
+from ipu_gpu import cli  # noqa: E402
+from ipu_gpu.report import figures, summary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -43,16 +52,51 @@ def _no_tensorflow(tmp_path) -> Path:
 
 
 def run_demo(name, tmp_path, *args):
-    """``ipu-gpu run --report DIR examples/NAME args``; (stdout, report dir)."""
-    report = tmp_path / "report"
-    env = {k: v for k, v in os.environ.items() if k not in ("IPU_GPU_BACKEND", "TF_POPLAR_FLAGS")}
+    """``ipu-gpu run --report report examples/NAME args`` in ``tmp_path``: the process."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("IPU_GPU_BACKEND", "IPU_GPU_NUM_IPUS", "TF_POPLAR_FLAGS",
+                        "IPU_GPU_REPORT_DIR")}
     env.update(PYTHONPATH=os.pathsep.join([str(_no_tensorflow(tmp_path)), str(ROOT)]),
                OMP_NUM_THREADS="1")
-    r = subprocess.run([sys.executable, "-m", "ipu_gpu.cli", "run", "--report", str(report),
+    r = subprocess.run([sys.executable, "-m", "ipu_gpu.cli", "run", "--report", "report",
                         str(EXAMPLES / name), *args],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return r.stdout, report
+    return r
+
+
+class Demo:
+    """One run of a demo at ``--epochs 2``, its output and its report folder."""
+
+    def __init__(self, tmp: Path, name: str):
+        self.proc = run_demo(name, tmp, "--epochs", "2")
+        self.stdout = self.proc.stdout
+        self.dir = tmp / "report"
+        self.lines = self.stdout.splitlines()
+        self.summary = json.loads((self.dir / "summary.json").read_text())
+        self.page = (self.dir / "report.html").read_text()
+        self.constants = _constants(name)
+
+
+def _constants(name: str) -> dict:
+    """The demo's upper-case int constants (``BATCH_SIZE = 8``)."""
+    source = (EXAMPLES / name).read_text()
+    return {k: int(v) for k, v in re.findall(r"^([A-Z_]+) = (\d+)\b", source, re.M)}
+
+
+@pytest.fixture(scope="module")
+def keras_demo(tmp_path_factory):
+    return Demo(tmp_path_factory.mktemp("demo_keras"), "demo_keras.py")
+
+
+@pytest.fixture(scope="module")
+def tf1_demo(tmp_path_factory):
+    return Demo(tmp_path_factory.mktemp("demo_tf1"), "demo_tf1.py")
+
+
+@pytest.fixture(scope="module")
+def poptorch_demo(tmp_path_factory):
+    return Demo(tmp_path_factory.mktemp("demo_poptorch"), "demo_poptorch.py")
 
 
 def parse(stdout):
@@ -69,25 +113,24 @@ def parse(stdout):
     return percent / 100, per_replica, total, replicas
 
 
-@pytest.mark.parametrize("name, replicas, threshold", [
-    ("demo_keras.py", 2, 0.85),
-    ("demo_tf1.py", 4, 0.85),
-    ("demo_poptorch.py", 2, 0.75),
+@pytest.mark.parametrize("which, replicas, threshold", [
+    ("keras_demo", 2, 0.85),
+    ("tf1_demo", 4, 0.85),
+    ("poptorch_demo", 2, 0.75),
 ])
-def test_demo_program_trains_on_digits(name, replicas, threshold, tmp_path):
-    stdout, report = run_demo(name, tmp_path, "--epochs", "2")
-    accuracy, _, _, printed_replicas = parse(stdout)
+def test_demo_program_trains_on_digits(which, replicas, threshold, request):
+    demo = request.getfixturevalue(which)
+    accuracy, _, _, printed_replicas = parse(demo.stdout)
     assert printed_replicas == replicas
     assert accuracy > threshold
-    assert (report / "run.json").is_file()
-    assert "report.html" in stdout.strip().splitlines()[-1]  # the last line names the report
+    assert (demo.dir / "run.json").is_file()
+    assert "report.html" in demo.lines[-1]  # the last line names the report
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["demo_keras.py", "demo_tf1.py", "demo_poptorch.py"])
 def test_demo_program_default_size_exceeds_90_percent(name, tmp_path):
-    stdout, _ = run_demo(name, tmp_path)
-    assert parse(stdout)[0] > 0.92
+    assert parse(run_demo(name, tmp_path).stdout)[0] > 0.92
 
 
 def test_demo_programs_need_only_the_demo_extras():
@@ -116,3 +159,75 @@ def test_ipu_gpu_check_finds_every_symbol_of_the_demos():
     used = {s.name for f in report.files for s in f.symbols}
     assert {"tensorflow.python.ipu.keras.PipelineStage", "poptorch.trainingModel",
             "tensorflow.compat.v1.Session"} <= used, sorted(used)
+
+
+# The report of each run: its numbers are the ones the run printed (its summary, and the loss
+# the program's own progress output showed last); the page shows them and references its
+# PNGs, each PNG decodes at the figure size, and `ipu-gpu report DIR` prints the summary.
+
+@pytest.mark.parametrize("which", ["keras_demo", "tf1_demo", "poptorch_demo"])
+def test_the_report_is_what_the_run_printed(which, request, capsys):
+    demo = request.getfixturevalue(which)
+    s = demo.summary
+    expected = summary.text(s, os.path.join("report", "report.html")).splitlines()
+    assert demo.lines[-len(expected):] == expected
+    assert demo.lines[-1] == "ipu-gpu: report written to report/report.html"
+    for label, value in summary.fields(s):
+        assert f"<th>{html.escape(label)}</th><td>{html.escape(value)}</td>" in demo.page
+    w, h = figures.SIZE
+    for name in figures.NAMES:
+        assert f'<img src="{name}" width="{w}" height="{h}"' in demo.page
+        assert mpimg.imread(demo.dir / name).shape[:2] == (h, w)
+    assert s["recorder_errors"] == [] and s["exit_status"] == 0
+    assert s["throughput"]["total"] > 0 and s["loss"]["final"] is not None
+    assert cli.main(["report", str(demo.dir)]) == 0
+    assert capsys.readouterr().out.splitlines() == summary.text(
+        s, os.path.join(str(demo.dir), "report.html")).splitlines()
+
+
+def _last(pattern: str, text: str) -> float:
+    found = re.findall(pattern, text)
+    assert found, pattern
+    return float(found[-1])
+
+
+def test_keras_demo_loss_is_the_progress_bars(keras_demo):
+    s = keras_demo.summary
+    # the epoch's last progress line: "88/88 [===] - 6s 70ms/step - loss: 1.8527 - ..."
+    shown = _last(r"- loss: ([0-9.]+)[^\n\r]* samples/s", keras_demo.stdout)
+    assert round(s["loss"]["final"], 4) == shown
+    assert s["loss"]["sources"] == ["keras"]
+    c = keras_demo.constants
+    assert s["throughput"]["replicas"] == c["REPLICAS"]
+    _check_memory(s)
+
+
+def test_tf1_demo_losses_and_samples_are_the_programs(tf1_demo):
+    s = tf1_demo.summary
+    c = tf1_demo.constants
+    losses = [v for _, _, v in s["series"]["loss"]]
+    assert len(losses) % c["ITERATIONS"] == 0
+    last_run = losses[-c["ITERATIONS"]:]  # the tqdm bar shows each run's mean loss
+    assert round(sum(last_run) / len(last_run), 4) == _last(r"loss=([0-9.]+)",
+                                                            tf1_demo.proc.stderr)
+    # training runs only (the inference loop's infeed is left out)
+    assert s["throughput"]["samples"] == len(losses) * c["REPLICAS"] * c["BATCH_SIZE"]
+    assert s["throughput"]["replicas"] == c["REPLICAS"]
+    _check_memory(s)
+
+
+def test_poptorch_demo_loss_and_samples_are_the_programs(poptorch_demo):
+    s = poptorch_demo.summary
+    c = poptorch_demo.constants
+    assert round(s["loss"]["final"], 4) == _last(r"loss=([0-9.]+)", poptorch_demo.proc.stderr)
+    combined = (c["DEVICE_ITERATIONS"] * c["REPLICAS"] * c["GRADIENT_ACCUMULATION"]
+                * c["BATCH_SIZE"])
+    calls = len(s["series"]["loss"])
+    assert s["throughput"]["samples"] == calls * combined
+    assert s["steps"] == calls * c["DEVICE_ITERATIONS"]
+
+
+def _check_memory(s):
+    assert s["memory"]
+    for m in s["memory"]:
+        assert 0 < m["peak_bytes"] <= m["capacity_bytes"]
