@@ -58,7 +58,8 @@ from ..core import tensor as core_tensor
 from ..core.tensor import Tensor
 from . import context, observe, placement
 
-__all__ = ["Operation", "Program", "ReplicaCancelled", "is_operation", "run", "stage"]
+__all__ = ["Operation", "Program", "ReplicaCancelled", "is_operation", "on_shard", "run",
+           "stage"]
 
 
 class ReplicaCancelled(Exception):
@@ -273,6 +274,7 @@ class stage:
     (``observer.stage``). On the host (no replica running) it does nothing."""
 
     __slots__ = ("shard", "index", "phase", "_saved", "_begin", "_tape", "_watched")
+    _observed = True
 
     def __init__(self, shard: int, index: int, phase: str = "forward"):
         self.shard = shard
@@ -295,7 +297,7 @@ class stage:
             if target is None:
                 target = shards[self.shard] = _LiveTensors(ledger)
             _LIVE.tensors = target
-        if observe.observer is not None:
+        if self._observed and observe.observer is not None:
             tapes = core_tape.recording_tapes()
             self._tape = tapes[-1] if tapes else None
             self._watched = 0 if self._tape is None else len(self._tape._variables)
@@ -307,7 +309,7 @@ class stage:
         if live is None:
             return
         _LIVE.tensors = live
-        obs = observe.observer
+        obs = observe.observer if self._observed else None
         if obs is not None:
             end = time.perf_counter()
             ctx = context.current()
@@ -316,6 +318,18 @@ class stage:
             owned = () if tape is None else tape._variables[self._watched:]
             obs.stage(ctx.ipus[self.shard], ctx.replica_index, ctx.replication_factor,
                       self.index, self.phase, self._begin, end, owned)
+
+
+class on_shard(stage):
+    """``with engine.on_shard(shard):`` inside a replica: the Tensors made in the block are
+    charged to the ledger of the replica's IPU ``shard`` (``ipu.scopes.ipu_shard``), with no
+    stage span. On the host, or for a shard the replica does not have, it does nothing."""
+
+    __slots__ = ()
+    _observed = False
+
+    def __init__(self, shard: int):
+        super().__init__(shard, -1)
 
 
 _DEVICE_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

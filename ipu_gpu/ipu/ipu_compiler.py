@@ -4,9 +4,11 @@ enclosing ``ipu_scope``.
 ``compile`` runs ``computation`` at once (the emulator is eager) on every replica of the
 device, each replica in its own execution context (``emulation/engine.py``), and returns
 replica 0's outputs, as the IPU streams only replica 0's values to the host. The replication
-factor is the device's IPU count divided by the IPUs one replica takes: one, except for a
-program holding a pipeline, which takes the IPUs of its device mapping (``program_shards``),
-so a 4-IPU device runs 4 replicas of an unpipelined program and 2 of a two-stage pipeline.
+factor is the device's IPU count divided by the IPUs one replica takes (``program_shards``):
+the highest ``ipu_shard`` index used + 1 (rounded up to a power of two) or a pipeline's device
+mapping, else one; so a 4-IPU device runs 4 replicas of an unsharded program and 2 of a
+two-shard or two-stage one. A shard count that does not divide the device's IPUs is the SDK's
+``InternalError`` ("Trying to compile a graph for an IPU device with ...").
 
 Variables: as on an IPU, every replica holds its own copy of each variable
 (``core/tensor.py``): inside a run a replica reads and writes only its copy; the copies start
@@ -103,8 +105,12 @@ def compile(computation, inputs=None):  # noqa: A001 - Graphcore's name
         def traced(*args):
             with program_shards.tracking(record):
                 return computation(*args)
+        def device():
+            return _system.current_system().device(index)
+
         return program.traced_compile(
-            traced, list(inputs), lambda: _system.current_system().device(index), record)
+            traced, list(inputs), device,
+            lambda: program_shards.check(device(), record()))
     device = _system.current_system().device(where.device_index)
     args = [nest.map_structure(_to_tensor, x) for x in inputs]
     result = program_shards.run(device, computation, args)

@@ -21,6 +21,11 @@ undoes the next start likewise). Only Python side effects of
 the function happen twice. A function whose runs have finished with fewer shards and that
 later calls a pipeline needing more (a pipeline behind a Python condition) is rerun without
 undoing.
+
+``ipu.scopes.ipu_shard(i)`` declares its shards the same way: the SDK's IPUs per replica
+are the highest shard index + 1, rounded up to a power of two (``NumIPUsInShards``). A
+device whose IPU count that does not divide is the SDK's compile-time ``InternalError``
+(``check``).
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ import contextlib
 import threading
 import weakref
 
+from .. import errors
 from ..emulation import context, engine, rollback
 
-__all__ = ["NeedsShards", "ipus_per_replica", "require", "run", "tracking"]
+__all__ = ["NeedsShards", "check", "ipus_per_replica", "require", "run", "tracking"]
 
 _LOCAL = threading.local()
 _KNOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -52,6 +58,19 @@ def ipus_per_replica(highest_ipu: int) -> int:
     while p < n:
         p *= 2
     return p
+
+
+def check(device, shards: int) -> int:
+    """``shards`` if it divides ``device``'s IPUs.
+
+    Raises:
+      InternalError: it does not (the SDK's compile-time error; shards beyond the device's
+        IPUs included)."""
+    if device.num_ipus % shards:
+        raise errors.InternalError(
+            f"Trying to compile a graph for an IPU device with {device.num_ipus} IPUs and "
+            f"{shards} shards. The number of shards needs to divide the number of IPUs.")
+    return shards
 
 
 class Record:
@@ -98,7 +117,8 @@ def run(device, fn, args=(), kwargs=None, key=None):
     while True:
         with (rollback.undoable(device) if undoable else contextlib.nullcontext()) as started:
             try:
-                result = engine.run(device, fn, args, kwargs, num_shards=shards)
+                result = engine.run(device, fn, args, kwargs,
+                                    num_shards=check(device, shards))
             except NeedsShards as e:
                 if e.shards <= shards:
                     raise

@@ -8,7 +8,12 @@ run operations read it from there. How they map Graphcore's graph attributes:
   (the SDK fails later, when the graph runs) and opens a JIT scope, which makes it a
   compilation (XLA) context;
 * ``ipu_shard(index)`` records the shard index (an int, or a list of ints as the SDK
-  accepts); shards are checked against a device's IPUs when a sharded program runs;
+  accepts); inside a program (``ipu_compiler.compile``, ``IPUStrategy.run``) it makes a
+  replica take the IPUs of the highest index used (+ 1, rounded up to a power of two, as the
+  SDK), so the device runs IPUs / shards replicas (``program_shards``; a count that does not
+  divide the device's IPUs is the SDK's ``InternalError``), and in a running replica the
+  tensors made in the scope are charged to the memory of the shard's IPU (its first index's);
+  sharding changes no number;
 * ``outside_compilation_scope(name)`` is allowed only inside a compilation context (the
   SDK's ValueError otherwise), cannot nest, and makes the enclosed operations run on the
   host; the name is made unique per thread (``outside``, ``outside_1``, ...);
@@ -27,8 +32,10 @@ import contextlib
 
 import numpy as np
 
+from ..emulation import engine as _engine
 from ..emulation import placement as _placement
 from ..emulation import system as _system
+from . import program_shards as _program_shards
 
 __all__ = ["frontend_attribute", "ipu_jit_scope", "ipu_scope", "ipu_shard",
            "outside_compilation_scope", "partials_type", "stochastic_rounding"]
@@ -92,7 +99,11 @@ def ipu_shard(index):
         if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or i < 0:
             raise ValueError(f"ipu_shard: index must be a non-negative int or a list of them, "
                              f"got {index!r}")
-    with _placement.push(shard=tuple(int(i) for i in ipus)):
+    shard = tuple(int(i) for i in ipus)
+    if shard:
+        _program_shards.require(_program_shards.ipus_per_replica(max(shard)))
+    on_ipu = _engine.on_shard(shard[0]) if shard else contextlib.nullcontext()
+    with _placement.push(shard=shard), on_ipu:
         yield
 
 
