@@ -195,7 +195,7 @@ def test_keras_pipeline_stages_memory_and_numbers(fresh_ipu_system):
 
 
 # ---- PopTorch: poptorch.Block stages ------------------------------------------------------
-def _poptorch_pipeline():
+def _poptorch_pipeline(annotation="Block"):
     import torch
 
     from ipu_gpu import poptorch
@@ -207,8 +207,14 @@ def _poptorch_pipeline():
             super().__init__()
             self.first = torch.nn.Linear(5, 6)
             self.second = torch.nn.Linear(6, 1)
+            if annotation == "BeginBlock":  # automatic user ids, module hooks
+                self.first = poptorch.BeginBlock(self.first, ipu_id=0)
+                self.second = poptorch.BeginBlock(self.second, ipu_id=1)
 
         def forward(self, x, y):
+            if annotation == "BeginBlock":
+                out = self.second(torch.relu(self.first(x)))
+                return out, poptorch.identity_loss((out - y) ** 2, reduction="mean")
             with poptorch.Block(ipu_id=0):
                 h = torch.relu(self.first(x))
             with poptorch.Block(ipu_id=1):
@@ -231,15 +237,16 @@ def _poptorch_pipeline():
     return losses, [p.detach().numpy().copy() for p in net.parameters()]
 
 
-def test_poptorch_pipeline_stages_memory_and_numbers():
+@pytest.mark.parametrize("annotation", ["Block", "BeginBlock"])
+def test_poptorch_pipeline_stages_memory_and_numbers(annotation):
     pytest.importorskip("torch")
-    (losses, params), rec = _recorded(_poptorch_pipeline, True)
+    (losses, params), rec = _recorded(lambda: _poptorch_pipeline(annotation), True)
     assert rec.errors == []
     where = _check_schedule(rec, 2 * GA)  # two calls, GA micro-batches per replica each
     assert where == {0: (0, 1), 1: (2, 3)}  # replica r's IPU i: r * 2 + i
     # momentum SGD: the gradients (accumulators) and one momentum buffer per parameter
     _check_memory(rec, where, ((5 * 6 + 6) * 4, (6 + 1) * 4), slot_factor=2)
-    (plain_losses, plain_params), _ = _recorded(_poptorch_pipeline, False)
+    (plain_losses, plain_params), _ = _recorded(lambda: _poptorch_pipeline(annotation), False)
     for a, b in zip(losses + params, plain_losses + plain_params):
         np.testing.assert_array_equal(a, b)
 
@@ -258,3 +265,40 @@ def test_the_timeline_draws_the_stages(fresh_ipu_system, tmp_path):
                key=lambda s: s.begin)
     assert lo < hi and lo <= max(s.begin for s in rec.spans if s.stage >= 0)
     assert hi >= min(s.end for s in rec.spans if s.replica == last.replica and s.stage >= 0)
+
+
+def _keras_sequential_mapped():
+    """A Sequential model assigned by ``set_pipeline_stage_assignment`` with the stages
+    mapped to the replica's IPUs in reverse (``device_mapping=[1, 0]``)."""
+    from conftest import configure_ipus
+
+    from ipu_gpu import keras
+    from ipu_gpu.ipu import ipu_strategy
+
+    system.reset()
+    configure_ipus(2 * REPLICAS)
+    keras.utils.set_random_seed(5)
+    strategy = ipu_strategy.IPUStrategy()
+    with strategy.scope():
+        model = keras.Sequential([keras.layers.Dense(6, activation="relu", input_shape=(5,)),
+                                  keras.layers.Dense(1)])
+        model.set_pipeline_stage_assignment([0, 1])
+        model.set_pipelining_options(gradient_accumulation_steps_per_replica=GA,
+                                     device_mapping=[1, 0])
+        model.compile(loss="mse", optimizer=keras.optimizers.SGD(0.01),
+                      steps_per_execution=GA * REPLICAS)
+        ds = ig.data.Dataset.from_tensor_slices((X, Y)).batch(4, drop_remainder=True)
+        model.fit(ds, epochs=1, steps_per_epoch=GA * REPLICAS, verbose=0)
+        device = system.current_system().devices[0]
+        shards = [[ipu.id for ipu in replica] for replica in device.replica_shards(2)]
+    system.reset()
+    return shards
+
+
+def test_keras_device_mapping_places_the_stages(fresh_ipu_system):
+    shards, rec = _recorded(_keras_sequential_mapped, True)
+    assert rec.errors == []
+    where = _check_schedule(rec, GA)
+    for r, (stage0, stage1) in where.items():
+        assert (stage0, stage1) == (shards[r][1], shards[r][0])
+    _check_memory(rec, where, ((5 * 6 + 6) * 4, (6 + 1) * 4), slot_factor=0)  # SGD: none
