@@ -302,3 +302,27 @@ def test_keras_device_mapping_places_the_stages(fresh_ipu_system):
     for r, (stage0, stage1) in where.items():
         assert (stage0, stage1) == (shards[r][1], shards[r][0])
     _check_memory(rec, where, ((5 * 6 + 6) * 4, (6 + 1) * 4), slot_factor=0)  # SGD: none
+
+
+def test_an_observer_installed_inside_a_stage_hears_only_later_stages(fresh_ipu_system):
+    from conftest import configure_ipus
+
+    from ipu_gpu.emulation import engine
+
+    configure_ipus(2)
+    rec = Recorder()
+
+    def program():
+        with engine.stage(1, 1):
+            observe.install(rec)  # mid-stage: this stage is not reported
+            ig.ones((3,))
+        with engine.stage(1, 1):
+            ig.ones((3,))
+        return ig.ones(())
+
+    try:
+        engine.run(system.current_system().devices[0], program, num_shards=2)
+    finally:
+        observe.uninstall()
+    assert rec.errors == []
+    assert [(s.stage, s.micro_batch) for s in rec.spans if s.stage >= 0] == [(1, 0)]

@@ -281,6 +281,8 @@ class stage:
         self.index = index
         self.phase = phase
         self._saved = None
+        self._begin = None  # set while an observer hears the stage
+        self._tape = None
 
     def __enter__(self):
         live = getattr(_LIVE, "tensors", None)
@@ -310,14 +312,15 @@ class stage:
             return
         _LIVE.tensors = live
         obs = observe.observer if self._observed else None
-        if obs is not None:
+        begin, self._begin = self._begin, None
+        if obs is not None and begin is not None:  # (an observer installed mid-stage: none)
             end = time.perf_counter()
             ctx = context.current()
             tape, self._tape = self._tape, None
             # the variables the stage read first: its weights (a tape watches trainable ones)
             owned = () if tape is None else tape._variables[self._watched:]
             obs.stage(ctx.ipus[self.shard], ctx.replica_index, ctx.replication_factor,
-                      self.index, self.phase, self._begin, end, owned)
+                      self.index, self.phase, begin, end, owned)
 
 
 class on_shard(stage):
