@@ -329,3 +329,44 @@ def test_tf1_initializable_iterator_restarts_the_numbers(real_tf):
     want = runs(real_tf)
     assert want[0] == want[1]
     assert runs(tf) == want
+
+
+def test_a_dataset_read_inside_an_ipu_program_draws_on_the_host(fresh_ipu_system):
+    """A replica reading a dataset (a synchronous infeed) runs its functions on the host:
+    TF's numbers, not the replica's IPU stream."""
+    from ipu_gpu.ipu import config, ipu_compiler, scopes
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    tf.random.set_seed(1)
+    image = np.full((4, 4, 1), 100.0, np.float32)
+
+    def make():
+        layer = tf.keras.layers.RandomBrightness(0.5, seed=3)
+        return tf.data.Dataset.range(3).map(
+            lambda x: (tf.random.uniform([]), layer(image, training=True)))
+    want = _values(make())
+    got = []
+
+    def comp():
+        got.append(_values(make()))
+    with scopes.ipu_scope("/device:IPU:0"):
+        ipu_compiler.compile(comp)
+    assert got == [want]
+
+
+def test_a_failing_parallel_map_leaves_no_thread_waiting():
+    import threading
+
+    def f(x):
+        if int(x) == 5:
+            raise ValueError("element 5")
+        return tf.random.uniform([])
+    tf.random.set_seed(1)
+    with pytest.raises(ValueError, match="element 5"):
+        _values(tf.data.Dataset.range(200).map(f, num_parallel_calls=4))
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("ipu_gpu.data.map") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "a parallel map's thread still waits for its turn"
+        time.sleep(0.01)

@@ -203,7 +203,11 @@ class Map(_Function):
         order = _random.CallOrder()
 
         def run(chunk, first):
-            return [call(e, state, order, i) for i, e in enumerate(chunk, first)]
+            try:
+                return [call(e, state, order, i) for i, e in enumerate(chunk, first)]
+            except BaseException:
+                order.end_all(first, first + len(chunk))  # the calls after it never run
+                raise
         submitted = 0
         try:
             while True:

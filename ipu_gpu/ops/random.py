@@ -356,12 +356,12 @@ class _Seeds:
 def stateful_seeds(op_seed) -> _Seeds:
     """The seeds of one stateful op call; call it once per call, before any check that TF's
     kernel makes (TF draws a made-up op seed even when the kernel then fails)."""
-    ctx = context.current()
+    call = _LOCAL.call  # a dataset function runs on the host, even read by a replica
+    ctx = None if call is not None else context.current()
     if ctx is not None:  # XLA ignores TF seeds: the IPU's per-replica generator
         if op_seed is not None:
             _seed_value("random op", "seed", op_seed)
         return _Seeds(None, False, ctx)
-    call = _LOCAL.call
     slot = None if call is None else call.ops  # before _get_seed counts this op
     pair, fresh = _get_seed(op_seed)
     return _Seeds(pair, fresh, None, call, slot)
@@ -449,6 +449,12 @@ class in_iteration:
         _LOCAL.state = self.prev
 
 
+def in_dataset_function() -> bool:
+    """Whether a dataset function is being called in this thread (it runs on the host: its
+    random numbers are TF's, not the IPU's, even when a replica's infeed reads it)."""
+    return _LOCAL.call is not None
+
+
 def function_key():
     """A key naming a dataset function made now: inside a call of another dataset function
     (TF traces it inside that function's trace), (that function's key, how many were made
@@ -486,8 +492,12 @@ class CallOrder:
                 self.cond.wait()
 
     def end(self, index: int) -> None:
+        self.end_all(index, index + 1)
+
+    def end_all(self, start: int, stop: int) -> None:
+        """Calls ``start .. stop-1`` have ended (again, for some: no matter)."""
         with self.cond:
-            self.ended.add(index)
+            self.ended.update(range(max(start, self.low), stop))
             while self.low in self.ended:
                 self.ended.remove(self.low)
                 self.low += 1

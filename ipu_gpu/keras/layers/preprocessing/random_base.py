@@ -83,14 +83,14 @@ class BaseRandomLayer(Layer):
         """Draws uniform in [minval, maxval), on the host. Inside an IPU program each replica
         draws from its own stream (the IPU's per-replica seeds, as the stateful random ops):
         the replicas' threads must not race for one generator."""
-        if context.current() is not None:
+        if context.current() is not None and not _random.in_dataset_function():
             return np.asarray(_random.uniform(list(shape), minval, maxval, dtype=dtype).numpy())
         return np.asarray(self._rng().uniform(list(shape), minval, maxval, dtype=dtype).numpy())
 
     def _stateless_uniform(self, shape, minval=0.0, maxval=1.0) -> np.ndarray:
         """float32 draws uniform in [minval, maxval) of a stateless op seeded by the
         generator (tf-keras's ``make_seed_for_stateless_op``), on the host."""
-        if context.current() is not None:
+        if context.current() is not None and not _random.in_dataset_function():
             return self._uniform(shape, minval, maxval)
         seed = self._rng().make_seeds()[:, 0]
         return np.asarray(_random.stateless_uniform(list(shape), seed, minval,
