@@ -209,3 +209,33 @@ def test_sharding_tutorial_through_ipu_gpu_run(tmp_path):
     assert r.returncode != 0
     assert "InternalError: Trying to compile a graph for an IPU device with 1 IPUs and 2 " \
            "shards" in r.stderr
+
+
+def test_strategy_with_fixed_shards_and_too_many_is_the_sdk_error():
+    _configure(2)
+    strategy = ipu_strategy.IPUStrategy()
+    with pytest.raises(errors.InternalError, match=_TOO_MANY.format(2, 4)):
+        strategy.extended._call_for_each_replica(lambda x: _sharded(x, 3), (_X,), {},
+                                                 num_shards=2)
+
+
+@pytest.mark.parametrize("num_shards,last_shard,replicas", [(2, 1, 2), (2, 3, 1), (4, 0, 1)])
+def test_strategy_with_fixed_shards_takes_the_program_shards_too(num_shards, last_shard,
+                                                                 replicas):
+    _configure(4)
+    strategy = ipu_strategy.IPUStrategy()
+    seen = []
+    b, total = strategy.extended._call_for_each_replica(
+        lambda x: _sharded(x, last_shard, seen), (_X,), {}, num_shards=num_shards)
+    assert seen[-replicas:] == [replicas] * replicas
+    np.testing.assert_allclose(total.numpy(), replicas * _reference(), rtol=1e-6)
+
+
+def test_saved_model_engine_with_too_many_shards_is_the_sdk_error():
+    from ipu_gpu.saved_model import engine as saved_engine
+
+    _configure(2)
+    with pytest.raises(errors.InternalError, match=_TOO_MANY.format(2, 4)):
+        saved_engine._on_device(lambda x: _sharded(x, 2), _X)
+    b, total = saved_engine._on_device(lambda x: _sharded(x, 1), _X)  # one replica of 2
+    np.testing.assert_allclose(total.numpy(), _reference(), rtol=1e-6)

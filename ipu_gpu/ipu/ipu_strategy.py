@@ -48,7 +48,6 @@ class IPUExtendedV1(distribute.StrategyExtended):
     def _call_for_each_replica(self, fn, args, kwargs, num_shards=1):
         """Run ``fn`` as one program on every replica of the device (a replica takes
         ``num_shards`` IPUs: a sharded or pipelined model's); replica 0's result."""
-        from ..emulation import engine
         from . import program_shards
 
         strategy = self._container_strategy()
@@ -57,9 +56,9 @@ class IPUExtendedV1(distribute.StrategyExtended):
             with distribute.ReplicaContext(strategy, replica_id_in_sync_group=0):
                 return fn(*a, **kw)
 
-        if num_shards == 1:  # a pipeline inside sets the shards (program_shards)
-            return program_shards.run(self._device(), replica_fn, args, kwargs, key=fn)
-        return engine.run(self._device(), replica_fn, args, kwargs, num_shards=num_shards)
+        # a pipeline or ipu_shard inside may take more IPUs (program_shards)
+        return program_shards.run(self._device(), replica_fn, args, kwargs, key=fn,
+                                  at_least=num_shards)
 
     def non_slot_devices(self, var_list):
         """The device of non-slot variables: the IPU device (TF1 only)."""

@@ -108,12 +108,14 @@ def require(shards: int) -> None:
         raise NeedsShards(shards)
 
 
-def run(device, fn, args=(), kwargs=None, key=None):
-    """``engine.run`` with the shards ``fn``'s pipelines need (see the module docstring)."""
+def run(device, fn, args=(), kwargs=None, key=None, at_least: int = 1):
+    """``engine.run`` with the shards ``fn``'s pipelines need, ``at_least`` IPUs per replica
+    (see the module docstring); a count the device cannot take is ``check``'s error."""
     key = fn if key is None else key
-    shards = _known(key)
-    undoable = shards is None and context.current() is None  # no run of fn has finished
-    shards = shards or 1
+    known = _known(key)
+    shards = max(known or 1, at_least)
+    # no run of fn has finished, and one for more shards could follow
+    undoable = known is None and context.current() is None and shards < device.num_ipus
     while True:
         with (rollback.undoable(device) if undoable else contextlib.nullcontext()) as started:
             try:

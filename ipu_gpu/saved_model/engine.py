@@ -103,13 +103,13 @@ def _on_device(fn, *args):
     """``fn(*args)`` as a program on the emulated IPU device 0 (one replica taking all its
     IPUs: its replica context, placement and memory ledger, as a compiled program runs),
     or on the host when no IPU system is configured."""
-    from ..emulation import engine as emulation_engine
     from ..emulation import system
+    from ..ipu import program_shards
 
     if not system.is_configured():
         return fn(*args)
     device = system.current_system().device(0)
-    return emulation_engine.run(device, fn, args, num_shards=device.num_ipus)
+    return program_shards.run(device, fn, args, at_least=device.num_ipus)
 
 
 def _variables(exe) -> list:
