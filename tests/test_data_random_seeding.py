@@ -85,6 +85,24 @@ def test_values_are_tensorflows(real_tf, name):
     assert _values(got) == _values(want) == expected  # every iteration repeats them
 
 
+def test_image_and_other_random_ops_in_a_map_are_tensorflows(real_tf):
+    """Composite random ops (tf.image.random_*, shuffle, categorical, truncated normal) take
+    their trace-time seeds in TF's order."""
+    images = np.arange(2 * 5 * 5 * 3, dtype=np.float32).reshape(2, 5, 5, 3)
+
+    def run(E):
+        E.random.set_seed(1)
+        ds = E.data.Dataset.from_tensor_slices(images).map(lambda x: (
+            E.image.random_flip_left_right(x), E.image.random_crop(x, [3, 3, 3]),
+            E.random.shuffle(E.range(6)), E.image.random_brightness(x, 0.5),
+            E.random.categorical([[0.1, 0.5, 0.2]], 4), E.random.truncated_normal([3]),
+            E.image.random_hue(x / 100.0, 0.2), E.image.random_saturation(x / 100.0, 0.5, 1.5)))
+        return [[np.asarray(c) for c in element] for element in ds]
+    for got, want in zip(run(tf), run(real_tf), strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.filterwarnings(_OUTER_SEED_WARNING)
 def test_parallel_map_gives_the_sequential_values(real_tf):
     """TF's parallel calls race for the kernels (any order of draws); ipu_gpu's draw in
