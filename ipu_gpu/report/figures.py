@@ -1,10 +1,11 @@
 """The report's PNGs, drawn with matplotlib's Agg backend at a fixed size (``SIZE`` pixels:
 ``FIGSIZE`` inches at ``DPI``), so a page can give each image its width and height.
 
-``loss.png``: the loss per training step; ``throughput.png``: samples/s total and per
-replica between consecutive sample records; ``memory.png``: bytes resident per IPU over time
-(each execution drawn at its peak, between its bytes at begin) and each IPU's peak against its
-memory; ``timeline.png``: each IPU's (or PopTorch replica's) executions over time.
+``loss.png``: the loss per training step (Keras: the mean of each execution's steps, with
+the epoch's running mean its progress bar shows fainter); ``throughput.png``: samples/s total
+and per replica between consecutive sample records; ``memory.png``: bytes resident per IPU
+over time (each execution drawn at its peak, between its bytes at begin) and each IPU's peak
+against its memory; ``timeline.png``: each IPU's (or PopTorch replica's) executions over time.
 """
 
 from __future__ import annotations
@@ -52,7 +53,14 @@ def _loss(fig, rec: Recorder) -> None:
     if not rec.losses:
         _empty(ax, "no training loss was recorded")
         return
-    ax.plot([p[0] for p in rec.losses], [p[2] for p in rec.losses], marker=".", lw=1)
+    if rec.execution_losses:  # Keras: each execution's own mean, the epoch means faint
+        ax.plot([p[0] for p in rec.execution_losses], [p[2] for p in rec.execution_losses],
+                marker=".", lw=1, label="mean loss of each execution's steps")
+        ax.plot([p[0] for p in rec.losses], [p[2] for p in rec.losses], lw=1, alpha=0.35,
+                label="epoch's running mean (Keras progress bar)")
+        ax.legend(loc="upper right", fontsize="small")
+    else:
+        ax.plot([p[0] for p in rec.losses], [p[2] for p in rec.losses], marker=".", lw=1)
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.grid(alpha=0.3)

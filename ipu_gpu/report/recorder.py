@@ -8,11 +8,17 @@ It keeps, over the run (times are ``time.perf_counter`` seconds since the record
   and the most resident during it, and the IPU's memory;
 * ``losses``: ``(step, seconds, value, source)``, the training loss as the program sees it:
   Keras: ``logs['loss']`` after each execution of ``fit`` (the epoch's running mean, as
-  Keras's progress bar shows it); TF 1: each step's loss dequeued from an outfeed (a dict
-  key containing "loss", else a graph tensor whose name contains "loss", else an outfeed of
-  one float scalar per step), and each graph tensor whose name contains "loss" that
-  ``Session.run`` fetches (the replicas' mean); PopTorch: the last tensor a training model's
+  Keras's progress bar shows it; ``execution_losses`` has each execution's own mean); TF 1:
+  each step's loss dequeued from an outfeed (a dict key containing "loss", else a graph
+  tensor whose name contains "loss", else an outfeed of one float scalar per step), and
+  each graph tensor whose name contains "loss" that ``Session.run`` fetches (the replicas'
+  mean); PopTorch: the last tensor a training model's
   call returns (the loss, as PopTorch models return it), averaged;
+* ``execution_losses``: ``(step, seconds, value)``, Keras only: the mean loss of each ``fit``
+  execution's own steps, from consecutive running means of one epoch: over its steps s..e,
+  ``(m_e * e - m_s * s) / (e - s)`` (the steps counted from the epoch's start; Keras weighs
+  each step alike, every replica's batch being the same size; the metrics' replica reduction
+  applies to every step alike);
 * ``samples``: ``(seconds, n, source)``, training samples consumed: Keras: the samples each
   ``fit`` execution took over all replicas; TF 1/TF 2 loops: the infeed elements dequeued
   inside replicas times their batch dimension, counted at the end of each run, and claimed
@@ -96,6 +102,8 @@ class Recorder:
         self.spans: list = []
         self.memory: list = []
         self.losses: list = []
+        self.execution_losses: list = []
+        self._keras_means: dict = {}  # id(runner) -> (steps into the epoch, running mean)
         self.samples: list = []
         self.errors: list = []
         self.executions = 0
@@ -281,7 +289,9 @@ class Recorder:
 
     # ---- Keras and PopTorch --------------------------------------------------------------
     @_guarded
-    def keras_execution(self, logs, steps, runner) -> None:
+    def keras_execution(self, logs, steps, runner, first_step=None) -> None:
+        """One ``fit`` execution of ``steps`` steps ended; ``first_step``: its first step's
+        index in the epoch (0: the epoch began; None: counted on from the last one)."""
         t = self.now()
         self.steps += int(steps)
         loss = logs.get("loss") if isinstance(logs, dict) else None
@@ -289,6 +299,7 @@ class Recorder:
             value = _mean(loss)
             if value is not None:
                 self.losses.append((self.steps, t, value, "keras"))
+                self._keras_execution_loss(id(runner), int(steps), first_step, value, t)
         if runner is not None:
             if id(runner) not in self._keras_placed:
                 self._keras_placed.add(id(runner))
@@ -303,6 +314,16 @@ class Recorder:
             if n:
                 self.samples.append((t, int(n), "keras"))
             self.replicas = max(self.replicas, int(runner.replication_factor))
+
+    def _keras_execution_loss(self, key, steps, first_step, mean, t) -> None:
+        begun, before = self._keras_means.get(key, (0, 0.0))
+        if first_step is not None and first_step != begun:
+            begun, before = 0, 0.0  # a new epoch (the metrics were reset)
+        end = begun + steps
+        if steps > 0:
+            own = (float(mean) * end - before * begun) / steps
+            self.execution_losses.append((self.steps, t, own))
+        self._keras_means[key] = (end, float(mean))
 
     sample = MemorySample
 

@@ -5,8 +5,9 @@ Throughput: the samples recorded after the first record (which includes compilin
 seconds from that first record to the last; with one record, its samples over the seconds
 since the run began. Per replica: the total over the replication factor. Peak memory: the
 most bytes an IPU's ledger held during any execution, against the IPU's memory. ``series``
-holds what the loss and throughput figures draw: ``[step, seconds, loss]`` and the training
-sample records ``[seconds, samples]``.
+holds what the loss and throughput figures draw: ``[step, seconds, loss]`` (``loss``: as the
+program showed it; ``execution_loss``: Keras's mean of each execution's steps) and the
+training sample records ``[seconds, samples]``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def build(rec: Recorder, run: dict, figures: list) -> dict:
         "memory": memory(rec),
         "figures": figures, "report": REPORT_FILE, "recorder_errors": list(rec.errors),
         "series": {"loss": [[step, t, v] for step, t, v, _ in losses],
+                   "execution_loss": [list(p) for p in rec.execution_losses],
                    "samples": [[t, n] for t, n, _ in sorted(rec.training_samples())]},
     }
 

@@ -671,7 +671,7 @@ class Model(Layer):
                         callbacks.on_train_batch_begin(step)
                         logs = self._run_execution(train_function, iterator, n, handler)
                         if _observe.observer is not None:  # ipu-gpu run --report
-                            _observe.observer.keras_execution(logs, n, runner)
+                            _observe.observer.keras_execution(logs, n, runner, step)
                         callbacks.on_train_batch_end(step + handler.step_increment, logs)
                         if self.stop_training:
                             break
