@@ -14,8 +14,9 @@ gradientAccumulation A in {1, 4}, replicationFactor R in {1, 2}:
 Models: an MLP 784-256-10 at micro-batch B = 32 and a small CNN (conv 3x3 1->16 on 28x28,
 ReLU, max-pool 2, dense 2704->10) at B = 16, both with cross-entropy. Before timing, one call
 of each is checked against the other from the same weights (the updated weights agree to
-float32 rounding: PopART's SGD update ``w -= lr * g`` rounds differently from torch's fused
-``w + (-lr) * g``). The ipu_gpu row interleaves the torch loop (bench/conftest.py ``run``).
+float32 rounding: PopART's SGD update ``w -= slr0 * G`` on the summed gradient G, with
+``slr0 = lr / (A * R)`` in float32, rounds differently from torch's fused ``w + (-lr) * g``
+on the mean). The ipu_gpu row interleaves the torch loop (bench/conftest.py ``run``).
 
 Target: at most 1.05x the torch loop for S >= 16 (the wrapper's per-call work is then spread
 over at least 16 optimizer steps): bench/report.py's TARGETS, prefix ``poptorch_train-S16_``.
