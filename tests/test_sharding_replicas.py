@@ -239,3 +239,43 @@ def test_saved_model_engine_with_too_many_shards_is_the_sdk_error():
         saved_engine._on_device(lambda x: _sharded(x, 2), _X)
     b, total = saved_engine._on_device(lambda x: _sharded(x, 1), _X)  # one replica of 2
     np.testing.assert_allclose(total.numpy(), _reference(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_tf1_graph_nodes_run_on_their_shard(steps):
+    """A TF1 graph's nodes built under ipu_shard(k) are charged to the replica's IPU k, in
+    the Session's first walk and in the plans that replay it (a loop's later iterations,
+    the next run): each execution's per-IPU peak is the bytes of that shard's tensors."""
+    from ipu_gpu.emulation import observe
+    from ipu_gpu.report import Recorder
+
+    s = _configure(2)
+    ipus = [ipu.id for ipu in s.devices[0].ipus]
+    with v1.Graph().as_default():
+        with v1.device("cpu"):
+            x = v1.placeholder(np.float32, [1000], name="x")
+
+        def step(total):
+            with scopes.ipu_shard(0):
+                a = x * 2.0 + 1.0  # two 4000-byte tensors on IPU 0
+            with scopes.ipu_shard(1):
+                b = tf.tile(a, [3])  # 12000 bytes on IPU 1, a 4-byte sum and total
+                return total + tf.reduce_sum(b)
+
+        with scopes.ipu_scope("/device:IPU:0"):
+            (out,) = ipu_compiler.compile(lambda: loops.repeat(steps, step, [0.0]), [])
+        rec = Recorder()
+        observe.install(rec)
+        try:
+            with v1.Session() as sess:
+                feed = np.linspace(-1.0, 1.0, 1000, dtype=np.float32)
+                results = [sess.run(out, {x: feed}) for _ in range(2)]
+        finally:
+            observe.uninstall()
+    expected = steps * np.tile(feed.astype(np.float64) * 2.0 + 1.0, 3).sum()
+    np.testing.assert_allclose(results, [expected] * 2, rtol=1e-5)
+    assert rec.errors == [] and rec.executions == 2
+    for execution in range(2):
+        peaks = {m.ipu: m.peak for m in rec.memory[2 * execution:2 * execution + 2]}
+        # a later iteration also holds the last one's 4-byte total
+        assert peaks == {ipus[0]: 8000, ipus[1]: 12008 if steps == 1 else 12012}

@@ -25,6 +25,7 @@ import numpy as np
 from ..core import nest, registry
 from ..core.spec import TensorShape
 from ..core.tensor import OPS, Tensor
+from ..emulation import placement as _placement
 
 __all__ = ["Graph", "GraphTensor", "Operation", "get_default_graph", "reset_default_graph"]
 
@@ -225,6 +226,9 @@ class Operation:
         self.control_inputs = list(control_inputs)
         self.outputs: list[GraphTensor] = []
         self.kernel = None  # add_node's Kernel: how a run plan calls it
+        # the replica's IPU it runs on (``ipu_shard``'s first index; None: the first IPU)
+        shard = _placement.current().shard
+        self.shard = shard[0] if shard else None
         # the graph tensors among the inputs, found once (a run asks for them per node)
         self.inputs = [x for x in nest.flatten(inputs) if isinstance(x, GraphTensor)]
 

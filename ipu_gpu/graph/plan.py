@@ -9,6 +9,10 @@ the run's values by position, without the per-node mapping, closure and registry
 ``Operation.compute``; a node whose inputs are nested structures, or whose compute was
 replaced after it was made, is called through ``compute``. The values, the order and the
 kernels are those of the walk, so the numbers are the same.
+
+Nodes built under ``ipu.scopes.ipu_shard(k)`` (``Operation.shard``) run inside
+``engine.on_shard(k)``, their tensors charged to the replica's IPU ``k``: a plan with such
+nodes runs its steps in runs of one shard; a plan without runs them in one loop as before.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ __all__ = ["Plan"]
 class Plan:
     """The steps computing ``order`` (a list of operations)."""
 
-    __slots__ = ("steps",)
+    __slots__ = ("steps", "groups")
 
     def __init__(self, order):
         steps = []
@@ -32,35 +36,65 @@ class Plan:
             else:
                 steps.append((None, None, None, None, False, node.outputs, node))
         self.steps = steps
+        self.groups = _shard_groups(order, steps)
 
     def run(self, run) -> None:
         """Compute the steps in ``run`` (a session ``_Run``), storing their outputs in
         ``run.values``."""
-        values = run.values
-        view = None
-        for fn, kwargs, template, slots, pass_run, outputs, node in self.steps:
-            if node is not None:
-                if view is None:
-                    from .session import _RunValues
+        if self.groups is None:
+            _run_steps(run, self.steps)
+            return
+        from ..emulation import engine
 
-                    view = _RunValues(run)
-                out = node.compute(view)
+        for shard, steps in self.groups:
+            if shard is None:
+                _run_steps(run, steps)
             else:
-                if slots:
-                    args = list(template)
-                    for j, t in slots:
-                        args[j] = values[t]
-                else:
-                    args = template
-                if pass_run:
-                    out = fn(run, *args)
-                elif kwargs is None:
-                    out = fn(*args)
-                else:
-                    out = fn(*args, **kwargs)
-                if not isinstance(out, (list, tuple)):
-                    if outputs:
-                        values[outputs[0]] = out
-                    continue
-            for t, v in zip(outputs, out):
-                values[t] = v
+                with engine.on_shard(shard):
+                    _run_steps(run, steps)
+
+
+def _shard_groups(order, steps):
+    """``[(shard, steps)]``: consecutive steps of one shard; None when no node has one."""
+    shards = [getattr(node, "shard", None) for node in order]
+    if all(k is None for k in shards):
+        return None
+    groups = []
+    for k, step in zip(shards, steps):
+        if groups and groups[-1][0] == k:
+            groups[-1][1].append(step)
+        else:
+            groups.append((k, [step]))
+    return groups
+
+
+def _run_steps(run, steps) -> None:
+    """Compute ``steps`` in ``run``."""
+    values = run.values
+    view = None
+    for fn, kwargs, template, slots, pass_run, outputs, node in steps:
+        if node is not None:
+            if view is None:
+                from .session import _RunValues
+
+                view = _RunValues(run)
+            out = node.compute(view)
+        else:
+            if slots:
+                args = list(template)
+                for j, t in slots:
+                    args[j] = values[t]
+            else:
+                args = template
+            if pass_run:
+                out = fn(run, *args)
+            elif kwargs is None:
+                out = fn(*args)
+            else:
+                out = fn(*args, **kwargs)
+            if not isinstance(out, (list, tuple)):
+                if outputs:
+                    values[outputs[0]] = out
+                continue
+        for t, v in zip(outputs, out):
+            values[t] = v

@@ -18,6 +18,7 @@ import numpy as np
 from ..core import nest
 from ..core.tape import GradientTape
 from ..core.tensor import Tensor, Variable
+from ..emulation import engine
 from ..emulation import observe as _observe
 from ..errors import InvalidArgumentError
 from .core import Graph, GraphTensor, Operation, eager_scope, get_default_graph, pushed
@@ -455,7 +456,12 @@ class _Run:
                 stack.append((node, True))
                 stack.extend((d, False) for d in reversed(deps))
                 continue
-            outs = node.compute(_RunValues(self))
+            shard = getattr(node, "shard", None)
+            if shard is None:
+                outs = node.compute(_RunValues(self))
+            else:  # built under ipu_shard: its tensors go to that IPU (as the plans run it)
+                with engine.on_shard(shard):
+                    outs = node.compute(_RunValues(self))
             for t, v in zip(node.outputs, outs):
                 self.values[t] = v
             self.done.add(id(node))
