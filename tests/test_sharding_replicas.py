@@ -279,3 +279,38 @@ def test_tf1_graph_nodes_run_on_their_shard(steps):
         peaks = {m.ipu: m.peak for m in rec.memory[2 * execution:2 * execution + 2]}
         # a later iteration also holds the last one's 4-byte total
         assert peaks == {ipus[0]: 8000, ipus[1]: 12008 if steps == 1 else 12012}
+
+
+@pytest.mark.parametrize("replicas,num_shards,last_shard,ipus,shards", [
+    (1, 1, 1, 1, 2), (1, 2, 2, 2, 4), (2, 1, 2, 2, 4)])
+def test_estimator_model_sharded_past_num_shards_is_the_sdk_error(
+        tmp_path, replicas, num_shards, last_shard, ipus, shards):
+    """IPUEstimator checks IPURunConfig's IPUs (num_replicas * num_shards) only; a model_fn
+    using more ipu_shard indices than the device's IPUs allow fails when its graph compiles
+    (the SDK's InternalError), as in a plain TF1 program."""
+    from ipu_gpu.ipu import ipu_estimator, ipu_run_config, optimizers
+
+    def model_fn(features, labels, mode):
+        with scopes.ipu_shard(0):
+            h = features * v1.get_variable("w", [], initializer=v1.ones_initializer())
+        with scopes.ipu_shard(last_shard):
+            loss = tf.reduce_mean(h * labels)
+        opt = v1.train.GradientDescentOptimizer(0.1)
+        if replicas > 1:
+            opt = optimizers.CrossReplicaOptimizer(opt)
+        train = opt.minimize(loss)
+        return v1.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
+
+    cfg = config.IPUConfig()
+    cfg.auto_select_ipus = replicas * num_shards
+    run = ipu_run_config.IPURunConfig(iterations_per_loop=1, num_replicas=replicas,
+                                      num_shards=num_shards, ipu_options=cfg)
+    e = ipu_estimator.IPUEstimator(model_fn, config=ipu_run_config.RunConfig(
+        ipu_run_config=run, model_dir=str(tmp_path), log_step_count_steps=None))
+    x = np.ones((8, 3), np.float32)
+
+    def input_fn():
+        return v1.data.Dataset.from_tensor_slices((x, x)).repeat().batch(2,
+                                                                         drop_remainder=True)
+    with pytest.raises(errors.InternalError, match=_TOO_MANY.format(ipus, shards)):
+        e.train(input_fn, steps=1)
