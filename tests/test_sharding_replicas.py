@@ -201,6 +201,9 @@ def test_sharding_tutorial_through_ipu_gpu_run(tmp_path):
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())
     assert summary["throughput"]["replicas"] == 1
     assert len(summary["memory"]) == 2  # one replica on both IPUs
+    # IPU 0: the infeed element, x * scale and + 1 (16 bytes each); IPU 1, shard 1's ops:
+    # first * first (16 bytes) and its sum (4)
+    assert [m["peak_bytes"] for m in summary["memory"]] == [48, 20], summary["memory"]
     r, out = _ipu_gpu_run(tmp_path, 4)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert out["FIRST_SHAPE"] == [3, 2, 4] and out["SECOND_SHAPE"] == [3, 2]
