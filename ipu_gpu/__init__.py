@@ -55,6 +55,8 @@ from .ops.tensordot import tensordot
 from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, sin, sinh,
                        tan)
 from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, transpose
+from . import dtypes
+from .tf2_names import add_n, control_dependencies, get_logger, is_tensor, name_scope
 
 bool = bool_  # noqa: A001 - tf.bool
 
@@ -78,6 +80,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "DType":  # tf.DType (its class lives with the TF1 names; loaded on use)
+        from .dtypes import DType
+
+        return DType
     if name == "RaggedTensor":  # issue 17: what tf.strings.split returns
         from .ragged import RaggedTensor
 
@@ -128,4 +134,6 @@ __all__ = [
     "Module", "saved_model",
     # issue 17: string tensors
     "RaggedTensor", "strings",
+    "DType", "add_n", "control_dependencies", "dtypes", "get_logger", "is_tensor",
+    "name_scope",
 ]

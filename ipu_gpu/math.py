@@ -11,6 +11,7 @@ from .ops.reduction import (argmax, argmin, count_nonzero, reduce_all, reduce_an
                             reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod,
                             reduce_std, reduce_sum, reduce_variance)
 from .ops.sort import top_k
+from .tf2_names import add_n
 from .ops.cumprod import cumprod
 from .ops.special import digamma, lgamma
 from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, sin, sinh,
@@ -27,4 +28,4 @@ __all__ = ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "c
            "reduce_mean", "reduce_min", "reduce_prod", "reduce_std", "reduce_sum",
            "reduce_variance", "round", "rsqrt", "segment_sum", "sigmoid", "sign", "softmax",
            "softplus", "sqrt", "square", "subtract", "tanh", "top_k", "truediv",
-           "unsorted_segment_sum"]
+           "unsorted_segment_sum", "add_n"]

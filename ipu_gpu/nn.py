@@ -16,6 +16,7 @@ from .ops.pooling import avg_pool2d, max_pool2d
 from .ops.random import dropout
 from .ops.reduction import moments
 from .ops.sort import top_k
+from .tf2_names import relu6
 
 __all__ = ["compute_average_loss", "scale_regularization_loss"]
 __all__ += ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2d",
@@ -27,3 +28,4 @@ __all__ += ["avg_pool", "avg_pool1d", "avg_pool2d", "bias_add", "conv1d", "conv2
 __all__ += ["pool", "selu"]  # issue 17
 __all__ += ["avg_pool3d", "conv3d", "conv3d_transpose", "max_pool3d"]  # issue 16
 __all__ += ["ctc_beam_search_decoder"]  # issue 15/16: TF's decoder
+__all__ += ["relu6"]

@@ -259,3 +259,9 @@ saved_model = _importlib.import_module(f"{__name__}.saved_model")
 from ...strings import string_split_v1 as string_split  # noqa: E402,F401  (issue 17)
 
 __all__ = sorted({*__all__, "string_split"})
+
+# TF 1.15 also has TF 2's get_logger and the tf.dtypes namespace (portability sweep)
+from ... import dtypes  # noqa: E402,F401
+from ...tf2_names import get_logger  # noqa: E402,F401
+
+__all__ = sorted({*__all__, "dtypes", "get_logger"})
