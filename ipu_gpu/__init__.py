@@ -20,7 +20,7 @@ from .module import Module
 from .ops.clip import clip_by_global_norm, clip_by_norm
 from .ops.custom_gradient import custom_gradient
 from . import nest
-from .functional_ops import foldl, foldr, map_fn, scan
+from .functional_ops import foldl, foldr, map_fn, scan, vectorized_map
 from .tensor_array import TensorArray
 from . import experimental, image
 from .control_flow import cond, while_loop
@@ -57,6 +57,7 @@ from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, 
 from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, transpose
 from . import dtypes
 from .tf2_names import add_n, control_dependencies, get_logger, is_tensor, name_scope
+from .init_ops_v2 import constant_initializer, ones_initializer, zeros_initializer
 
 bool = bool_  # noqa: A001 - tf.bool
 
@@ -135,5 +136,6 @@ __all__ = [
     # issue 17: string tensors
     "RaggedTensor", "strings",
     "DType", "add_n", "control_dependencies", "dtypes", "get_logger", "is_tensor",
-    "name_scope",
+    "name_scope", "constant_initializer", "ones_initializer", "zeros_initializer",
+    "vectorized_map",
 ]

@@ -27,7 +27,7 @@ from .ops.array import unstack
 from .ops.creation import zeros
 from .ops.shape import stack
 
-__all__ = ["foldl", "foldr", "map_fn", "scan"]
+__all__ = ["foldl", "foldr", "map_fn", "scan", "vectorized_map"]
 
 
 def _is_tensor(x) -> bool:
@@ -136,6 +136,40 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
             outs.append(zeros((0, *(trailing or ())), d))
     return tf_nest.pack_sequence_as(out_structure, outs)
 
+
+
+def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
+    """``fn`` applied to each slice of ``elems`` along axis 0, results stacked
+    (``tf.vectorized_map``). Unlike ``map_fn``, the structure and dtypes of the result are
+    those ``fn`` returns (a constant result is repeated per slice); with no slices ``fn`` is
+    traced once on zeros of a slice's shape for them. TensorFlow vectorizes the loop
+    (pfor); here it runs slice by slice, with the same values.
+
+    Raises:
+      InvalidArgumentError: the elements' first dimensions differ."""
+    node = _graph_call(vectorized_map, (fn, elems), dict(
+        fallback_to_while_loop=fallback_to_while_loop, warn=warn))
+    if node is not NotImplemented:
+        return node
+    _check_fn(fn)
+    try:
+        flat, n = _slices(elems)
+    except ValueError as e:
+        if "not compatible" in str(e):
+            raise InvalidArgumentError(str(e)) from None
+        raise
+    if n == 0:
+        probe = fn(tf_nest.pack_sequence_as(elems, [zeros(tuple(e.shape[1:]), e.dtype)
+                                                    for e in flat]))
+        leaves = [_as_tensor(x, None) for x in tf_nest.flatten(probe)]
+        return tf_nest.pack_sequence_as(probe, [zeros((0, *x.shape), x.dtype) for x in leaves])
+    columns = [unstack(e) for e in flat]
+    values = [fn(tf_nest.pack_sequence_as(elems, [c[i] for c in columns])) for i in range(n)]
+    for v in values[1:]:
+        tf_nest.assert_same_structure(values[0], v, check_types=False)
+    flat_values = [[_as_tensor(x, None) for x in tf_nest.flatten(v)] for v in values]
+    outs = [stack([row[j] for row in flat_values]) for j in range(len(flat_values[0]))]
+    return tf_nest.pack_sequence_as(values[0], outs)
 
 def _scan(fn, elems, initializer, reverse: bool, keep_all: bool, what: str):
     _check_fn(fn)

@@ -263,5 +263,6 @@ __all__ = sorted({*__all__, "string_split"})
 # TF 1.15 also has TF 2's get_logger and the tf.dtypes namespace (portability sweep)
 from ... import dtypes  # noqa: E402,F401
 from ...tf2_names import get_logger  # noqa: E402,F401
+from ...io import gfile_v1 as gfile  # noqa: E402,F401  (TF 1's tf.gfile)
 
-__all__ = sorted({*__all__, "dtypes", "get_logger"})
+__all__ = sorted({*__all__, "dtypes", "get_logger", "gfile"})
