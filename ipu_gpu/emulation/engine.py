@@ -57,6 +57,7 @@ from ..core import tape as core_tape
 from ..core import tensor as core_tensor
 from ..core.tensor import Tensor
 from . import context, observe, placement
+from .memory import TensorCharges
 
 __all__ = ["Operation", "Program", "ReplicaCancelled", "is_operation", "on_shard", "run",
            "stage"]
@@ -186,40 +187,12 @@ def _sync_stream(executor) -> None:
         executor.stream.synchronize()  # syncs device: outputs are read by the host
 
 
-_LIVE = threading.local()  # .tensors: the _LiveTensors of the replica this thread runs
-_TENSORS = "tensors"
-
-
-class _LiveTensors:
-    """The tensors one replica's program made, each charged to the replica's IPU until it
-    dies or the program ends (a weak reference per tensor: lighter than weakref.finalize)."""
-
-    __slots__ = ("ledger", "refs", "charge", "died")
-
-    def __init__(self, ledger):
-        self.ledger = ledger
-        self.refs = {}  # id(weak reference) -> (the reference, its tensor's bytes)
-        self.charge = ledger._charge
-        self.died = self._died  # one bound method: the callback of every reference
-
-    def _died(self, ref) -> None:
-        entry = self.refs.pop(id(ref), None)
-        if entry is not None:
-            self.ledger._release(entry[1], _TENSORS)
-
-    def release_all(self) -> None:
-        refs, self.refs = self.refs, {}
-        for _, nbytes in refs.values():
-            self.ledger._release(nbytes, _TENSORS)
-
-
-_weakref = weakref.ref
+_LIVE = threading.local()  # .tensors: the TensorCharges of the replica this thread runs
 
 
 def _charge_tensor(t) -> None:
     """The allocation hook: a Tensor made inside a replica is charged to the replica's IPU
-    while it lives, and at the latest until the replica's program ends (a weak reference
-    whose callback releases it)."""
+    while it lives, and at the latest until the replica's program ends (memory.TensorCharges)."""
     live = getattr(_LIVE, "tensors", None)
     if live is None:
         return
@@ -227,9 +200,7 @@ def _charge_tensor(t) -> None:
     if nbytes:
         if type(nbytes) is not int:
             nbytes = int(nbytes)
-        live.charge(nbytes, _TENSORS)
-        ref = _weakref(t, live.died)
-        live.refs[id(ref)] = (ref, nbytes)
+        live.charge(t, nbytes)
 
 
 _RUNNING = [0]  # programs running now; the allocation hook is installed only while > 0
@@ -258,12 +229,12 @@ def _release_live_tensors() -> None:
     to the host)."""
     live = getattr(_LIVE, "tensors", None)
     if live is not None:
-        live.release_all()
+        live.close()
     _LIVE.tensors = None
     shards = getattr(_LIVE, "shards", None)
     if shards:
         for other in shards.values():
-            other.release_all()
+            other.close()
     _LIVE.shards = None
 
 
@@ -297,7 +268,7 @@ class stage:
                 shards = _LIVE.shards = {}
             target = shards.get(self.shard)
             if target is None:
-                target = shards[self.shard] = _LiveTensors(ledger)
+                target = shards[self.shard] = TensorCharges(ledger)
             _LIVE.tensors = target
         if self._observed and observe.observer is not None:
             tapes = core_tape.recording_tapes()
@@ -359,7 +330,7 @@ def _replica_main(program: Program, r: int, fn, args, kwargs, charges: list):
             each.take_window_peak()  # the execution's memory window starts here
         begin, used_before = time.perf_counter(), [each.used for each in ledgers]
     ctx = context.ReplicaContext(device, r, program.replication_factor, ipus, program)
-    _LIVE.tensors = _LiveTensors(ledger)
+    _LIVE.tensors = TensorCharges(ledger)
     core_tensor.set_replica_slot((program.variable_key, r, program.replication_factor))
     event = program.host_events.get(getattr(ipus[0].executor, "gpu", None))
     if event is not None:

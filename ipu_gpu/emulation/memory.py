@@ -19,10 +19,14 @@ or exchange buffers, so a program that fits here can still exceed a real IPU.
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["GraphMemoryAllocationError", "MemoryLedger", "MemoryReport", "add_report_hook",
-           "remove_report_hook"]
+__all__ = ["GraphMemoryAllocationError", "MemoryLedger", "MemoryReport", "TensorCharges",
+           "add_report_hook", "remove_report_hook"]
+
+TENSORS = "tensors"  # the label of the tensors a program makes (TensorCharges)
 
 _HOOKS: list = []
 _HOOKS_LOCK = threading.Lock()
@@ -103,9 +107,17 @@ class MemoryLedger:
     _peak: int = 0
     _window: int = 0  # the peak since the last take_window_peak (a run report's sample)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # the weak references of charged tensors that died, not yet released: their callback
+    # only appends here (any thread, no lock); whatever reads or charges the ledger first
+    # releases them, so every reading sees them released and peaks are as if at once
+    _dead: deque = field(default_factory=deque, repr=False)
+    _epoch: int = 0  # clear() starts a new one: older TensorCharges release nothing
 
     @property
     def used(self) -> int:
+        if self._dead:
+            with self._lock:
+                self._drain()
         return self._used
 
     @property
@@ -114,7 +126,7 @@ class MemoryLedger:
 
     @property
     def free(self) -> int:
-        return self.capacity - self._used
+        return self.capacity - self.used
 
     def charge(self, nbytes: int, label: str = "tensor") -> None:
         """Account ``nbytes`` for a tensor labelled ``label`` on this IPU; raises
@@ -122,8 +134,10 @@ class MemoryLedger:
         self._charge(_check_bytes(nbytes, "charge"), label)
 
     def _charge(self, nbytes: int, label: str) -> None:
-        """``charge`` of a checked, non-negative int (the per-tensor hook's path)."""
+        """``charge`` of a checked, non-negative int."""
         with self._lock:
+            if self._dead:
+                self._drain()
             used = self._used + nbytes
             if used > self.capacity and not self.allow_out_of_memory:
                 report = self._report(nbytes, label)
@@ -155,23 +169,57 @@ class MemoryLedger:
         self._release(_check_bytes(nbytes, "release"), label)
 
     def _release(self, nbytes: int, label: str) -> None:
-        """``release`` of a checked, non-negative int (the per-tensor hook's path)."""
+        """``release`` of a checked, non-negative int."""
         with self._lock:
-            entry = self._by_label.get(label)
-            if entry is None or entry[0] < nbytes:
-                have = 0 if entry is None else entry[0]
-                raise ValueError(f"release: {label!r} holds {have} bytes on IPU "
-                                 f"{self.ipu_id}, cannot release {nbytes}")
-            entry[0] -= nbytes
-            if entry[1] > 1:  # a label holding bytes counts at least one tensor
-                entry[1] -= 1
-            if entry[0] == 0:
-                del self._by_label[label]
-            self._used -= nbytes
+            if self._dead:
+                self._drain()
+            self._take(nbytes, 1, label)
+
+    def _take(self, nbytes: int, count: int, label: str) -> None:
+        """Give back ``count`` tensors of ``nbytes`` in all (the lock is held)."""
+        entry = self._by_label.get(label)
+        if entry is None or entry[0] < nbytes:
+            have = 0 if entry is None else entry[0]
+            raise ValueError(f"release: {label!r} holds {have} bytes on IPU "
+                             f"{self.ipu_id}, cannot release {nbytes}")
+        entry[0] -= nbytes
+        count = entry[1] - count
+        entry[1] = count if count > 1 else 1  # a label holding bytes counts at least one
+        if entry[0] == 0:
+            del self._by_label[label]
+        self._used -= nbytes
+
+    def _drain(self) -> None:
+        """Release the charged tensors that died since (the lock is held): in one step, as
+        nothing reads the ledger in between."""
+        dead, epoch = self._dead, self._epoch
+        total = count = 0
+        while dead:
+            ref = dead.popleft()
+            charges = ref.charges
+            if charges.refs.pop(id(ref), None) is not None and charges.epoch == epoch:
+                nbytes = ref.nbytes
+                charges.bytes -= nbytes
+                charges.count -= 1
+                total += nbytes
+                count += 1
+        if count:
+            self._take(total, count, TENSORS)
+
+    def _close(self, charges: TensorCharges) -> None:
+        with self._lock:
+            if self._dead:
+                self._drain()
+            charges.refs = {}  # the references die: no callbacks
+            if charges.count and charges.epoch == self._epoch:
+                self._take(charges.bytes, charges.count, TENSORS)
+            charges.bytes = charges.count = 0
 
     def clear(self) -> None:
         with self._lock:
             self._by_label.clear()
+            self._dead.clear()
+            self._epoch += 1
             self._used = 0
             self._window = 0
 
@@ -179,11 +227,15 @@ class MemoryLedger:
         """The most bytes resident since the previous call (or since the ledger was made);
         the next window starts at the bytes resident now."""
         with self._lock:
+            if self._dead:
+                self._drain()
             peak, self._window = self._window, self._used
             return peak
 
     def report(self) -> MemoryReport:
         with self._lock:
+            if self._dead:
+                self._drain()
             return self._report(0, "")
 
     def _report(self, requested: int, label: str) -> MemoryReport:
@@ -191,6 +243,70 @@ class MemoryLedger:
                       key=lambda r: (-r[1], r[0]))
         return MemoryReport(self.ipu_id, self.capacity, self._used, tuple(rows), requested,
                             label, self.device)
+
+
+class _Charge(weakref.ref):
+    """A weak reference to a charged tensor; its callback (the ledger's dead queue's
+    ``append``) queues it for release."""
+
+    __slots__ = ("nbytes", "charges")
+
+
+class TensorCharges:
+    """The tensors one program makes on one IPU: each is charged to the IPU's ledger under
+    ``"tensors"`` from ``charge`` until it dies or ``close`` (the program ended), whichever
+    comes first; ``close`` releases the survivors in one step. Thread-safe: ``charge`` and
+    ``close`` take the ledger's lock, a death (in any thread) only queues the tensor."""
+
+    __slots__ = ("ledger", "refs", "bytes", "count", "epoch", "_died")
+
+    def __init__(self, ledger: MemoryLedger):
+        self.ledger = ledger
+        self.refs = {}  # id(reference) -> the _Charge of each live charged tensor
+        self.bytes = 0  # of those tensors
+        self.count = 0
+        self.epoch = ledger._epoch
+        self._died = ledger._dead.append
+
+    def charge(self, t, nbytes: int) -> None:
+        """Charge ``t`` (``nbytes`` > 0, an int) while it lives; raises
+        GraphMemoryAllocationError when the IPU is full."""
+        ledger = self.ledger
+        lock = ledger._lock
+        lock.acquire()  # MemoryLedger._charge inlined (the per-tensor path; cheaper than with)
+        try:
+            if ledger._dead:
+                ledger._drain()
+            if self.epoch != ledger._epoch:  # the ledger was cleared: forget the older
+                self.refs, self.bytes, self.count = {}, 0, 0
+                self.epoch = ledger._epoch
+            used = ledger._used + nbytes
+            fits = used <= ledger.capacity or ledger.allow_out_of_memory
+            if fits:
+                entry = ledger._by_label.get(TENSORS)
+                if entry is None:
+                    entry = ledger._by_label[TENSORS] = [0, 0]
+                entry[0] += nbytes
+                entry[1] += 1
+                ledger._used = used
+                if used > ledger._window:
+                    ledger._window = used
+                    if used > ledger._peak:
+                        ledger._peak = used
+                self.bytes += nbytes
+                self.count += 1
+        finally:
+            lock.release()
+        if not fits:
+            ledger._charge(nbytes, TENSORS)  # raises GraphMemoryAllocationError
+        ref = _Charge(t, self._died)
+        ref.nbytes = nbytes
+        ref.charges = self
+        self.refs[id(ref)] = ref
+
+    def close(self) -> None:
+        """The program ended: release every tensor still charged."""
+        self.ledger._close(self)
 
 
 def _check_bytes(nbytes, what: str) -> int:
