@@ -13,7 +13,8 @@ import pytest
 import ipu_gpu as tf
 from ipu_gpu.core import tensor as core_tensor
 from ipu_gpu.emulation import engine, system
-from ipu_gpu.emulation.memory import GraphMemoryAllocationError, MemoryLedger, TensorCharges
+from ipu_gpu.emulation.memory import (GraphMemoryAllocationError, MemoryLedger, TensorCharges,
+                                      add_report_hook, remove_report_hook)
 from ipu_gpu.ipu import config, ipu_compiler, scopes
 
 
@@ -76,8 +77,16 @@ def test_deaths_before_a_charge_count_before_its_peak_and_its_fit(charging):
     ledger, _ = charging(capacity=1000)
     a = core_tensor.wrap(np.zeros(200, np.float32))  # 800 bytes
     assert ledger.peak == 800
-    with pytest.raises(GraphMemoryAllocationError, match="Out of memory on IPU 0"):
-        core_tensor.wrap(np.zeros(100, np.float32))  # 800 + 400 > 1000
+    heard = []
+    add_report_hook(heard.append)
+    try:
+        with pytest.raises(GraphMemoryAllocationError,
+                           match="allocating 400 bytes for 'tensors' needs 1200 bytes"):
+            core_tensor.wrap(np.zeros(100, np.float32))  # 800 + 400 > 1000
+    finally:
+        remove_report_hook(heard.append)
+    assert [(r.used, r.requested, r.by_label) for r in heard] == [
+        (800, 400, (("tensors", 800, 1),))]
     assert ledger.used == 800
     assert ledger.report().by_label == (("tensors", 800, 1),)
     del a  # freed before the next charge: 400 fits, the peak stays 800

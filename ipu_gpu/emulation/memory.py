@@ -12,6 +12,11 @@ program's options, as in Poplar: ``engine_options.py``), as Poplar allows. The e
 ``MemoryReport`` (what is resident, by label) and every registered report hook is called with
 it before the error is raised, so a program can log or save where the bytes went.
 
+The tensors a program makes are charged per tensor (``TensorCharges``, the engine's allocation
+hook): a death only queues the tensor (a weak reference's callback, in any thread, with no
+lock) and the ledger releases what is queued before it is next charged or read, so what it
+reports is as if each tensor were released when it died.
+
 The ledger counts whole tensors per IPU; it does not model tile placement, code, vertex state
 or exchange buffers, so a program that fits here can still exceed a real IPU.
 """
@@ -111,7 +116,8 @@ class MemoryLedger:
     # only appends here (any thread, no lock); whatever reads or charges the ledger first
     # releases them, so every reading sees them released and peaks are as if at once
     _dead: deque = field(default_factory=deque, repr=False)
-    _epoch: int = 0  # clear() starts a new one: older TensorCharges release nothing
+    _epoch: int = field(default=0, repr=False)  # clear() starts a new one: TensorCharges
+    # of an older epoch release nothing
 
     @property
     def used(self) -> int:
@@ -153,11 +159,15 @@ class MemoryLedger:
                     if used > self._peak:
                         self._peak = used
                 return
+        self._refuse(nbytes, label, report)
+
+    def _refuse(self, nbytes: int, label: str, report: MemoryReport) -> None:
+        """Raise the out-of-memory error of a charge that did not fit."""
         _notify(report)
         where = f" ({self.device})" if self.device else ""
         raise GraphMemoryAllocationError(
             f"Out of memory on IPU {self.ipu_id}{where}: allocating {nbytes} bytes for "
-            f"{label!r} needs {self._used + nbytes} bytes but the IPU has {self.capacity} "
+            f"{label!r} needs {report.used + nbytes} bytes but the IPU has {self.capacity} "
             f"bytes ({report.used} in use). Spread the tensors over more IPUs "
             "(IPUConfig.auto_select_ipus / select_ipus, sharding or replication), use more "
             "tiles (IPUConfig.ipu_model.tiles_per_ipu), or set "
@@ -282,7 +292,9 @@ class TensorCharges:
                 self.epoch = ledger._epoch
             used = ledger._used + nbytes
             fits = used <= ledger.capacity or ledger.allow_out_of_memory
-            if fits:
+            if not fits:
+                report = ledger._report(nbytes, TENSORS)
+            else:
                 entry = ledger._by_label.get(TENSORS)
                 if entry is None:
                     entry = ledger._by_label[TENSORS] = [0, 0]
@@ -298,7 +310,7 @@ class TensorCharges:
         finally:
             lock.release()
         if not fits:
-            ledger._charge(nbytes, TENSORS)  # raises GraphMemoryAllocationError
+            ledger._refuse(nbytes, TENSORS, report)
         ref = _Charge(t, self._died)
         ref.nbytes = nbytes
         ref.charges = self
