@@ -208,10 +208,7 @@ class MemoryLedger:
             ref = dead.popleft()
             charges = ref.charges
             if charges.refs.pop(id(ref), None) is not None and charges.epoch == epoch:
-                nbytes = ref.nbytes
-                charges.bytes -= nbytes
-                charges.count -= 1
-                total += nbytes
+                total += ref.nbytes
                 count += 1
         if count:
             self._take(total, count, TENSORS)
@@ -220,10 +217,9 @@ class MemoryLedger:
         with self._lock:
             if self._dead:
                 self._drain()
-            charges.refs = {}  # the references die: no callbacks
-            if charges.count and charges.epoch == self._epoch:
-                self._take(charges.bytes, charges.count, TENSORS)
-            charges.bytes = charges.count = 0
+            refs, charges.refs = charges.refs, {}  # the references die: no callbacks
+            if refs and charges.epoch == self._epoch:  # the survivors, in one step
+                self._take(sum(ref.nbytes for ref in refs.values()), len(refs), TENSORS)
 
     def clear(self) -> None:
         with self._lock:
@@ -268,13 +264,11 @@ class TensorCharges:
     comes first; ``close`` releases the survivors in one step. Thread-safe: ``charge`` and
     ``close`` take the ledger's lock, a death (in any thread) only queues the tensor."""
 
-    __slots__ = ("ledger", "refs", "bytes", "count", "epoch", "_died")
+    __slots__ = ("ledger", "refs", "epoch", "_died")
 
     def __init__(self, ledger: MemoryLedger):
         self.ledger = ledger
         self.refs = {}  # id(reference) -> the _Charge of each live charged tensor
-        self.bytes = 0  # of those tensors
-        self.count = 0
         self.epoch = ledger._epoch
         self._died = ledger._dead.append
 
@@ -288,7 +282,7 @@ class TensorCharges:
             if ledger._dead:
                 ledger._drain()
             if self.epoch != ledger._epoch:  # the ledger was cleared: forget the older
-                self.refs, self.bytes, self.count = {}, 0, 0
+                self.refs = {}
                 self.epoch = ledger._epoch
             used = ledger._used + nbytes
             fits = used <= ledger.capacity or ledger.allow_out_of_memory
@@ -305,8 +299,6 @@ class TensorCharges:
                     ledger._window = used
                     if used > ledger._peak:
                         ledger._peak = used
-                self.bytes += nbytes
-                self.count += 1
         finally:
             lock.release()
         if not fits:
