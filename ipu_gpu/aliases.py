@@ -57,7 +57,7 @@ _DTYPE_NAMES = ("as_dtype", "bool", "double", "float16", "float32", "float64", "
 TABLE: dict[str, Alias] = {
     # TensorFlow; "tensorflow" itself is chosen by the TensorFlow version (see _root_target)
     "tensorflow": Alias("ipu_gpu"),
-    "tensorflow.compat": Alias(NAMESPACE),
+    "tensorflow.compat": Alias("ipu_gpu.compat.text"),  # as_bytes, as_text, ...; v1, v2 below
     "tensorflow.compat.v1": Alias("ipu_gpu.compat.v1"),
     "tensorflow.compat.v1.keras": Alias("ipu_gpu.keras", recursive=True),
     "tensorflow.compat.v2": Alias("ipu_gpu"),
@@ -438,16 +438,24 @@ TF1_ONLY_NAMES = frozenset({
 })
 
 
+# Names of tf.compat.v1 that TF 2 runs only inside a graph the program builds itself.
+_GRAPH_ONLY_NAMES = frozenset({"InteractiveSession", "Session", "placeholder"})
+
+
 def detect_tf_version(source: str) -> int | None:
     """1 when a program's source uses TensorFlow 1 (it calls ``disable_v2_behavior`` or
-    ``disable_eager_execution``, or takes a TF1-only name from a module bound to
-    ``tensorflow``), 2 when it imports ``tensorflow`` otherwise, None when it does not import
+    ``disable_eager_execution``, takes a TF1-only name from a module bound to ``tensorflow``,
+    or runs a ``Session``/``placeholder`` of a module bound to ``tensorflow.compat.v1``
+    without building a graph of its own: under TF 2 that only works inside
+    ``Graph().as_default()``, so such a program was written for TF 1.15, as Graphcore's TF1
+    tutorials are), 2 when it imports ``tensorflow`` otherwise, None when it does not import
     ``tensorflow`` at all or cannot be parsed."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
     bound = set()  # local names bound to the `tensorflow` module itself
+    compat_v1 = set()  # local names bound to `tensorflow.compat.v1`
     imports_tf = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -458,10 +466,20 @@ def detect_tf_version(source: str) -> int | None:
                     bound.add(a.asname or "tensorflow")
                 if a.name.startswith("tensorflow.") and a.asname is None:
                     bound.add("tensorflow")
+                if a.name == "tensorflow.compat.v1" and a.asname:
+                    compat_v1.add(a.asname)
         elif isinstance(node, ast.ImportFrom) and node.module:
             if node.module.split(".")[0] == "tensorflow":
                 imports_tf = True
+            if node.module == "tensorflow.compat":
+                compat_v1.update(a.asname or a.name for a in node.names if a.name == "v1")
+    builds_graph = any(isinstance(n, ast.Attribute) and n.attr == "as_default"
+                       for n in ast.walk(tree))
     for node in ast.walk(tree):
+        if not builds_graph and isinstance(node, ast.Attribute) \
+                and isinstance(node.value, ast.Name) and node.value.id in compat_v1 \
+                and node.attr in _GRAPH_ONLY_NAMES:
+            return 1
         if isinstance(node, ast.Attribute) and node.attr in ("disable_v2_behavior",
                                                              "disable_eager_execution"):
             return 1

@@ -55,7 +55,9 @@ class Sequential(Functional):
 
     @property
     def layers(self) -> list:
-        layers = list(self._self_tracked_trackables)
+        """The layers, each once (Keras's ``layers`` drops a layer added again: a deferred
+        model called on data runs it once)."""
+        layers = _unique(self._self_tracked_trackables)
         if layers and isinstance(layers[0], InputLayer):
             return layers[1:]
         return layers
@@ -252,7 +254,7 @@ class Sequential(Functional):
         from .serialization import get_registered_name
 
         layers = [{"class_name": get_registered_name(type(layer)), "config": layer.get_config()}
-                  for layer in self._self_tracked_trackables]
+                  for layer in _unique(self._self_tracked_trackables)]
         config = {"name": self.name, "layers": layers}
         if not self._graph_initialized and self._build_input_shape is not None:
             config["build_input_shape"] = self._build_input_shape
@@ -278,3 +280,14 @@ def _source_inputs(tensor):
             if not any(source is f for f in found):
                 found.append(source)
     return found
+
+
+def _unique(layers) -> list:
+    """``layers`` in order, each layer object once."""
+    seen = set()
+    out = []
+    for layer in layers:
+        if id(layer) not in seen:
+            seen.add(id(layer))
+            out.append(layer)
+    return out
