@@ -57,7 +57,8 @@ from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, 
 from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, transpose
 from . import dtypes
 from .tf2_names import add_n, control_dependencies, get_logger, is_tensor, name_scope
-from .init_ops_v2 import constant_initializer, ones_initializer, zeros_initializer
+from .init_ops_v2 import (constant_initializer, ones_initializer, random_normal_initializer,
+                          random_uniform_initializer, zeros_initializer)
 
 bool = bool_  # noqa: A001 - tf.bool
 
@@ -81,6 +82,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "initializers":  # tf.initializers is tf.keras.initializers in TF 2.6
+        import importlib
+
+        return importlib.import_module(f"{__name__}.keras.initializers")
     if name == "DType":  # tf.DType (its class lives with the TF1 names; loaded on use)
         from .dtypes import DType
 
@@ -137,5 +142,5 @@ __all__ = [
     "RaggedTensor", "strings",
     "DType", "add_n", "control_dependencies", "dtypes", "get_logger", "is_tensor",
     "name_scope", "constant_initializer", "ones_initializer", "zeros_initializer",
-    "vectorized_map",
+    "vectorized_map", "random_normal_initializer", "random_uniform_initializer", "initializers",
 ]

@@ -1,13 +1,14 @@
 """TF 2's own initializers at the top level: ``tf.constant_initializer``,
-``tf.zeros_initializer`` and ``tf.ones_initializer`` (``init_ops_v2``). Unlike Keras's,
-a constant initializer called without a dtype takes the value's dtype, and zeros/ones
-default to float32."""
+``tf.zeros_initializer``, ``tf.ones_initializer``, ``tf.random_normal_initializer`` and
+``tf.random_uniform_initializer`` (``init_ops_v2``). Unlike Keras's, a constant initializer
+called without a dtype takes the value's dtype, and the others default to float32."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["constant_initializer", "ones_initializer", "zeros_initializer"]
+__all__ = ["constant_initializer", "ones_initializer", "random_normal_initializer",
+           "random_uniform_initializer", "zeros_initializer"]
 
 _PARTITION_KWARGS = ("partition_shape", "partition_offset")
 
@@ -102,3 +103,65 @@ class ones_initializer(_Fill):  # noqa: N801
       ValueError: a dtype that is neither numeric nor boolean."""
 
     _fill = 1
+
+
+class _Random(Initializer):
+    """A seeded random initializer draws with the stateless op at seed ``[seed, 0]`` (each
+    call the same values); an unseeded one draws from the stateful generator (tf.random)."""
+
+    def _draw(self, stateless, stateful, shape, **kwargs):
+        if self.seed is not None:
+            return stateless(shape, seed=[int(self.seed), 0], **kwargs)
+        return stateful(shape, **kwargs)
+
+
+class random_normal_initializer(_Random):  # noqa: N801
+    """``tf.random_normal_initializer(mean=0.0, stddev=0.05, seed=None)``: a normal draw,
+    float32 unless ``dtype`` is given.
+
+    Raises:
+      ValueError: a dtype that is not floating point."""
+
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        self.mean, self.stddev, self.seed = mean, stddev, seed
+
+    def __call__(self, shape, dtype=np.float32, **kwargs):
+        from . import random
+        from .core.dtypes import as_dtype
+
+        _check_kwargs(kwargs)
+        d = as_dtype(dtype)
+        if d.kind != "f":
+            raise ValueError(f"Argument `dtype` is expected to be floating point. Received: "
+                             f"{d}.")
+        return self._draw(random.stateless_normal, random.normal, _shape(shape, kwargs),
+                          mean=self.mean, stddev=self.stddev, dtype=d)
+
+    def get_config(self) -> dict:
+        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+
+
+class random_uniform_initializer(_Random):  # noqa: N801
+    """``tf.random_uniform_initializer(minval=-0.05, maxval=0.05, seed=None)``: uniform in
+    [minval, maxval), float32 unless ``dtype`` is given (integer dtypes too).
+
+    Raises:
+      ValueError: a dtype that is neither floating point nor integer."""
+
+    def __init__(self, minval=-0.05, maxval=0.05, seed=None):
+        self.minval, self.maxval, self.seed = minval, maxval, seed
+
+    def __call__(self, shape, dtype=np.float32, **kwargs):
+        from . import random
+        from .core.dtypes import as_dtype
+
+        _check_kwargs(kwargs)
+        d = as_dtype(dtype)
+        if d.kind not in "fiu":
+            raise ValueError(f"Argument `dtype` expected to be numeric or boolean. Received "
+                             f"{d}.")
+        return self._draw(random.stateless_uniform, random.uniform, _shape(shape, kwargs),
+                          minval=self.minval, maxval=self.maxval, dtype=d)
+
+    def get_config(self) -> dict:
+        return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}

@@ -182,3 +182,37 @@ def test_vectorized_map_in_a_graph():
 def test_framework_ops_control_dependencies_resolves():
     ok, fn = aliases.resolve("tensorflow.python.framework.ops.control_dependencies")
     assert ok and fn is tf.control_dependencies
+
+
+def _random_init_draws(t):
+    t.random.set_seed(5)
+    return [np.asarray(t.random_normal_initializer(1.0, 2.0, seed=3)((2, 2))),
+            np.asarray(t.random_normal_initializer(seed=3)((2,), t.float64)),
+            np.asarray(t.random_uniform_initializer(0, 10, seed=3)((4,), t.int32)),
+            np.asarray(t.random_uniform_initializer(-1.0, 1.0, seed=3)((4,), t.float16)),
+            np.asarray(t.random_normal_initializer(seed=3)((3,), partition_shape=(1,),
+                                                           partition_offset=(0,))),
+            np.asarray(t.random_normal_initializer()((3,))),  # unseeded: the global seed's
+            np.asarray(t.random_uniform_initializer()((3,)))]
+
+
+def test_tf2_random_initializers_match_tensorflow():
+    real = _real_tf()
+    ours, theirs = _random_init_draws(tf), _random_init_draws(real)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-5,
+                                   atol=1e-6)
+    init = tf.random_normal_initializer(seed=4)
+    np.testing.assert_array_equal(init((3,)).numpy(), init((3,)).numpy())  # stateless
+    assert tf.random_uniform_initializer(seed=3).get_config() == \
+        {"minval": -0.05, "maxval": 0.05, "seed": 3}
+    with pytest.raises(ValueError, match="expected to be floating point"):
+        tf.random_normal_initializer(seed=3)((2,), tf.int32)
+    with pytest.raises(ValueError, match="expected to be numeric"):
+        tf.random_uniform_initializer(seed=3)((2,), tf.bool)
+
+
+def test_tf_initializers_is_the_keras_module():
+    assert tf.initializers is tf.keras.initializers
+    assert aliases.resolve("tensorflow.initializers.GlorotUniform")[0]
