@@ -56,7 +56,8 @@ from .ops.trig import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, 
                        tan)
 from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, transpose
 from . import dtypes
-from .tf2_names import add_n, control_dependencies, get_logger, is_tensor, name_scope
+from .tf2_names import (add_n, control_dependencies, get_logger, get_static_value, is_tensor,
+                        name_scope, no_op)
 from .init_ops_v2 import (constant_initializer, ones_initializer, random_normal_initializer,
                           random_uniform_initializer, zeros_initializer)
 
@@ -74,7 +75,7 @@ def executing_eagerly() -> bool:
 
 # tf.compat, tf.keras, tf.saved_model and ipu_gpu.ipu load on first use, so `import ipu_gpu`
 # stays fast
-_LAZY_SUBMODULES = ("compat", "ipu", "keras", "saved_model", "strings")
+_LAZY_SUBMODULES = ("autograph", "compat", "ipu", "keras", "saved_model", "strings")
 
 
 def __getattr__(name):
@@ -142,5 +143,6 @@ __all__ = [
     "RaggedTensor", "strings",
     "DType", "add_n", "control_dependencies", "dtypes", "get_logger", "is_tensor",
     "name_scope", "constant_initializer", "ones_initializer", "zeros_initializer",
+    "get_static_value", "no_op", "autograph",
     "vectorized_map", "random_normal_initializer", "random_uniform_initializer", "initializers",
 ]

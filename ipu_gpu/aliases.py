@@ -104,6 +104,8 @@ TABLE: dict[str, Alias] = {
     "tensorflow.python.data.ops.dataset_ops": Alias("ipu_gpu.data", names=("Dataset",)),
     "tensorflow.python.saved_model": Alias("ipu_gpu.compat.v1.saved_model", recursive=True),
     "tensorflow.python.training": Alias(NAMESPACE),
+    "tensorflow.python.distribute": Alias(NAMESPACE),
+    "tensorflow.python.distribute.reduce_util": Alias("ipu_gpu.distribute", names=("ReduceOp",)),
     "tensorflow.python.training.optimizer": Alias("ipu_gpu.compat.v1.train",
                                                   names=("Optimizer",)),
     # Keras (Graphcore's Keras fork and tf.keras are one package here)

@@ -20,8 +20,8 @@ from .errors import InvalidArgumentError
 
 __all__ = ["Assert", "assert_all_finite", "assert_equal", "assert_greater",
            "assert_greater_equal", "assert_less", "assert_less_equal", "assert_near",
-           "assert_none_equal", "assert_rank", "assert_rank_at_least", "assert_rank_in",
-           "assert_shapes", "check_numerics"]
+           "assert_non_negative", "assert_none_equal", "assert_rank", "assert_rank_at_least",
+           "assert_rank_in", "assert_shapes", "check_numerics"]
 
 _TF_NAMES = {"float16": "half", "float32": "float", "float64": "double"}
 
@@ -125,6 +125,33 @@ def assert_greater(x, y, message=None, summarize=None, name=None):
 def assert_greater_equal(x, y, message=None, summarize=None, name=None):
     """Assert the condition ``x >= y`` holds element-wise."""
     return _binary_assert(">=", "GreaterEqual", np.greater_equal, x, y, message, summarize)
+
+
+def assert_non_negative(x, message=None, summarize=None, name=None):
+    """Assert ``x >= 0`` element-wise (numeric ``x``).
+
+    Raises:
+      InvalidArgumentError: an element is negative (TF's message: the condition, then x's
+        shape, dtype and first ``summarize`` elements, 3 by default).
+      TypeError: a non-numeric ``x``."""
+    x = convert_to_tensor(x)
+    if np.dtype(x.dtype).kind not in "iuf":
+        raise TypeError(f"Cannot convert 0 to EagerTensor of dtype {np.dtype(x.dtype).name}")
+    xa = _host(x)
+    if (xa >= 0).all():
+        return None
+    if xa.ndim:
+        flat = xa.reshape(-1)
+        n = flat.size if summarize is not None and summarize < 0 else \
+            min(flat.size, 3 if summarize is None else summarize)
+        items = [str(v) for v in flat[:n]] + (["..."] if n < flat.size else [])
+        shown = str(items)
+    else:
+        shown = str(xa[()])
+    head = f"{message}.  " if message else ""
+    raise InvalidArgumentError(f"{head}\nCondition x >= 0 did not hold element-wise:\nx (shape="
+                               f"{tuple(int(d) for d in x.shape)} dtype="
+                               f"{np.dtype(x.dtype).name}) = \n{shown}")
 
 
 # ---- Assert and assert_near --------------------------------------------------------------

@@ -1,7 +1,8 @@
 """TensorFlow 2 top-level names Graphcore's tutorial and application programs use that map
 onto what ipu_gpu already has: ``tf.name_scope`` and ``tf.control_dependencies`` (TF2
 signatures: eager no-ops apart from the scope name, graph blocks inside ``tf.Graph``),
-``tf.get_logger``, ``tf.is_tensor``, ``tf.add_n`` and ``tf.nn.relu6``."""
+``tf.get_logger``, ``tf.is_tensor``, ``tf.add_n``, ``tf.no_op``, ``tf.get_static_value`` and
+``tf.nn.relu6``."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["add_n", "control_dependencies", "get_logger", "is_tensor", "name_scope",
-           "relu6"]
+__all__ = ["add_n", "control_dependencies", "get_logger", "get_static_value", "is_tensor",
+           "name_scope", "no_op", "relu6"]
 
 _local = threading.local()
 
@@ -77,6 +78,29 @@ def control_dependencies(control_inputs):
 
         return graph_control_dependencies(control_inputs)
     return contextlib.nullcontext()
+
+
+def no_op(name=None):
+    """Does nothing: inside a ``tf.Graph`` a ``NoOp`` operation (to group control
+    dependencies on), executing eagerly None, as TF 2."""
+    if _building():
+        from .graph.nodes import no_op as graph_no_op
+
+        return graph_no_op(name=name)
+    return None
+
+
+def get_static_value(tensor, partial=False):
+    """The value of ``tensor`` known without running anything: an eager tensor's or
+    variable's as a numpy array; a value that is not a tensor as it is; None for a graph
+    tensor (computed only when a Session runs it)."""
+    from .core.tensor import Tensor, Variable
+
+    if isinstance(tensor, (Tensor, Variable)):
+        return tensor.numpy()
+    if is_tensor(tensor):
+        return None
+    return tensor
 
 
 def get_logger() -> logging.Logger:

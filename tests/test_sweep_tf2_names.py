@@ -252,3 +252,71 @@ def test_check_reports_the_sweep_names_provided(tmp_path):
             "tensorflow.control_dependencies", "tensorflow.math.add_n", "tensorflow.nn.relu6",
             "tensorflow.get_logger", "tensorflow.is_tensor",
             "tensorflow.python.ipu.nn_ops.gelu"} <= names
+
+
+# ---- no_op, get_static_value, assert_non_negative, autograph, reduce_util -----------------------
+def test_no_op_and_get_static_value():
+    real = _real_tf()
+    assert tf.no_op() is None and real.no_op() is None
+    for ours, theirs in [(tf.constant([1, 2]), real.constant([1, 2])), (3, 3), ([1, 2], [1, 2])]:
+        np.testing.assert_array_equal(tf.get_static_value(ours), real.get_static_value(theirs))
+    assert tf.get_static_value(tf.Variable(2.0)) == 2.0
+    with tf.compat.v1.Graph().as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2])
+        assert tf.get_static_value(x * 2.0) is None
+        op = tf.no_op()
+        assert op.type == "NoOp"
+        with tf.compat.v1.Session() as sess:
+            assert sess.run(op) is None
+
+
+@pytest.mark.parametrize(("x", "summarize", "message"), [
+    (np.array([1, -2, 3, 4, 5]), None, None),
+    (np.array([[0.5, -1.0], [2.0, 3.0]], np.float32), None, "msg"),
+    (np.array([-1, 2, 3, 4], np.int32), 0, None),
+    (np.array([-1, 2], np.int32), 5, None),
+    (np.int32(-3), None, None),
+])
+def test_assert_non_negative_message_matches_tensorflow(x, summarize, message):
+    real = _real_tf()
+    with pytest.raises(InvalidArgumentError) as ours:
+        tf.debugging.assert_non_negative(x, summarize=summarize, message=message)
+    with pytest.raises(real.errors.InvalidArgumentError) as theirs:
+        real.debugging.assert_non_negative(x, summarize=summarize, message=message)
+    assert str(ours.value) == theirs.value.message
+
+
+def test_assert_non_negative_passes_and_rejects_strings():
+    assert tf.debugging.assert_non_negative(np.array([0.0, 1.0])) is None
+    assert tf.debugging.assert_non_negative(np.array([], np.float32)) is None
+    with pytest.raises(TypeError):
+        tf.debugging.assert_non_negative(np.array(["a"]))
+
+
+def test_autograph_do_not_convert_keeps_the_function():
+    def f(x):
+        """Doc."""
+        return x * 2
+
+    for wrapped in (tf.autograph.experimental.do_not_convert(f),
+                    tf.autograph.experimental.do_not_convert()(f)):
+        assert wrapped(3) == 6 and wrapped.__doc__ == "Doc." and wrapped.__name__ == "f"
+    traced = tf.function(tf.autograph.experimental.do_not_convert(f))
+    assert float(traced(tf.constant(2.0)).numpy()) == 4.0
+
+
+def test_compat_v1_names_and_reduce_util():
+    from ipu_gpu import aliases
+
+    assert tf.compat.v1.UnconnectedGradients is tf.UnconnectedGradients
+    with tf.compat.v1.Graph().as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2])
+        w = tf.compat.v1.placeholder(tf.float32, [2])
+        grads = tf.compat.v1.gradients(tf.reduce_sum(x * 2.0), [x, w],
+                                       unconnected_gradients=tf.compat.v1.UnconnectedGradients.ZERO)
+        with tf.compat.v1.Session() as sess:
+            gx, gw = sess.run(grads, {x: np.ones(2), w: np.ones(2)})
+    np.testing.assert_array_equal(gx, [2.0, 2.0])
+    np.testing.assert_array_equal(gw, [0.0, 0.0])
+    ok, op = aliases.resolve("tensorflow.python.distribute.reduce_util.ReduceOp")
+    assert ok and op is tf.distribute.ReduceOp

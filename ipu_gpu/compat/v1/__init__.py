@@ -264,5 +264,8 @@ __all__ = sorted({*__all__, "string_split"})
 from ... import dtypes  # noqa: E402,F401
 from ...tf2_names import get_logger  # noqa: E402,F401
 from ...io import gfile_v1 as gfile  # noqa: E402,F401  (TF 1's tf.gfile)
+from ...tf2_names import get_static_value  # noqa: E402,F401
+from ...core.tape import UnconnectedGradients  # noqa: E402,F401  (TF 1.15 has it too)
 
-__all__ = sorted({*__all__, "dtypes", "get_logger", "gfile"})
+__all__ = sorted({*__all__, "dtypes", "get_logger", "gfile", "get_static_value",
+                  "UnconnectedGradients"})
