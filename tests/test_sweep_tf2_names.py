@@ -320,3 +320,55 @@ def test_compat_v1_names_and_reduce_util():
     np.testing.assert_array_equal(gw, [0.0, 0.0])
     ok, op = aliases.resolve("tensorflow.python.distribute.reduce_util.ReduceOp")
     assert ok and op is tf.distribute.ReduceOp
+
+
+# ---- unsorted_segment_mean -----------------------------------------------------------------------
+@pytest.mark.parametrize(("data", "ids", "n"), [
+    (np.array([1, 2, 3], np.int32), [0, 0, 1], 3),
+    (np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32), [0, -1, 0], 2),
+    (np.array([[1.0, 2.0], [3.0, 4.0]], np.float64), [[0, 1], [1, 1]], 2),
+    (np.zeros((0, 3), np.float32), np.zeros((0,), np.int32), 2),
+])
+def test_unsorted_segment_mean_matches_tensorflow(data, ids, n):
+    real = _real_tf()
+    ours = tf.math.unsorted_segment_mean(data, ids, n)
+    theirs = real.math.unsorted_segment_mean(data, ids, n)
+    assert ours.dtype == theirs.dtype.as_numpy_dtype
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+def test_unsorted_segment_mean_numpy_reference_and_gradient():
+    rng = np.random.default_rng(2)
+    data = rng.standard_normal((7, 3)).astype(np.float32)
+    ids = np.array([2, 0, 2, -1, 0, 2, 4], np.int32)
+    want = np.zeros((5, 3), np.float32)
+    for s in range(5):
+        rows = data[ids == s]
+        if len(rows):
+            want[s] = rows.mean(axis=0)
+    v = tf.Variable(data)
+    weights = rng.standard_normal((5, 3)).astype(np.float32)
+    with tf.GradientTape() as tape:
+        y = tf.math.unsorted_segment_mean(v, ids, 5)
+        loss = tf.reduce_sum(y * weights)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-6)
+    counts = np.bincount(ids[ids >= 0], minlength=5)
+    want_grad = np.where((ids >= 0)[:, None], weights[np.maximum(ids, 0)] /
+                         np.maximum(counts[np.maximum(ids, 0)], 1)[:, None], 0.0)
+    np.testing.assert_allclose(tape.gradient(loss, v).numpy(), want_grad, rtol=1e-5, atol=1e-6)
+    with pytest.raises(InvalidArgumentError, match="out of range"):
+        tf.math.unsorted_segment_mean(np.ones(2, np.float32), [0, 5], 2)
+
+
+def test_unsorted_segment_mean_in_a_graph_with_gradients():
+    x_val = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    w = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    with tf.compat.v1.Graph().as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [3, 2])
+        ids = tf.compat.v1.placeholder(tf.int32, [3])
+        y = tf.math.unsorted_segment_mean(x, ids, 2)
+        (g,) = tf.compat.v1.gradients(tf.reduce_sum(y * w), x)
+        with tf.compat.v1.Session() as sess:
+            y_val, g_val = sess.run([y, g], {x: x_val, ids: [0, 1, 0]})
+    np.testing.assert_allclose(y_val, [[2.0, 3.0], [2.0, 3.0]])
+    np.testing.assert_allclose(g_val, [[0.5, 1.0], [3.0, 4.0], [0.5, 1.0]])

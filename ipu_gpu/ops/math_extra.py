@@ -1,5 +1,5 @@
-"""Scans, segment sums and contractions of ``tf.math``: ``cumsum``, ``unsorted_segment_sum`` and
-``einsum``.
+"""Scans, segment sums and contractions of ``tf.math``: ``cumsum``, ``unsorted_segment_sum``
+(and ``unsorted_segment_mean`` on it) and ``einsum``.
 
 ``unsorted_segment_sum`` scatter-adds rows with the indexing kernels (deterministic: duplicate
 ids accumulate in index order on both devices). As TF's kernels, negative ids are dropped, and
@@ -171,6 +171,33 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
         raise InvalidArgumentError(f"unsorted_segment_sum: num_segments must not be negative, "
                                    f"got {count}")
     return _UNSORTED_SEGMENT_SUM(data, segment_ids, num_segments=count)
+
+
+def unsorted_segment_mean(data, segment_ids, num_segments, name=None):
+    """``output[i]`` is the mean of the ``data[j...]`` with ``segment_ids[j...] == i``
+    (``tf.math.unsorted_segment_mean``), 0 for empty segments: ``unsorted_segment_sum``
+    divided by the segment's count (at least 1), as TF computes it (so integer data gives
+    float64, and the gradient is the sum's scaled by 1 / count).
+
+    Raises:
+      As ``unsorted_segment_sum``."""
+    from ..core import registry
+    from ..core.convert import convert_to_tensor
+    from .creation import ones
+    from .math import maximum, truediv
+    from .shape import reshape
+
+    node = registry.symbolic_call(unsorted_segment_mean, (data, segment_ids),
+                                  dict(num_segments=num_segments))
+    if node is not NotImplemented:  # one node of the TF1 graph being built
+        return node
+    data_t = convert_to_tensor(data)
+    ids_t = convert_to_tensor(segment_ids)
+    count = _static_int("unsorted_segment_mean", "num_segments", num_segments)
+    summed = unsorted_segment_sum(data_t, ids_t, count)
+    n = unsorted_segment_sum(ones(tuple(ids_t.shape), data_t.dtype), ids_t, count)
+    n = reshape(n, [count] + [1] * (data_t.ndim - ids_t.ndim))
+    return truediv(summed, maximum(n, np.ones((), data_t.dtype)))
 
 
 def segment_sum(data, segment_ids, name=None):
