@@ -50,9 +50,7 @@ from .errors import Error
 from .grad_reduction import GradientReduction
 from .ops import _running
 from .optim import (
-    _max_grad_norm,
     apply_update,
-    clip_sums_by_global_norm,
     differs,
     folds_gradient_scale,
 )
@@ -1066,7 +1064,8 @@ class PoplarExecutor:
                                 leaves = tensor_leaves(out)
                             kept[(si, ai, ri)] = [t.detach().clone() for t in leaves]
                 if training:
-                    self._step(hyper, reducing.finish(self._unscale(ls, als), fold))
+                    unscale = self._unscale(ls, als)
+                    self._step(hyper, reducing.finish(unscale, fold), reducing.divisor(unscale))
                     if als is not None:
                         als.update()
                     if anchors is not None:
@@ -1104,29 +1103,25 @@ class PoplarExecutor:
         ls = self._loss_scale(state, als)
         return ls, seed * ls, False
 
-    def _step(self, hyperparameters, grad_divisor=None):
-        """One weight update on the reduced, unscaled gradients: clipped, then the device's
-        update rule with ``hyperparameters`` (None: the host optimizer's values are the
-        device's). ``grad_divisor``: the gradients are the unnormalised sums, and the update
-        folds ``1 / grad_divisor`` into its scalar (``grad_reduction``)."""
+    def _step(self, hyperparameters, grad_divisor=None, divisor=None):
+        """One weight update on the reduced, unscaled gradients: the device's update rule
+        with ``hyperparameters`` (None: the host optimizer's values are the device's), which
+        clips to ``max_grad_norm``. ``grad_divisor``: the gradients are the unnormalised sums,
+        and the update folds ``1 / grad_divisor`` into its scalar (``grad_reduction``); else
+        ``divisor`` is what they were divided by (SGD0 measures its clip input before)."""
         opt = self.optimizer
-        norm = _max_grad_norm(opt)
         state = self._device_state
-        rounding = state is not None and state.stochastic_rounding
-        if norm is not None or rounding:
+        # max_grad_norm clips inside the update, where PopART's ClipWeightGradientsByNorm
+        # acts for each optimizer (optim's module doc)
+        if state is not None and state.stochastic_rounding:
             params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
-            if norm is not None and grad_divisor is not None:
-                # PopART clips what enters SGD0's update: the unnormalised, loss-scaled sums
-                clip_sums_by_global_norm([p.grad for p in params], norm)
-            elif norm is not None:
-                torch.nn.utils.clip_grad_norm_(params, norm)
-        if rounding:
             state.random.use(state.random.IDENTICAL)  # the replicas round alike
             with HalfUpdatesInFloat32(params):
-                apply_update(opt, hyperparameters)
+                apply_update(opt, hyperparameters, clip=True, clip_scale=divisor)
         else:
             # the device's update rule, never a subclass's Python step
-            apply_update(opt, hyperparameters, grad_divisor)
+            apply_update(opt, hyperparameters, grad_divisor, clip=True,
+                         clip_scale=None if grad_divisor is not None else divisor)
 
     @staticmethod
     def _assemble(template, kept, sums, mode, period, s, a, r, synthetic):

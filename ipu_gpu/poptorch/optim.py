@@ -3,12 +3,29 @@ given to a training model.
 
 PopTorch never runs an optimizer's Python ``step``: it hands the hyper-parameters to PopART,
 whose update rules run on the device. This module holds those rules (``apply_update``, which
-the training model calls once per weight update, after the gradients have been reduced,
-divided by ``loss_scaling`` and clipped to ``max_grad_norm``; for SGD without momentum and
-weight decay on float32 weights, PopART's SGD0, the division is folded into the learning
-rate's scalar and the clipping acts on the unnormalised, loss-scaled sum, as in PopART:
-``grad_reduction``, ``clip_sums_by_global_norm``; Adam-type optimizers clip the unscaled
-gradient, as PopART's ``gradUnscale`` precedes the clipped input of ``accl1``):
+the training model calls once per weight update, after the gradients have been reduced and
+divided by ``loss_scaling``; for SGD without momentum on float32 weights, PopART's SGD0, the
+division is folded into the learning rate's scalar instead: ``grad_reduction``).
+
+``max_grad_norm`` (``apply_update(..., clip=True)``) is PopART's ``ClipWeightGradientsByNorm``
+(run after the optimizer decompositions): every weight's clip input ``u`` is multiplied by
+``max / max(max, sqrt(sum |u|^2))`` over all weights (not torch's ``max / (norm + 1e-6)``),
+where ``u`` is what enters the weight's update:
+
+* SGD0 (no momentum): the accumulated gradient, loss-scaled and unnormalised
+  (``clip_sums_by_global_norm``); where the reduction has already divided it (float16
+  weights or accumulator, Running mean, stochastic rounding) the threshold is divided by
+  ``ls * af * rf`` instead (``clip_scale``).
+* SGD1/SGD2 (momentum, combined/separate): the velocity after this step's gradient, as
+  stored (times ``velocity_scaling``, ``loss_scaling`` for the separate variant), into the
+  ``SGD1VarUpdate`` only: the weight's step is clipped, the velocity kept is not. With
+  Nesterov the emulator clips its update term (not checked against PopART).
+* Adam/AdamW: the unscaled gradient entering ``accl1``/``accl2`` (``gradUnscale`` precedes
+  them), plus ``wd * w`` under Adam's L2 decay (``regularizeL2`` too), so both moments see
+  the clipped gradient.
+* LAMB and RMSprop: PopTorch gives them no ``max_grad_norm``.
+
+The update rules:
 
 * SGD (PopART's ``SGD``): ``w -= lr * (1 - dampening) * (g + wd * w)`` without momentum; with
   momentum the velocity starts at zero (so, unlike ``torch.optim.SGD``, dampening applies
@@ -394,20 +411,31 @@ def _max_grad_norm(opt):
     return None if norm is None or norm == float("inf") else float(norm)
 
 
-def clip_sums_by_global_norm(grads, max_norm: float) -> None:
-    """PopART's ``ClipWeightGradientsByNorm`` on the gradients entering SGD0's update (the
-    unnormalised, loss-scaled sums): ``g *= max_norm / max(max_norm, sqrt(sum |g|^2))``, the
-    norm taken over every weight, in the gradients' dtype (float32 here)."""
-    if not grads:
-        return
-    squares = [torch.sum(g * g) for g in grads]  # ReduceSumSquare per weight
+def clip_factor(tensors, max_norm: float):
+    """PopART's ``ClipWeightGradientsByNorm`` factor for the tensors it clips:
+    ``max_norm / max(max_norm, sqrt(sum |t|^2))``, the norm taken over every weight's tensor
+    (``ReduceSumSquare`` per weight, their ``Sum``, ``Sqrt``) in the tensors' dtype; a 0-dim
+    tensor, or None when there is nothing to clip. float16 tensors are squared and summed
+    in float32 (the IPU's reductions keep float32 partials), the factor rounded to float16."""
+    if not tensors:
+        return None
+    dtype = tensors[0].dtype
+    wide = [t.float() for t in tensors] if dtype == torch.float16 else tensors
+    squares = [torch.sum(t * t) for t in wide]
     total = squares[0]
-    for sq in squares[1:]:  # the Sum op, then Sqrt
+    for sq in squares[1:]:
         total = total + sq
     norm = torch.sqrt(total)
     clip = torch.tensor(max_norm, dtype=norm.dtype, device=norm.device)
-    factor = clip / torch.maximum(norm, clip)
-    torch._foreach_mul_(grads, factor)
+    return (clip / torch.maximum(norm, clip)).to(dtype)
+
+
+def clip_sums_by_global_norm(grads, max_norm: float) -> None:
+    """``ClipWeightGradientsByNorm`` on the gradients entering SGD0's update (the
+    unnormalised, loss-scaled sums), in place: ``g *= clip_factor(grads, max_norm)``."""
+    factor = clip_factor(grads, max_norm)
+    if factor is not None:
+        torch._foreach_mul_(grads, factor)
 
 
 def _storage(accum_dtype, p):
@@ -422,7 +450,7 @@ def _momentum_is_constant(opt) -> bool:
     return all(g["momentum"] == 0 for g in opt.param_groups) and opt.defaults["momentum"] == 0
 
 
-def _sgd_update(opt, grad_divisor=None):
+def _sgd_update(opt, grad_divisor=None, max_norm=None, clip_scale=None):
     """PopART's SGD (sgd.hpp): SGD0 without momentum, SGD1 combined, SGD2 separate.
     ``grad_divisor`` (``GradientReduction.finish(..., fold=True)``): the gradients are the
     unnormalised sums, and SGD0 folds ``1 / grad_divisor`` into its scalar as PopART's
@@ -430,11 +458,21 @@ def _sgd_update(opt, grad_divisor=None):
     with ``wdsf0 = 1 - lr * (1 - dampening) * wd`` and ``slr0 = (lr * (1 - dampening)) /
     grad_divisor`` in float32 (``WeightDecayScaleFactor0Helper``,
     ``ScaledLearningRate0Helper``); a group with momentum gets its gradients scaled first, as
-    the reduction does when it does not fold."""
+    the reduction does when it does not fold. ``max_norm``: ``ClipWeightGradientsByNorm``
+    on what enters each ``SGD0VarUpdate``/``SGD1VarUpdate`` (SGD0: the gradient sum, in
+    place; gradients already divided by ``clip_scale`` are measured as times it;
+    SGD1/SGD2: the velocity after this step's gradient, the weight's step only: the velocity
+    kept for the next step is not clipped)."""
     combined = bool(getattr(opt, "use_combined_accum", False))
     loss_scaling = float(getattr(opt, "loss_scaling", 1.0) or 1.0)
     velocity_dtype = getattr(opt, "velocity_accum_type", torch.float32)
     no_velocity = _momentum_is_constant(opt) and opt.defaults["momentum"] == 0
+    if max_norm is not None and no_velocity:
+        if grad_divisor is None and clip_scale:  # max / max(max, s * n) = m' / max(m', n)
+            max_norm = float(np.float32(max_norm) / np.float32(clip_scale))
+        clip_sums_by_global_norm([p.grad for group in opt.param_groups if group["momentum"] == 0
+                                  for p in group["params"] if p.grad is not None], max_norm)
+    steps = []  # (weight, what enters its var update, lr / vs, after) of the velocity groups
     for group in opt.param_groups:
         lr, mm, dm = group["lr"], group["momentum"], group["dampening"]
         wd, nesterov = group["weight_decay"], group["nesterov"]
@@ -476,8 +514,7 @@ def _sgd_update(opt, grad_divisor=None):
                 v = state["combined_velocity"]
                 v.add_(g, alpha=(1 - dm) * vs)
                 update = vs * (g + wd * p) + mm * v if nesterov else v
-                p.sub_(update, alpha=lr / vs)
-                v.mul_(mm).add_(p, alpha=(1 - dm) * wd * vs)
+                after = (v, mm, (1 - dm) * wd * vs)
             else:
                 vs = loss_scaling
                 if "velocity" not in state:
@@ -487,10 +524,17 @@ def _sgd_update(opt, grad_divisor=None):
                 state["velocity"].copy_(v)
                 v = state["velocity"].to(p.dtype)
                 update = vs * d + mm * v if nesterov else v
-                p.sub_(update, alpha=lr / vs)
+                after = None
+            steps.append((p, update, lr / vs, after))
         if small:
             # the same two roundings as p.sub_(step * g) per weight, in two calls in all
             torch._foreach_sub_(small, torch._foreach_mul(small_grads, step))
+    factor = None if max_norm is None else clip_factor([u for _, u, _, _ in steps], max_norm)
+    for p, update, alpha, after in steps:
+        p.sub_(update if factor is None else update * factor, alpha=alpha)
+        if after is not None:  # the combined velocity's lagged part, from the new weight
+            v, mm, swd = after
+            v.mul_(mm).add_(p, alpha=swd)
 
 
 def scaled_learning_rate0(lr: float, dampening: float, divisor: float) -> float:
@@ -523,22 +567,29 @@ def folds_gradient_scale(optimizer) -> bool:
             and optimizer.defaults["momentum"] == 0)
 
 
-def _adam_family_update(opt):
-    """PopART's Adam (Adam with L2 or decoupled decay) and Lamb/LambNoBias."""
+def _adam_family_update(opt, max_norm=None):
+    """PopART's Adam (Adam with L2 or decoupled decay) and Lamb/LambNoBias. ``max_norm``:
+    ``ClipWeightGradientsByNorm`` on what enters ``accl1``/``accl2``: the unscaled gradient
+    (``gradUnscale`` precedes them), plus ``wd * w`` under L2 decay (``regularizeL2`` too)."""
     lamb = isinstance(opt, LAMB)
     decoupled = getattr(opt, "_decoupled", isinstance(opt, torch.optim.AdamW))
     bias_correction = getattr(opt, "bias_correction", True) if lamb else True
     m_dtype = getattr(opt, "first_order_momentum_accum_type", torch.float32)
     v_dtype = getattr(opt, "second_order_momentum_accum_type", torch.float32)
+    inputs = {}
+    for group in opt.param_groups:
+        wd = group["weight_decay"]
+        for p in group["params"]:
+            if p.grad is not None:
+                inputs[p] = p.grad + wd * p if not decoupled and wd else p.grad
+    factor = None if max_norm is None else clip_factor(list(inputs.values()), max_norm)
     for group in opt.param_groups:
         beta1, beta2 = group["betas"]
         lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
         for p in group["params"]:
             if p.grad is None:
                 continue
-            g = p.grad
-            if not decoupled and wd:
-                g = g + wd * p
+            g = inputs[p] if factor is None else inputs[p] * factor
             state = opt.state[p]
             if not state:
                 state["step"] = torch.zeros((), dtype=torch.float32)
@@ -683,33 +734,39 @@ def _put_back(undo) -> None:
 
 
 def apply_update(optimizer, hyperparameters: dict | None = None,
-                 grad_divisor: float | None = None) -> None:
+                 grad_divisor: float | None = None, clip: bool = False,
+                 clip_scale: float | None = None) -> None:
     """Apply one weight update as the IPU would for ``optimizer`` (its gradients already
-    reduced, unscaled and clipped), with its current hyper-parameters or those of a
+    reduced and unscaled), with its current hyper-parameters or those of a
     ``hyperparameters(optimizer)`` snapshot (what the device holds). Like PopTorch, this
     never runs a subclass's own ``step``: the update is the one of the supported type the
     optimizer is (module doc). ``grad_divisor`` (only where ``folds_gradient_scale``): the
-    gradients are unnormalised sums to divide by it (see ``_sgd_update``).
+    gradients are unnormalised sums to divide by it (see ``_sgd_update``). ``clip``: apply
+    ``max_grad_norm`` where PopART's ``ClipWeightGradientsByNorm`` does (module doc);
+    ``clip_scale``: what unfolded gradients were divided by (``ls * af * rf``), which SGD0's
+    clip input is measured before.
 
     Raises:
       AssertionError: an unsupported optimizer type (see ``check_supported``)."""
     kind = check_supported(optimizer, warn=False)
     undo = _swap_in(optimizer, hyperparameters) if hyperparameters else ()
     try:
-        _update(optimizer, kind, grad_divisor)
+        _update(optimizer, kind, grad_divisor, clip, clip_scale)
     finally:
         _put_back(undo)
 
 
-def _update(optimizer, kind: str, grad_divisor=None) -> None:
+def _update(optimizer, kind: str, grad_divisor=None, clip: bool = False,
+            clip_scale=None) -> None:
+    max_norm = _max_grad_norm(optimizer) if clip else None
     with torch.no_grad():
         if kind in ("SGD1", "SGD2"):
-            _sgd_update(optimizer, grad_divisor)
+            _sgd_update(optimizer, grad_divisor, max_norm, clip_scale)
         elif kind in ("LAMB", "LAMB_NO_BIAS"):
-            _adam_family_update(optimizer)
+            _adam_family_update(optimizer, max_norm)
         elif kind.startswith("ADAM"):
             if isinstance(optimizer, Optimizer):
-                _adam_family_update(optimizer)
+                _adam_family_update(optimizer, max_norm)
             else:
                 base = torch.optim.AdamW if kind != "ADAM" else torch.optim.Adam
                 base.step(optimizer)
