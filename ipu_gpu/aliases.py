@@ -86,6 +86,9 @@ TABLE: dict[str, Alias] = {
     "tensorflow.python.framework.ops": Alias("ipu_gpu", names=("Tensor", "control_dependencies",
                                                              "convert_to_tensor")),
     "tensorflow.python.framework.constant_op": Alias("ipu_gpu", names=("constant",)),
+    "tensorflow.python.framework.tensor_shape": Alias(
+        "ipu_gpu.core.spec", names=("Dimension", "TensorShape", "unknown_shape")),
+    "tensorflow.python.framework.tensor_spec": Alias("ipu_gpu.core.spec", names=("TensorSpec",)),
     "tensorflow.python.ops": Alias(NAMESPACE),
     "tensorflow.python.ops.nn": Alias("ipu_gpu.nn"),
     "tensorflow.python.ops.nn_ops": Alias("ipu_gpu.nn"),

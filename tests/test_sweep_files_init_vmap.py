@@ -216,3 +216,47 @@ def test_tf2_random_initializers_match_tensorflow():
 def test_tf_initializers_is_the_keras_module():
     assert tf.initializers is tf.keras.initializers
     assert aliases.resolve("tensorflow.initializers.GlorotUniform")[0]
+
+
+# ---- TF 1's top-level tf.io names ------------------------------------------------------------
+def test_tf1_io_names_parse_a_record_as_tensorflow(tmp_path):
+    real = _real_tf()
+    v1 = tf.compat.v1
+    path = str(tmp_path / "r.tfrecord")
+    example = real.train.Example(features=real.train.Features(feature={
+        "x": real.train.Feature(float_list=real.train.FloatList(value=[1.0, 2.0])),
+        "ids": real.train.Feature(int64_list=real.train.Int64List(value=[3, 4, 5]))}))
+    with v1.python_io.TFRecordWriter(path) as w:
+        w.write(example.SerializeToString())
+    (record,) = list(v1.python_io.tf_record_iterator(path))
+    assert record == example.SerializeToString()
+    spec = {"x": v1.FixedLenFeature([2], v1.float32), "ids": v1.VarLenFeature(v1.int64)}
+    parsed = v1.parse_single_example(record, spec)
+    np.testing.assert_array_equal(parsed["x"].numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(v1.sparse_tensor_to_dense(parsed["ids"]).numpy(), [3, 4, 5])
+    theirs = real.compat.v1.parse_single_example(
+        record, {"x": real.compat.v1.FixedLenFeature([2], real.float32),
+                 "ids": real.compat.v1.VarLenFeature(real.int64)})
+    np.testing.assert_array_equal(
+        v1.sparse_tensor_to_dense(parsed["ids"], default_value=0).numpy(),
+        real.compat.v1.sparse_tensor_to_dense(theirs["ids"], default_value=0).numpy())
+
+
+def test_tf1_decode_raw_old_argument_name():
+    real = _real_tf()
+    v1 = tf.compat.v1
+    np.testing.assert_array_equal(v1.decode_raw(bytes=b"ab", out_type=tf.uint8).numpy(),
+                                  real.compat.v1.decode_raw(bytes=b"ab",
+                                                            out_type=real.uint8).numpy())
+    with pytest.raises(ValueError, match="Cannot specify both 'bytes' and 'input_bytes'."):
+        v1.decode_raw(input_bytes=b"ab", bytes=b"ab", out_type=tf.uint8)
+    with pytest.raises(ValueError):
+        v1.decode_raw(out_type=tf.uint8)
+
+
+def test_framework_tensor_shape_and_spec_modules():
+    ok, shape_cls = aliases.resolve("tensorflow.python.framework.tensor_shape.TensorShape")
+    assert ok and shape_cls is tf.TensorShape
+    assert shape_cls([2, None]).as_list() == [2, None]
+    ok, spec_cls = aliases.resolve("tensorflow.python.framework.tensor_spec.TensorSpec")
+    assert ok and spec_cls is tf.TensorSpec

@@ -267,5 +267,11 @@ from ...io import gfile_v1 as gfile  # noqa: E402,F401  (TF 1's tf.gfile)
 from ...tf2_names import get_static_value  # noqa: E402,F401
 from ...core.tape import UnconnectedGradients  # noqa: E402,F401  (TF 1.15 has it too)
 
+from .io_names import (FixedLenFeature, FixedLenSequenceFeature, VarLenFeature,  # noqa: E402,F401
+                       decode_raw, parse_example, parse_single_example, python_io,
+                       sparse_tensor_to_dense)
+
 __all__ = sorted({*__all__, "dtypes", "get_logger", "gfile", "get_static_value",
-                  "UnconnectedGradients"})
+                  "UnconnectedGradients", "FixedLenFeature", "FixedLenSequenceFeature",
+                  "VarLenFeature", "decode_raw", "parse_example", "parse_single_example",
+                  "python_io", "sparse_tensor_to_dense"})
