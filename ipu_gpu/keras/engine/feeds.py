@@ -42,6 +42,8 @@ from collections import deque
 
 import numpy as np
 
+from . import option_keys
+
 __all__ = ["Infeed", "check_infeed_options", "check_outfeed_options", "outfeed_for",
            "prefetch_depth_for"]
 
@@ -53,22 +55,13 @@ _names = itertools.count()
 
 def check_infeed_options(kwargs: dict) -> None:
     """``set_infeed_queue_options``'s own checks (Graphcore's ValueErrors)."""
-    for key in _AUTOMATIC_INFEED_ARGS:
-        if key in kwargs:
-            raise ValueError(f"Found `{key}` key in `kwargs`. This argument is automatically "
-                             "set by Keras.")
-    for key in _INVALID_INFEED_ARGS:
-        if key in kwargs:
-            raise ValueError(f"Found `{key}` key in `kwargs`. This argument is not compatible "
-                             "with Keras.")
+    option_keys.refuse(kwargs, _AUTOMATIC_INFEED_ARGS, "kwargs", option_keys.AUTOMATIC)
+    option_keys.refuse(kwargs, _INVALID_INFEED_ARGS, "kwargs", option_keys.INCOMPATIBLE)
 
 
 def check_outfeed_options(kwargs: dict) -> None:
     """``set_outfeed_queue_options``'s own checks (Graphcore's ValueErrors)."""
-    for key in _INVALID_OUTFEED_ARGS:
-        if key in kwargs:
-            raise ValueError(f"Found `{key}` key in `kwargs`. This argument is not compatible "
-                             "with Keras.")
+    option_keys.refuse(kwargs, _INVALID_OUTFEED_ARGS, "kwargs", option_keys.INCOMPATIBLE)
 
 
 def prefetch_depth_for(kwargs: dict) -> int:

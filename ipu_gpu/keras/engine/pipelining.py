@@ -28,6 +28,7 @@ import threading
 import numpy as np
 
 from ...core import nest
+from . import option_keys
 
 __all__ = ["FunctionalLayerPipelineStageAssignment",
            "FunctionalNestedModelPipelineStageAssignment", "ModelLayerPipelineStageAssignment",
@@ -608,14 +609,8 @@ def validate_pipelining_kwargs(kwargs) -> dict:
         if key in kwargs:
             raise ValueError(f"Found `{key}` key in `pipelining_kwargs`. Set the `{alternative}` "
                              "argument to `set_pipelining_options` instead.")
-    for key in _AUTOMATIC:
-        if key in kwargs:
-            raise ValueError(f"Found `{key}` key in `pipelining_kwargs`. This argument is "
-                             "automatically set by Keras.")
-    for key in _INCOMPATIBLE:
-        if key in kwargs:
-            raise ValueError(f"Found `{key}` key in `pipelining_kwargs`. This argument is not "
-                             "compatible with Keras.")
+    option_keys.refuse(kwargs, _AUTOMATIC, "pipelining_kwargs", option_keys.AUTOMATIC)
+    option_keys.refuse(kwargs, _INCOMPATIBLE, "pipelining_kwargs", option_keys.INCOMPATIBLE)
     known = inspect.signature(pipelining_ops.pipeline).parameters
     for key in kwargs:
         if key not in known:
