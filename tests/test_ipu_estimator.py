@@ -11,6 +11,7 @@ import ipu_gpu.compat.v1 as tf
 from ipu_gpu import estimator as est
 from ipu_gpu.ipu import config as ipu_config
 from ipu_gpu.ipu import ipu_estimator, ipu_run_config, optimizers
+from ipu_gpu.ipu import scopes as ipu_scopes
 from ipu_gpu.ipu.ipu_session_run_hooks import IPULoggingTensorHook
 
 D, K, LR = 3, 2, 0.5
@@ -121,11 +122,34 @@ def test_replicated_training_equals_the_combined_batch(tmp_path, fresh_ipu_syste
     assert e.get_variable_value("global_step") == 4
 
 
+def _make_sharded_model_fn(logged, replicas):
+    """The softmax regression over two shards: the matmul on IPU 0, the bias on IPU 1."""
+    def model_fn(features, labels, mode, params):
+        w = tf.get_variable("w", [D, K], initializer=tf.constant_initializer(W0))
+        b = tf.get_variable("b", [K], initializer=tf.zeros_initializer())
+        with ipu_scopes.ipu_shard(0):
+            z = tf.matmul(features, w)
+        with ipu_scopes.ipu_shard(1):
+            logits = z + b
+            loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+        hook = IPULoggingTensorHook(every_n_iter=1, formatter=lambda v: logged.append(
+            np.asarray(v["loss"])) or "", logging_mode=IPULoggingTensorHook.LoggingMode.ALL)
+        opt = optimizers.ShardedOptimizer(tf.train.GradientDescentOptimizer(params["lr"]))
+        if replicas > 1:
+            opt = optimizers.CrossReplicaOptimizer(opt)
+        train = tf.group([opt.minimize(loss), hook.log({"loss": loss})])
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train,
+                                          training_hooks=[hook])
+    return model_fn
+
+
 @pytest.mark.parametrize("replicas", [1, 2])
-def test_sharded_replicas_take_num_shards_ipus_each(tmp_path, fresh_ipu_system, replicas):
-    """num_shards IPUs per replica: 2 shards on 2 IPUs are one replica, on 4 IPUs two."""
+def test_a_model_on_two_shards_takes_two_ipus_per_replica(tmp_path, fresh_ipu_system,
+                                                          replicas):
+    """ipu_shard(0)/(1): 2 IPUs per replica, so 2 shards on 2 IPUs are one replica and on
+    4 IPUs two (the SDK's testShardedAndReplicatedTraining configuration)."""
     logged = []
-    e = _estimator(_make_model_fn(logged, replicas), tmp_path, iterations=2,
+    e = _estimator(_make_sharded_model_fn(logged, replicas), tmp_path, iterations=2,
                    replicas=replicas, shards=2)
     e.train(_train_input(4), steps=2)
     want, w, _ = _numpy_training(2, 4 * replicas)
@@ -133,6 +157,31 @@ def test_sharded_replicas_take_num_shards_ipus_each(tmp_path, fresh_ipu_system, 
     assert got.shape == ((2,) if replicas == 1 else (2, replicas))
     np.testing.assert_allclose(got.reshape(2, -1).mean(axis=1), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
+
+
+def test_num_shards_does_not_shard_a_model_that_does_not(tmp_path, fresh_ipu_system):
+    """The SDK's compiler gives a replica the IPUs of its ipu_shard indices, not
+    IPURunConfig.num_shards: an unsharded model on num_replicas=1, num_shards=2 (2 IPUs)
+    runs 2 replicas, each on its own batches (replica r takes batches r, r + 2, ...); with
+    a plain optimizer they diverge and the host sees replica 0's weights."""
+    logged = []
+    e = _estimator(_make_model_fn(logged), tmp_path, iterations=2, replicas=1, shards=2)
+    e.train(_train_input(4), steps=2)
+    got = np.concatenate(logged)
+    assert got.shape == (2, 2)  # (iterations, runtime replicas)
+    # replica r trains on the batches r, r + 2 of the 4-example batches of X
+    for r in range(2):
+        w, b, losses = W0.astype(np.float64), np.zeros(K), []
+        for i in range(2):
+            idx = np.arange(4) + 4 * (2 * i + r)
+            x, y = X[idx].astype(np.float64), Y[idx]
+            p = _softmax(x @ w + b)
+            losses.append(-np.mean(np.log(p[np.arange(4), y])))
+            g = (p - np.eye(K)[y]) / 4
+            w, b = w - LR * x.T @ g, b - LR * g.sum(0)
+        np.testing.assert_allclose(got[:, r], losses, rtol=1e-5, atol=1e-6)
+        if r == 0:
+            np.testing.assert_allclose(e.get_variable_value("w"), w, rtol=1e-5, atol=1e-6)
 
 
 def test_evaluate_and_predict_use_the_trained_weights(tmp_path, fresh_ipu_system):

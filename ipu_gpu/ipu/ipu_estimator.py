@@ -10,6 +10,11 @@ evaluation sends the metrics' update values (or ``eval_metrics``' tensors) throu
 outfeed; prediction sends the predictions through an outfeed and yields them one example
 at a time. ``host_call`` tensors come back through an outfeed (replica 0's values) and the
 host function runs after the loop in the same ``Session.run``.
+
+``IPURunConfig.num_shards`` only sizes the device (``num_replicas * num_shards`` IPUs): as
+in the SDK, a replica takes the IPUs of its highest ``ipu_shard`` index (rounded up to a
+power of two; one without sharding takes one), so a ``model_fn`` that does not shard runs
+``num_replicas * num_shards`` replicas.
 """
 
 from __future__ import annotations
@@ -393,7 +398,7 @@ def _augment_model_fn(model_fn, wrapper_class, ipu_device):
         else:
             raise ValueError(f"Unknown mode: {mode}")
         with ipu_scope(ipu_device):
-            compiled = ipu_compiler.compile(_on_shards(loop, run.num_shards))
+            compiled = ipu_compiler.compile(loop)
         if run.compile_summary:
             raise NotImplementedError(
                 "Generating compilation summaries for the IPUEstimator through "
@@ -413,20 +418,6 @@ def _augment_model_fn(model_fn, wrapper_class, ipu_device):
 
     _model_fn.user_model_fn = model_fn  # what export_saved_model builds on the host
     return _model_fn
-
-
-def _on_shards(loop, num_shards):
-    """``loop`` declaring that a replica takes ``num_shards`` IPUs (the emulator runs the
-    sharded model whole on each replica: ``num_ipus // num_shards`` replicas)."""
-    if num_shards == 1:
-        return loop
-
-    def sharded_loop():
-        from . import program_shards
-
-        program_shards.require(num_shards)
-        return loop()
-    return sharded_loop
 
 
 def _calc_batch_size(global_batch_size, num_workers, num_replicas, name):
