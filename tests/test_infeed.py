@@ -267,19 +267,20 @@ def test_bad_datasets_and_arguments():
     with pytest.raises(TypeError, match="dataset elements must be nested structures"):
         IPUInfeedQueue([object()])
     with pytest.raises(ValueError, match="^prefetch_depth must be greater than zero, but it "
-                                         "is 0$"):
-        IPUInfeedQueue(numbered(1), prefetch_depth=0)
+                                         "is -1$"):
+        IPUInfeedQueue(numbered(1), prefetch_depth=-1)
     with pytest.raises(ValueError, match="^prefetch_depth must be less than 256, but it is "
                                          "256$"):
         IPUInfeedQueue(numbered(1), prefetch_depth=256)
-    with pytest.raises(TypeError, match="prefetch_depth must be an int"):
+    with pytest.raises(TypeError, match="Expected int for argument 'prefetch_depth' not 2.0"):
         IPUInfeedQueue(numbered(1), prefetch_depth=2.0)
-    with pytest.raises(ValueError, match="device_ordinal must be >= 0, got -1"):
+    with pytest.raises(ValueError, match="^Device ordinal must be >= 0$"):
         IPUInfeedQueue(numbered(1), device_ordinal=-1)
-    with pytest.raises(ValueError, match="device_ordinal must be an int"):
+    with pytest.raises(ValueError, match="^Device ordinal must be an integer$"):
         IPUInfeedQueue(numbered(1), device_ordinal="0")
-    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
-        IPUInfeedQueue(numbered(1), bogus=1)
+    # SDK 3.x: prefetch_depth 0 is the default, unknown keyword arguments are ignored
+    assert IPUInfeedQueue(numbered(1), prefetch_depth=0).prefetch_depth == 3
+    assert labels_of(IPUInfeedQueue(numbered(2), bogus=1)._next_element()) == 0
 
 
 @pytest.mark.parametrize("kwarg", ["feed_name", "replication_factor", "data_to_prefetch"])

@@ -292,18 +292,21 @@ def test_deleter_clears_elements_and_structure():
 # ---- errors ------------------------------------------------------------------------------------
 
 def test_constructor_errors():
-    with pytest.raises(ValueError, match="outfeed_mode must be an IPUOutfeedMode"):
+    with pytest.raises(ValueError, match=r"^Expected `outfeed_mode` value to be of "
+                                         r"`ipu_outfeed_queue.IPUOutfeedMode` type, but is "
+                                         r"<class 'str'>\.$"):
         IPUOutfeedQueue("all")
-    with pytest.raises(ValueError, match="buffer_depth must be > 0, got 0"):
+    with pytest.raises(ValueError, match="^Outfeed buffer depth cannot be less than 1$"):
         IPUOutfeedQueue(buffer_depth=0)
-    with pytest.raises(ValueError, match="buffer_depth must be an int"):
+    with pytest.raises(TypeError, match="Expected int for argument 'buffer_depth' not 1.5"):
         IPUOutfeedQueue(buffer_depth=1.5)
-    with pytest.raises(ValueError, match="device_ordinal must be >= 0"):
+    with pytest.raises(ValueError, match="^Device ordinal must be >= 0$"):
         IPUOutfeedQueue(device_ordinal=-2)
-    with pytest.raises(ValueError, match="device_ordinal must be an int"):
-        IPUOutfeedQueue(device_ordinal=None)
+    with pytest.raises(ValueError, match="^Device ordinal must be an integer$"):
+        IPUOutfeedQueue(device_ordinal="0")
     with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
         IPUOutfeedQueue(nope=1)
+    assert IPUOutfeedQueue(device_ordinal=None)._device_ordinal == 0
     assert IPUOutfeedMode.ALL.value == "all" and IPUOutfeedMode.LAST.value == "get_last"
 
 

@@ -73,7 +73,6 @@ import itertools
 import queue as _queue
 import sys
 import threading
-import warnings
 from collections import deque
 
 import numpy as np
@@ -86,20 +85,13 @@ from ..emulation import observe as _observe
 from ..emulation import poplar_flags as _poplar_flags
 from ..emulation import rollback as _rollback
 from ..errors import OutOfRangeError
+from . import feed_arguments
 
 __all__ = ["FeedOperation", "IPUInfeedQueue"]
 
-_DEFAULT_PREFETCH_DEPTH = 3
 _UNSUPPORTED_KINDS = "cOSUVM"  # complex, object, bytes, str, void, datetime
 _UNSUPPORTED = {np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.float64)}
 _feed_ids = itertools.count()
-
-_DEPRECATED_ARGS = {
-    "feed_name": "No change needed. feed_name is now automatically generated.",
-    "replication_factor": "No change needed. replication_factor is now set automatically "
-                          "based on the model.",
-    "data_to_prefetch": "Use prefetch_depth instead.",
-}
 
 
 class FeedOperation:
@@ -122,25 +114,6 @@ class FeedOperation:
 
     def __repr__(self) -> str:
         return f"<FeedOperation {self.type} {self.name!r}>"
-
-
-def warn_deprecated(cls: str, kwargs: dict, allowed: dict) -> None:
-    """DeprecationWarning (TF's deprecated_args text) for each deprecated keyword argument;
-    TypeError for unknown ones."""
-    for key in kwargs:
-        if key not in allowed:
-            raise TypeError(f"{cls}.__init__() got an unexpected keyword argument {key!r}")
-        warnings.warn(f"Calling {cls}.__init__ (from ipu_gpu.ipu) with {key} is deprecated and "
-                      f"will be removed in a future version.\nInstructions for updating:\n"
-                      f"{allowed[key]}", DeprecationWarning, stacklevel=3)
-
-
-def check_ordinal(cls: str, device_ordinal) -> int:
-    if isinstance(device_ordinal, bool) or not isinstance(device_ordinal, (int, np.integer)):
-        raise ValueError(f"{cls}: device_ordinal must be an int, got {device_ordinal!r}")
-    if device_ordinal < 0:
-        raise ValueError(f"{cls}: device_ordinal must be >= 0, got {device_ordinal}")
-    return int(device_ordinal)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,39 +600,29 @@ class IPUInfeedQueue:
       dataset: a ``tf.data.Dataset``, a torch ``DataLoader`` or a re-iterable of nested
         arrays; all transformations (shuffle, repeat, batch with ``drop_remainder=True``) must
         be applied before. The dataset is read from its start after ``deleter`` runs.
-      device_ordinal: ordinal of the IPU device on which this queue will be used.
+      device_ordinal: ordinal of the IPU device on which this queue will be used (default:
+        the current IPUStrategy's, else 0).
       prefetch_depth: the number of elements prefetched onto the device ahead of the program
-        (1 to 255; default 3).
+        (1 to 255; ``None`` or 0: the default 3).
       optimise_latency: accepted for compatibility; no effect in the emulator.
-      **kwargs: the deprecated ``feed_name``, ``replication_factor`` and ``data_to_prefetch``
-        (warned about and ignored: names are generated, the replication factor comes from the
-        program, use ``prefetch_depth``).
+      **kwargs: ignored, as by SDK 3.x; the deprecated ``feed_name``, ``replication_factor``
+        and ``data_to_prefetch`` warn (names are generated, the replication factor comes
+        from the program, use ``prefetch_depth``). See ``feed_arguments``.
 
     Raises:
       ValueError: if the dataset's element shapes are not fully defined, a shape is a nested
-        list/tuple, or ``prefetch_depth`` is outside [1, 255].
+        list/tuple, ``prefetch_depth`` is outside [0, 255] or ``device_ordinal`` is not a
+        non-negative int.
       TypeError: for an element dtype a feed cannot carry ("Unsupported datatype int64 on
         index 0 of feed operation") or a dataset of another kind.
     """
 
-    def __init__(self, dataset, device_ordinal=0, prefetch_depth=None, optimise_latency=False,
-                 **kwargs):
-        warn_deprecated("IPUInfeedQueue", kwargs, _DEPRECATED_ARGS)
+    def __init__(self, dataset, device_ordinal=None, prefetch_depth=None,
+                 optimise_latency=False, **kwargs):
+        feed_arguments.infeed_kwargs(kwargs)
         self._source = _Source(dataset, "IPUInfeedQueue")
-        if prefetch_depth is None:
-            prefetch_depth = _DEFAULT_PREFETCH_DEPTH
-        if isinstance(prefetch_depth, bool) or not isinstance(prefetch_depth,
-                                                              (int, np.integer)):
-            raise TypeError(f"IPUInfeedQueue: prefetch_depth must be an int, got "
-                            f"{prefetch_depth!r}")
-        if prefetch_depth <= 0:
-            raise ValueError(f"prefetch_depth must be greater than zero, but it is "
-                             f"{prefetch_depth}")
-        if prefetch_depth > 255:
-            raise ValueError(f"prefetch_depth must be less than 256, but it is "
-                             f"{prefetch_depth}")
-        self._device_ordinal = check_ordinal("IPUInfeedQueue", device_ordinal)
-        self._prefetch_depth = int(prefetch_depth)
+        self._prefetch_depth = feed_arguments.prefetch_depth(prefetch_depth)
+        self._device_ordinal = feed_arguments.device_ordinal(device_ordinal)
         self._optimise_latency = bool(optimise_latency)
         self._name = f"infeed_{next(_feed_ids)}"
         self._lock = threading.Lock()

@@ -43,17 +43,11 @@ from ..emulation import observe as _observe
 from ..emulation import poplar_flags as _poplar_flags
 from ..emulation import rollback as _rollback
 from ..errors import OutOfRangeError
-from .ipu_infeed_queue import FeedOperation, check_ordinal, warn_deprecated
+from . import feed_arguments
+from .ipu_infeed_queue import FeedOperation
 
 __all__ = ["IPUOutfeedMode", "IPUOutfeedQueue"]
 
-_DEPRECATED_ARGS = {
-    "feed_name": "No change needed. feed_name is now automatically generated.",
-    "replication_factor": "No change needed. replication_factor is now set automatically "
-                          "based on the model.",
-    "io_batch_size": "Accumulate the results manually or use accumulate_outfeed when using "
-                     "pipelining.",
-}
 _ids = iter(range(1 << 62))
 
 
@@ -103,32 +97,23 @@ class IPUOutfeedQueue:
 
     Args:
       outfeed_mode: an ``IPUOutfeedMode`` (default ``ALL``).
-      device_ordinal: ordinal of the IPU device on which this queue will be used.
+      device_ordinal: ordinal of the IPU device on which this queue will be used (default:
+        the current IPUStrategy's, else 0).
       buffer_depth: the depth of the device-side buffer (> 0; default 3).
       optimise_latency: accepted for compatibility; no effect in the emulator.
       **kwargs: the deprecated ``feed_name``, ``replication_factor`` and ``io_batch_size``
-        (warned about and ignored).
+        (warned about and ignored; SDK 3.x rejects them, see ``feed_arguments``).
 
     Raises:
       ValueError: if the types or values are incorrect.
     """
 
-    def __init__(self, outfeed_mode=None, device_ordinal=0, buffer_depth=3,
+    def __init__(self, outfeed_mode=None, device_ordinal=None, buffer_depth=3,
                  optimise_latency=False, **kwargs):
-        warn_deprecated("IPUOutfeedQueue", kwargs, _DEPRECATED_ARGS)
-        if outfeed_mode is None:
-            outfeed_mode = IPUOutfeedMode.ALL
-        if not isinstance(outfeed_mode, IPUOutfeedMode):
-            raise ValueError(f"IPUOutfeedQueue: outfeed_mode must be an IPUOutfeedMode, got "
-                             f"{outfeed_mode!r}")
-        if isinstance(buffer_depth, bool) or not isinstance(buffer_depth, (int, np.integer)):
-            raise ValueError(f"IPUOutfeedQueue: buffer_depth must be an int, got "
-                             f"{buffer_depth!r}")
-        if buffer_depth <= 0:
-            raise ValueError(f"IPUOutfeedQueue: buffer_depth must be > 0, got {buffer_depth}")
-        self._outfeed_mode = outfeed_mode
-        self._device_ordinal = check_ordinal("IPUOutfeedQueue", device_ordinal)
-        self._buffer_depth = int(buffer_depth)
+        feed_arguments.outfeed_kwargs(kwargs)
+        self._outfeed_mode = feed_arguments.outfeed_mode(outfeed_mode)
+        self._device_ordinal = feed_arguments.device_ordinal(device_ordinal)
+        self._buffer_depth = feed_arguments.buffer_depth(buffer_depth)
         self._optimise_latency = bool(optimise_latency)
         self._name = f"outfeed_{next(_ids)}"
         self._lock = threading.Lock()
