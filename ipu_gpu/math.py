@@ -7,6 +7,8 @@ from .ops.math import (abs, add, ceil, divide, equal, erf, erfc, exp, expm1, flo
                        sigmoid, sign, softplus, sqrt, square, subtract, tanh, truediv)
 from .ops.math_extra import cumsum, segment_sum, unsorted_segment_mean, unsorted_segment_sum
 from .ops.nn import l2_normalize, log_softmax, softmax
+from .ops.segment_reduce import (unsorted_segment_max, unsorted_segment_min,
+                                 unsorted_segment_prod)
 from .ops.reduction import (argmax, argmin, count_nonzero, reduce_all, reduce_any,
                             reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod,
                             reduce_std, reduce_sum, reduce_variance)
@@ -28,4 +30,5 @@ __all__ = ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "c
            "reduce_mean", "reduce_min", "reduce_prod", "reduce_std", "reduce_sum",
            "reduce_variance", "round", "rsqrt", "segment_sum", "sigmoid", "sign", "softmax",
            "softplus", "sqrt", "square", "subtract", "tanh", "top_k", "truediv",
-           "unsorted_segment_sum", "add_n", "unsorted_segment_mean"]
+           "unsorted_segment_sum", "add_n", "unsorted_segment_mean",
+           "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod"]

@@ -12,6 +12,7 @@ from . import sort  # noqa: F401  # sort, top_k, gather_nd, scatter_nd, ... (iss
 from . import trig  # noqa: F401  # sin, cos, atan2, sinh, ... (issue 17)
 from . import special  # noqa: F401  # lgamma, digamma (issue 17)
 from . import bucketing, cumprod, diag, sequence_ops, tensordot, unique  # noqa: F401  # (issue 17)
+from . import segment_reduce  # noqa: F401  # unsorted_segment_max/min/prod (issue 17)
 
 _tape.set_tensor_namespace(tensor_namespace)
 _OPERATORS.update(

@@ -226,7 +226,8 @@ nn.__all__ = sorted({*nn.__all__, "fused_batch_norm"})
 # tf.math functions TF 1 also exports at the top level (TF 2 keeps them in tf.math only)
 _TF1_TOP_MATH = ("ceil", "cumprod", "digamma", "erf", "erfc", "expm1", "is_finite", "is_inf",
                  "is_nan", "lgamma", "log1p", "reciprocal", "segment_sum",
-                 "unsorted_segment_sum")
+                 "unsorted_segment_sum", "unsorted_segment_max", "unsorted_segment_min",
+                 "unsorted_segment_prod")
 globals().update({n: getattr(_core.math, n) for n in _TF1_TOP_MATH})
 __all__ = sorted({*__all__, *_TF1_TOP_MATH})
 # TF 1's names for the diagonal ops: tf.diag/diag_part are the tensor forms (not batched)
