@@ -292,6 +292,14 @@ class Dataset:
         return Generator(generator, output_types, output_shapes, args, output_signature)
 
     @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None, name=None) -> Dataset:
+        """The names of the files matching the glob pattern(s), sorted, then shuffled unless
+        ``shuffle=False`` (see ``data/list_files.py``)."""
+        from .list_files import list_files
+
+        return list_files(file_pattern, shuffle, seed)
+
+    @staticmethod
     def range(*args, output_type=np.int64, name=None) -> Dataset:
         """``range(stop)``, ``range(start, stop[, step])`` as int64 scalars (or output_type)."""
         from .sources import Range
