@@ -977,7 +977,7 @@ OPS: list[OpInfo] = [
            out_dtype=_constant_dtype),
     # nn
     OpInfo("relu", tf.nn.relu, rnn.relu, unary_samples(make_away),
-           unary_errors("relu", "features", I32), diff_args=(0,), elementwise=1,
+           unary_errors("relu", "features"), diff_args=(0,), elementwise=1,
            tf_name="nn.relu"),
     OpInfo("leaky_relu", tf.nn.leaky_relu, rnn.leaky_relu, leaky_samples, leaky_errors,
            diff_args=(0,), elementwise=1, tf_name="nn.leaky_relu"),

@@ -17,7 +17,7 @@ from . import reduction as _reduction
 from . import shape as _shape_ops
 from ._util import elementwise_cpu as _elementwise_cpu
 from ._util import (astype, broadcast_shape, check_axis, normalize_axis, quiet, require_float,
-                    require_int, require_same_dtype, unbroadcast)
+                    require_int, require_numeric, require_same_dtype, unbroadcast)
 from .math import _erfc, _sigmoid  # the array functions behind tf.math.erfc and sigmoid
 
 
@@ -66,7 +66,9 @@ def _relu_grad(xp, g, y):
 
 
 def _check_relu(x):
-    require_float("relu", "features", x)
+    # TF's Relu takes every real number type (its kernels: float, double, half, bfloat16,
+    # int8/16/32/64, uint8/16/32/64); a bool or a string features raises.
+    require_numeric("relu", "features", x)
 
 
 def _relu_forward(k, xp, x):
@@ -106,7 +108,8 @@ _SELU = _activation(
 
 
 def relu(features, name=None):
-    """max(features, 0); the gradient at 0 is 0, as TF."""
+    """max(features, 0) for any real number dtype (floats, signed and unsigned ints); the
+    gradient at 0 is 0, as TF."""
     return _RELU(features)
 
 
