@@ -409,3 +409,8 @@ def experimental_set_strategy(strategy) -> None:
         cm = strategy.scope()
         cm.__enter__()
         _LOCAL.set_strategy = cm
+
+
+from .one_device_strategy import OneDeviceStrategy  # noqa: E402  # issue 17
+
+__all__ += ["OneDeviceStrategy"]
