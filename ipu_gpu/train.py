@@ -11,6 +11,25 @@ from .io import BytesList, Example, Feature, Features, FloatList, Int64List
 
 __all__ = ["BytesList", "Coordinator", "Example", "Feature", "Features", "FloatList",
            "Int64List", "get_checkpoint_state", "latest_checkpoint"]
+__all__ += ["Checkpoint", "CheckpointManager", "ExponentialMovingAverage"]  # noqa: F822 - lazy
+
+
+def __getattr__(name):
+    # loaded on first use: tf.train.Checkpoint/CheckpointManager (object checkpoints) and
+    # TF 2's ExponentialMovingAverage (the TF 1 class, which also works eagerly)
+    if name == "Checkpoint":
+        from .object_checkpoint import Checkpoint
+
+        return Checkpoint
+    if name == "CheckpointManager":
+        from .checkpoint_manager import CheckpointManager
+
+        return CheckpointManager
+    if name == "ExponentialMovingAverage":
+        from .compat.v1.moving_averages import ExponentialMovingAverage
+
+        return ExponentialMovingAverage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

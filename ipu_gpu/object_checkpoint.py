@@ -1,0 +1,354 @@
+"""``tf.train.Checkpoint``: saving and restoring the variables of a graph of objects.
+
+The objects are found as TF finds them, from the keyword arguments (and ``root``): a
+variable is a leaf; a Keras model has ``layer_with_weights-<i>`` children (its layers that
+have weights) and its compiled ``optimizer``; a Keras layer's weights are named by their
+base name (``kernel``, ``bias``); a Keras optimizer has ``iter`` and its hyperparameter
+variables, and each slot of a tracked variable ``v`` is saved as
+``<v's path>/.OPTIMIZER_SLOT/<optimizer's path>/<slot>`` (TF's keys); a ``tf.Module`` has its
+attributes; lists and dicts their items; a nested ``Checkpoint`` its own children. Every
+value is stored under ``<path>/.ATTRIBUTES/VARIABLE_VALUE``, TF's key, each variable once.
+
+The file is the npz of ``graph/saver.py`` (``<prefix>.npz``), so ``tf.train.latest_checkpoint``
+and ``tf.train.list_variables``/``load_variable`` read it; TF's ``.index``/``.data`` files
+are not written. ``save`` numbers the prefix with ``save_counter`` and writes the
+``checkpoint`` state file naming it (TF's ``Checkpoint.save``); ``write`` writes the prefix
+as given.
+
+Restoring assigns every tracked variable its saved value at once. An optimizer slot that
+the checkpoint holds but the optimizer has not made yet is made then (TF makes slot
+variables on restore when executing eagerly), so a restored optimizer continues as it was.
+Deviation: TF defers the values of variables created after ``restore`` (a Keras model not
+built yet); here such values stay unmatched (``assert_consumed`` fails), so build the model
+before restoring it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import errors
+
+__all__ = ["Checkpoint"]
+
+_VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
+_SLOT = "/.OPTIMIZER_SLOT/"
+
+
+def _not_trackable(name, value) -> ValueError:
+    return ValueError(f"`Checkpoint` was expecting {name} to be a trackable object (an object "
+                      f"derived from `Trackable`), got {value}. If you believe this object "
+                      "should be trackable (i.e. it is part of the TensorFlow Python API and "
+                      "manages state), please open an issue.")
+
+
+def _kinds():
+    from .core.tensor import Variable
+    from .module import Module
+
+    return Variable, Module
+
+
+def _keras_kinds():
+    import sys
+
+    if "ipu_gpu.keras" not in sys.modules:  # no Keras object can exist yet
+        return (), ()
+    from .keras.engine.base_layer import Layer
+    from .keras.optimizers.optimizer_v2 import OptimizerV2
+
+    return Layer, OptimizerV2
+
+
+def _is_trackable(value) -> bool:
+    variable, module = _kinds()
+    layer, optimizer = _keras_kinds()
+    return isinstance(value, (variable, module, Checkpoint, list, tuple, dict)
+                      + tuple(t for t in (layer, optimizer) if t))
+
+
+def _base_name(var) -> str:
+    return var.name.rsplit(":", 1)[0].rsplit("/", 1)[-1]
+
+
+def _children(obj) -> list:
+    """[(name, child)] of a trackable object, in TF's naming."""
+    variable, module = _kinds()
+    layer, optimizer = _keras_kinds()
+    if isinstance(obj, Checkpoint):
+        return list(obj._children.items())
+    if isinstance(obj, (list, tuple)):
+        return [(str(i), x) for i, x in enumerate(obj)]
+    if isinstance(obj, dict):
+        return [(str(k), v) for k, v in obj.items()]
+    if optimizer and isinstance(obj, optimizer):
+        out = [("iter", obj._iterations)] if obj._iterations is not None else []
+        out += [(k, v) for k, v in sorted(obj._hyper.items()) if isinstance(v, variable)]
+        return out
+    if layer and isinstance(obj, layer):
+        sublayers = getattr(obj, "layers", None)
+        if sublayers is None:  # a layer: its weights by base name
+            out, seen = [], set()
+            for w in obj.weights:
+                name = _base_name(w)
+                while name in seen:
+                    name += "_1"
+                seen.add(name)
+                out.append((name, w))
+            return out
+        with_weights = [sub for sub in sublayers if sub.weights]
+        out = [(f"layer_with_weights-{i}", sub) for i, sub in enumerate(with_weights)]
+        owned = {id(w) for sub in with_weights for w in sub.weights}
+        out += [(_base_name(w), w) for w in obj.weights if id(w) not in owned]
+        opt = getattr(obj, "optimizer", None)
+        if optimizer and isinstance(opt, optimizer):
+            out.append(("optimizer", opt))
+        return out
+    if isinstance(obj, module):
+        return [(k, v) for k, v in sorted(vars(obj).items())
+                if not k.startswith("_") and _is_trackable(v)]
+    return []
+
+
+def _walk(root) -> tuple:
+    """({path: variable}, [(path, optimizer)]): every variable once (its first path, breadth
+    first, as TF's object graph), and the Keras optimizers."""
+    variable, _ = _kinds()
+    _, optimizer = _keras_kinds()
+    paths, optimizers, seen = {}, [], {id(root)}
+    queue = [("", root)]
+    while queue:
+        prefix, obj = queue.pop(0)
+        for name, child in _children(obj):
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            path = f"{prefix}/{name}" if prefix else name
+            if isinstance(child, variable):
+                paths[path] = child
+            else:
+                if optimizer and isinstance(child, optimizer):
+                    optimizers.append((path, child))
+                queue.append((path, child))
+    return paths, optimizers
+
+
+def _values(root) -> dict:
+    """{checkpoint key: numpy value} of everything ``root`` tracks."""
+    paths, optimizers = _walk(root)
+    out = {path + _VALUE: np.asarray(v.numpy()) for path, v in paths.items()}
+    path_of = {id(v): path for path, v in paths.items()}
+    for opt_path, opt in optimizers:
+        for key, slots in opt._slots.items():
+            var_path = path_of.get(key)
+            if var_path is None:
+                continue
+            for slot, weight in slots.items():
+                out[f"{var_path}{_SLOT}{opt_path}/{slot}{_VALUE}"] = np.asarray(weight.numpy())
+    return out
+
+
+def _npz(prefix) -> str:
+    prefix = os.fspath(prefix)
+    return prefix if prefix.endswith(".npz") else prefix + ".npz"
+
+
+class CheckpointLoadStatus:
+    """What a ``restore`` matched (TF's status object): the assertions raise
+    ``AssertionError`` with TF's messages."""
+
+    def __init__(self, checkpoint, unused_keys, unmatched):
+        self._checkpoint = checkpoint
+        self._unused = unused_keys  # saved values no Python object took
+        self._unmatched = unmatched  # Python variables the checkpoint had no value for
+        self._checkpoint_had_match = False
+
+    def assert_consumed(self):
+        """Every saved value was restored and every tracked variable got one."""
+        self.assert_existing_objects_matched()
+        if self._unused:
+            raise AssertionError(f"Unresolved object in checkpoint: {sorted(self._unused)[0]}")
+        return self
+
+    def assert_existing_objects_matched(self):
+        """Every tracked variable got a saved value."""
+        if self._unmatched:
+            shown = self._unmatched[:10]
+            raise AssertionError(
+                f"Found {len(self._unmatched)} Python objects that were not bound to "
+                f"checkpointed values, likely due to changes in the Python program. Showing "
+                f"{len(shown)} of {len(self._unmatched)} unmatched objects: {shown}")
+        return self
+
+    def assert_nontrivial_match(self):
+        """Some saved value was restored."""
+        if not self._checkpoint_had_match:
+            raise AssertionError("Nothing except the root object matched a checkpointed "
+                                 "value. Typically this means that the checkpoint does not "
+                                 "match the Python program.")
+        return self
+
+    def expect_partial(self):
+        """Silences the warnings about values not restored (none are printed here)."""
+        return self
+
+    def run_restore_ops(self, session=None):
+        """Nothing to run: values were assigned by ``restore``."""
+
+    def initialize_or_restore(self, session=None):
+        """Nothing to run: values were assigned by ``restore``."""
+
+
+class InitializationOnlyStatus(CheckpointLoadStatus):
+    """``restore(None)``: nothing restored."""
+
+    def __init__(self):
+        super().__init__(None, set(), [])
+
+    def _nothing(self):
+        raise AssertionError("No checkpoint specified (save_path=None); nothing is being "
+                             "restored.")
+
+    def assert_consumed(self):
+        self._nothing()
+
+    def assert_existing_objects_matched(self):
+        self._nothing()
+
+    def assert_nontrivial_match(self):
+        self._nothing()
+
+
+class Checkpoint:
+    """Manages saving/restoring trackable values to disk (``tf.train.Checkpoint(root=None,
+    **kwargs)``): the keyword arguments (variables, Keras models, layers and optimizers,
+    ``tf.Module``s, other Checkpoints, lists and dicts of them) are its dependencies.
+
+    Raises:
+      ValueError: a dependency that is not trackable (TF's message)."""
+
+    def __init__(self, root=None, **kwargs):
+        self._children: dict = {}
+        if root is not None:
+            if not _is_trackable(root):
+                raise _not_trackable("root", root)
+            for name, child in _children(root):
+                self._children[name] = child
+        for name, value in sorted(kwargs.items()):
+            if not _is_trackable(value):
+                raise _not_trackable(name, value)
+            self._children[name] = value
+        self._save_counter = None
+
+    def __setattr__(self, name, value):
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        if not _is_trackable(value):
+            raise _not_trackable(name, value)
+        self._children[name] = value
+
+    def __getattr__(self, name):
+        children = self.__dict__.get("_children", {})
+        if name in children:
+            return children[name]
+        raise AttributeError(f"'Checkpoint' object has no attribute '{name}'")
+
+    @property
+    def save_counter(self):
+        """An int64 variable counting the ``save`` calls (made on first use)."""
+        if self._save_counter is None:
+            from .core.tensor import Variable
+
+            self._save_counter = Variable(np.int64(0), trainable=False, name="save_counter")
+            self._children["save_counter"] = self._save_counter
+        return self._save_counter
+
+    def write(self, file_prefix, options=None) -> str:
+        """Writes every tracked value to ``<file_prefix>.npz``; returns ``file_prefix``."""
+        _ = self.save_counter
+        prefix = os.fspath(file_prefix)
+        directory = os.path.dirname(prefix)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        np.savez(_npz(prefix), **_values(self))
+        return prefix
+
+    def save(self, file_prefix, options=None) -> str:
+        """Increments ``save_counter``, writes ``<file_prefix>-<save_counter>`` and names it
+        in the directory's ``checkpoint`` state file; returns that path."""
+        from .checkpoint_manager import write_state
+
+        counter = self.save_counter
+        counter.assign_add(1)
+        path = self.write(f"{os.fspath(file_prefix)}-{int(counter.numpy())}")
+        write_state(os.path.dirname(path), path, [path])
+        return path
+
+    def read(self, save_path, options=None):
+        """Restores the values ``write`` wrote (``restore``)."""
+        return self.restore(save_path, options)
+
+    def restore(self, save_path, options=None):
+        """Assigns every tracked variable its saved value (``save_counter`` too); makes the
+        optimizer slots the checkpoint holds. ``save_path`` None restores nothing.
+
+        Returns:
+          A status object (``assert_consumed``, ``assert_existing_objects_matched``,
+          ``assert_nontrivial_match``, ``expect_partial``).
+
+        Raises:
+          NotFoundError: no checkpoint at ``save_path`` (TF's message)."""
+        if save_path is None:
+            return InitializationOnlyStatus()
+        path = _npz(save_path)
+        if not os.path.exists(path):
+            raise errors.NotFoundError(
+                f"Error when restoring from checkpoint or SavedModel at {save_path}: "
+                f"Unsuccessful TensorSliceReader constructor: Failed to find any matching "
+                f"files for {save_path}\nPlease double-check that the path is correct. You "
+                "may be missing the checkpoint suffix (e.g. the '-1' in 'path/to/ckpt-1').")
+        with np.load(path) as data:
+            saved = {key: data[key] for key in data.files}
+        if any(k.startswith("save_counter" + _VALUE) for k in saved):
+            _ = self.save_counter
+        self._make_saved_slots(saved)
+        paths, optimizers = _walk(self)
+        used, unmatched = set(), []
+        for p, var in paths.items():
+            key = p + _VALUE
+            if key in saved:
+                var.assign(saved[key].astype(var.dtype, copy=False))
+                used.add(key)
+            else:
+                unmatched.append(var)
+        path_of = {id(v): p for p, v in paths.items()}
+        for opt_path, opt in optimizers:
+            for owner, slots in opt._slots.items():
+                var_path = path_of.get(owner)
+                for slot, weight in slots.items():
+                    key = f"{var_path}{_SLOT}{opt_path}/{slot}{_VALUE}"
+                    if var_path is not None and key in saved:
+                        weight.assign(saved[key].astype(weight.dtype, copy=False))
+                        used.add(key)
+        status = CheckpointLoadStatus(self, set(saved) - used, unmatched)
+        status._checkpoint_had_match = bool(used)
+        return status
+
+    def _make_saved_slots(self, saved) -> None:
+        """Creates the iterations, hyperparameter and slot variables of the tracked
+        optimizers that the checkpoint holds values for and that do not exist yet."""
+        paths, optimizers = _walk(self)
+        for opt_path, opt in optimizers:
+            if f"{opt_path}/iter{_VALUE}" in saved:
+                _ = opt.iterations
+            if any(k.startswith(opt_path + "/") and k.endswith(_VALUE) and
+                   not k.startswith(f"{opt_path}/iter/") for k in saved):
+                opt._create_hypers()
+            owners = {k.split(_SLOT)[0] for k in saved if f"{_SLOT}{opt_path}/" in k}
+            missing = [paths[p] for p in sorted(owners)
+                       if p in paths and id(paths[p]) not in opt._slots]
+            if missing:
+                opt._create_all_weights(missing)
