@@ -329,7 +329,9 @@ class _HostCopier:
     def __call__(self, flat):
         out = []
         for a in flat:
-            if _backend.is_cupy_array(a):
+            if type(a) is np.ndarray:
+                out.append(a.copy())  # C order: one call, not an empty buffer and a copyto
+            elif _backend.is_cupy_array(a):
                 out.append(a.get())
             else:
                 b = np.empty(a.shape, a.dtype)
