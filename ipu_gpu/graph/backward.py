@@ -29,13 +29,23 @@ _UNUSABLE = object()  # a signature whose plan did not reproduce the tape
 _MAX_PLANS = 8
 
 
-def gradient(tape, ys: list, xs: list, seeds, plans: dict) -> list:
+def gradient(tape, ys: list, xs: list, seeds, plans: dict, replay=None) -> list:
     """``tape.gradient(ys, xs, output_gradients=seeds)`` (a list, None where unconnected),
-    by a backward plan kept in ``plans`` when the tape's signature has one."""
+    by a backward plan kept in ``plans`` when the tape's signature has one. ``replay``: the
+    forward plan (``plan.Plan``) whose replay recorded ``tape`` on its own, wired as that
+    plan's first replay (``program.Body``); its signature is then the one computed at that
+    first replay, not computed again."""
     if (seeds is not None or tape_module.recording_tapes() != [tape]
             or not tape._persistent):
         return tape.gradient(ys, xs, output_gradients=seeds)
-    key = _signature(tape, ys, xs)
+    if replay is not None:
+        key = plans.get(replay)
+        if key is None:
+            key = _signature(tape, ys, xs)
+            if key is not None:
+                _bounded(plans)[replay] = key
+    else:
+        key = _signature(tape, ys, xs)
     plan = plans.get(key) if key is not None else None
     if plan is not None and plan is not _UNUSABLE:
         out = plan.run(tape._records, ys, xs)
@@ -43,12 +53,18 @@ def gradient(tape, ys: list, xs: list, seeds, plans: dict) -> list:
             return out
     want = tape.gradient(ys, xs)
     if plan is None and key is not None:
-        if len(plans) >= _MAX_PLANS:
-            plans.clear()
         made = _Backward(tape, ys, xs)
         got = made.run(tape._records, ys, xs)
-        plans[key] = made if got is not None and _same(got, want) else _UNUSABLE
+        _bounded(plans)[key] = made if got is not None and _same(got, want) else _UNUSABLE
     return want
+
+
+def _bounded(plans: dict) -> dict:
+    """``plans``, emptied when full (backward plans by signature, signatures by replayed
+    forward plan)."""
+    if len(plans) >= _MAX_PLANS:
+        plans.clear()
+    return plans
 
 
 def _signature(tape, ys, xs):

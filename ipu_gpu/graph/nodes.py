@@ -268,7 +268,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
         s_vals = values[n_y + n_x + n_g:]
         tape = the_run.tape
         seeds = list(g_vals) if grad_ys is not None else None
-        out = backward.gradient(tape, list(y_vals), list(x_vals), seeds, plans)
+        out = backward.gradient(tape, list(y_vals), list(x_vals), seeds, plans,
+                                the_run.replay)
         if s_vals:
             itself = [next((i for i, t in enumerate(stops) if t is x), None) for x in targets]
             out = _without_stops(tape, list(y_vals), seeds, list(x_vals), list(s_vals),

@@ -23,9 +23,11 @@ __all__ = ["Plan"]
 class Plan:
     """The steps computing ``order`` (a list of operations)."""
 
-    __slots__ = ("steps", "groups")
+    __slots__ = ("steps", "groups", "tape_stable")
 
     def __init__(self, order):
+        from ..core.registry import Op
+
         steps = []
         for node in order:
             k = node.kernel
@@ -37,6 +39,13 @@ class Plan:
                 steps.append((None, None, None, None, False, node.outputs, node))
         self.steps = steps
         self.groups = _shard_groups(order, steps)
+        # whether every step before the last gradients node is a registered op or another
+        # gradients node: a replay then records the same ops, wired the same way, on a fresh
+        # tape (an op records as its inputs' types and dtypes say, which the graph fixes)
+        last = max((j for j, node in enumerate(order) if _reads_tape(node)), default=-1)
+        self.tape_stable = last >= 0 and all(
+            (isinstance(step[0], Op) and step[6] is None) or _reads_tape(node)
+            for node, step in zip(order[:last], steps))
 
     def run(self, run) -> None:
         """Compute the steps in ``run`` (a session ``_Run``), storing their outputs in
@@ -52,6 +61,11 @@ class Plan:
             else:
                 with engine.on_shard(shard):
                     _run_steps(run, steps)
+
+
+def _reads_tape(node) -> bool:
+    """Whether ``node`` is a ``gradients`` node (it reads the run's tape, records nothing)."""
+    return getattr(node, "needs_tape", False) and node.type == "Gradients"
 
 
 def _shard_groups(order, steps):

@@ -95,13 +95,17 @@ class Body:
         body."""
         inside, graph, tensors = self.inside, self.graph, self.tensors
         base = {t: v for t, v in outer.items() if id(t.op) not in inside}
+        base_ids = {id(v) for v in base.values()}
         feed_keys = tuple(feed_keys)
+        n_feeds = len(feed_keys)
         key = (frozenset(base.keys() | set(feed_keys)), len(graph._ops))
         plans, needs = self.plans, self.needs
 
-        def go(run):
+        def go(run, feed_values):
             plan = plans.get(key)
             if plan is not None:
+                if plan.tape_stable and _unaliased(feed_values, n_feeds, base_ids):
+                    run.replay = plan  # wired as the plan's first run, given distinct values
                 plan.run(run)
             else:
                 run.order = []
@@ -124,12 +128,21 @@ class Body:
             if needs:
                 with GradientTape(persistent=True) as tape:
                     run.tape = tape
-                    return go(run)
-            return go(run)
+                    return go(run, feed_values)
+            return go(run, feed_values)
         return evaluate
 
 
 _MAX_PLANS = 16  # sets of given tensors a body keeps plans for
+
+
+def _unaliased(feed_values, n: int, base_ids: set) -> bool:
+    """Whether the ``n`` fed values are distinct objects, none of them an outer value (the
+    wiring a tape records depends on which values are the same object)."""
+    if not n:
+        return True
+    ids = {id(v) for v in feed_values}
+    return len(ids) == n and base_ids.isdisjoint(ids)
 
 
 def _outer_values(the_run) -> dict:

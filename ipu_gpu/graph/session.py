@@ -406,7 +406,7 @@ def _needs_tape(fetches) -> bool:
 class _Run:
     """One run: each operation computed once, its outputs by graph tensor."""
 
-    __slots__ = ("values", "done", "graph", "tape", "order")
+    __slots__ = ("values", "done", "graph", "tape", "order", "replay")
 
     def __init__(self, values: dict, graph: Graph, order: list | None = None,
                  copy: bool = True):
@@ -415,6 +415,9 @@ class _Run:
         self.graph = graph
         self.tape = None
         self.order = order  # when a list, the operations computed are appended in order
+        # the Plan replayed on this run's fresh tape, when its records are the plan's own
+        # (program.Body): a gradients node's backward plan needs no tape signature then
+        self.replay = None
 
     def value(self, t: GraphTensor):
         """The raw value (a Tensor, a Variable) of ``t`` in this run."""
