@@ -71,7 +71,7 @@ def test_replayed_body_computes_the_signature_once(fresh_ipu_system, monkeypatch
     calls = _counting(monkeypatch)
     totals, losses, w = _infeed_loop()
     assert len(calls) == 2  # the walk, then the first replay: none for the other 6
-    monkeypatch.setattr(program, "_unaliased", lambda *args: False)  # every time
+    monkeypatch.setattr(program, "_replay_key", lambda *args: None)  # every time
     calls.clear()
     want_totals, want_losses, want_w = _infeed_loop()
     assert len(calls) == STEPS * RUNS
@@ -107,7 +107,7 @@ def test_aliased_feeds_compute_the_signature_again(monkeypatch, carry_variable):
     calls = _counting(monkeypatch)
     got, w = _aliasing_loop(carry_variable)
     replayed_calls = len(calls)
-    monkeypatch.setattr(program, "_unaliased", lambda *args: False)
+    monkeypatch.setattr(program, "_replay_key", lambda *args: None)
     calls.clear()
     want, want_w = _aliasing_loop(carry_variable)
     np.testing.assert_array_equal(got, want)
@@ -131,3 +131,23 @@ def test_only_plans_of_registered_ops_before_the_gradients_are_tape_stable():
         assert plan.Plan([*nodes, (loss * 2.0).op, g2.op, other]).tape_stable
         assert not plan.Plan([other, *nodes]).tape_stable
         assert not plan.Plan(nodes[:2]).tape_stable  # no gradients node: nothing to skip
+
+
+def test_replay_keys_name_the_plan_and_the_kinds_of_its_inputs():
+    with v1.Graph().as_default():
+        x = v1.placeholder(ig.float32, [3])
+        w = v1.Variable(np.ones(3, np.float32))
+        (g,) = v1.gradients(ig.reduce_sum(x * w), [w])
+        p = plan.Plan([g.op])
+    a, b = ig.constant([1.0, 2.0]), ig.constant([1.0, 2.0])
+    c = ig.constant([1, 2])
+    var = ig.Variable([1.0, 2.0])
+    base = (var,)
+    key = program._replay_key(p, [a, b], 2, {id(var)}, program._kinds(base))
+    assert key == (p, ((ig.Variable, var.dtype),), (a.dtype, b.dtype))
+    assert program._replay_key(p, [a, c], 2, set(), ()) != program._replay_key(
+        p, [a, b], 2, set(), ())  # another dtype fed: another key
+    assert program._replay_key(p, [a, a], 2, set(), ()) is None  # one value fed twice
+    assert program._replay_key(p, [a, var], 2, {id(var)}, ()) is None  # an outer value
+    assert program._replay_key(p, [a, ig.Variable([3.0, 4.0])], 2, set(), ()) is None
+    assert program._replay_key(p, [], 0, set(), ()) == (p, (), ())

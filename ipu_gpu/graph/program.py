@@ -96,6 +96,7 @@ class Body:
         inside, graph, tensors = self.inside, self.graph, self.tensors
         base = {t: v for t, v in outer.items() if id(t.op) not in inside}
         base_ids = {id(v) for v in base.values()}
+        base_kinds = _kinds(base.values())
         feed_keys = tuple(feed_keys)
         n_feeds = len(feed_keys)
         key = (frozenset(base.keys() | set(feed_keys)), len(graph._ops))
@@ -104,8 +105,9 @@ class Body:
         def go(run, feed_values):
             plan = plans.get(key)
             if plan is not None:
-                if plan.tape_stable and _unaliased(feed_values, n_feeds, base_ids):
-                    run.replay = plan  # wired as the plan's first run, given distinct values
+                if plan.tape_stable:
+                    run.replay = _replay_key(plan, feed_values, n_feeds, base_ids,
+                                             base_kinds)
                 plan.run(run)
             else:
                 run.order = []
@@ -136,13 +138,24 @@ class Body:
 _MAX_PLANS = 16  # sets of given tensors a body keeps plans for
 
 
-def _unaliased(feed_values, n: int, base_ids: set) -> bool:
-    """Whether the ``n`` fed values are distinct objects, none of them an outer value (the
-    wiring a tape records depends on which values are the same object)."""
-    if not n:
-        return True
+def _kinds(values) -> tuple:
+    """The types and dtypes of ``values`` (what an op's tape record depends on besides the
+    wiring)."""
+    return tuple((type(v), getattr(v, "dtype", None)) for v in values)
+
+
+def _replay_key(plan, feed_values, n: int, base_ids: set, base_kinds: tuple):
+    """The key a gradients node may keep the tape signature of this replay of ``plan`` under
+    (``backward.gradient``): the plan and the kinds of the values it is given, when the ``n``
+    fed values are distinct Tensors, none of them an outer value (which values are the same
+    object decides the wiring a tape records); else None (the signature is computed)."""
     ids = {id(v) for v in feed_values}
-    return len(ids) == n and base_ids.isdisjoint(ids)
+    if len(ids) != n or not base_ids.isdisjoint(ids):
+        return None
+    for v in feed_values:
+        if type(v) is not Tensor:
+            return None
+    return plan, base_kinds, tuple([v.dtype for v in feed_values])
 
 
 def _outer_values(the_run) -> dict:

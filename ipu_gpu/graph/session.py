@@ -415,8 +415,8 @@ class _Run:
         self.graph = graph
         self.tape = None
         self.order = order  # when a list, the operations computed are appended in order
-        # the Plan replayed on this run's fresh tape, when its records are the plan's own
-        # (program.Body): a gradients node's backward plan needs no tape signature then
+        # program._replay_key of the plan replayed on this run's fresh tape (program.Body):
+        # a gradients node's backward plan is then found without the tape's signature
         self.replay = None
 
     def value(self, t: GraphTensor):
