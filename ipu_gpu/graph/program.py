@@ -200,12 +200,16 @@ def traced_repeat(n, body, inputs, infeed_queue, apply_outputs):
     def run(the_run, values_in, *_):
         current = list(values_in)
         evaluate = body_plan.bind(the_run.values, [*holders, *flat_holders])
-        for _ in range(int(n)):
-            if infeed_queue is not None:
-                element = infeed_queue._next_element()
-                current = evaluate([*current, *nest.flatten(element)])
-            else:
+        if infeed_queue is None:
+            for _ in range(int(n)):
                 current = evaluate(current)
+            return current if current else []
+        next_flat = getattr(infeed_queue, "_next_flat", None)
+        if next_flat is None:  # another queue type: its nested element, flattened
+            def next_flat():
+                return nest.flatten(infeed_queue._next_element())
+        for _ in range(int(n)):
+            current = evaluate([*current, *next_flat()])
         return current if current else []
     body_plan = Body(graph, inside, tensors, ops, _tape_needed(tensors, ops))
     specs = [(_dtype(t), _shape(t)) for t in tensors]

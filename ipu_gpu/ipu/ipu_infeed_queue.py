@@ -713,6 +713,15 @@ class IPUInfeedQueue:
     def _next_element(self):
         """The next element for the replica running this code (host: replica 0 of 1), as the
         nested structure of Tensors; OutOfRangeError when the dataset has ended."""
+        flat = self._next_flat()
+        spec = self._source.spec
+        if spec.flat_tuple:
+            return tuple(flat)
+        return _nest.pack_sequence_as(spec.structure, flat)
+
+    def _next_flat(self) -> list:
+        """The leaves of ``_next_element()`` (a list of Tensors in ``nest.flatten`` order),
+        for a loop that feeds them on as they are."""
         ctx = _context.current()
         if ctx is None:
             n_rep, r = 1, 0
@@ -733,10 +742,7 @@ class IPUInfeedQueue:
             flat = self._to_replica_device(flat, ctx)
         if _observe.observer is not None and ctx is not None:  # ipu-gpu run --report
             _observe.observer.infeed_element(flat, n_rep)
-        spec = self._source.spec
-        if spec.flat_tuple:
-            return tuple([wrap(a) for a in flat])
-        return _nest.pack_sequence_as(spec.structure, [wrap(a) for a in flat])
+        return [wrap(a) for a in flat]
 
     def _ready(self) -> int:
         """Elements prefetched and waiting (for tests and benchmarks)."""
