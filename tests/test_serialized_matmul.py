@@ -425,8 +425,10 @@ def test_kernel_makes_no_full_size_copies(dim, ta, tb):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    # m/n splits (one GEMM): nothing output-sized; k split: one reused partial-product buffer
-    limit = out.nbytes * (1.1 if dim == "a_rows_b_columns" else 0.1)
+    # m/n splits (one GEMM): nothing output-sized; k split: min(F - 1, GROUP) partial-product
+    # buffers, reused group after group
+    group = min(4 - 1, serialized_matmul_cpu.GROUP)
+    limit = out.nbytes * (group + 0.1 if dim == "a_rows_b_columns" else 0.1)
     assert peak < limit, (dim, peak)
     np.testing.assert_allclose(out, np.matmul(x.astype(np.float64), y), rtol=1e-4, atol=1e-3)
 
@@ -471,6 +473,44 @@ def test_split_k_accumulating_gemms_keep_the_ordered_sum_bitwise(m, k, n, f, ta,
                            if one_pass else [])
     if _blas_gemm.available(dtype):  # GEMM_Q is at least 56 on every CPU OpenBLAS knows
         assert _blas_gemm.one_k_block(dtype, 32)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("group", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("ta", "tb", "batch"), [(False, False, ()), (True, False, (2,)),
+                                                 (False, True, (3,)), (True, True, ())])
+@pytest.mark.parametrize("f", [2, 3, 4, 7])
+def test_split_k_buffered_groups_keep_the_ordered_sum_bitwise(f, ta, tb, batch, dtype, group,
+                                                              threads, monkeypatch):
+    """Slice products kept in groups of GROUP buffers and added into out group by group in
+    cache-sized chunks over Python threads (ordered_add_cpu, here with tiny chunks and any
+    thread count): still ((p0 + p1) + p2) + ... bit for bit, numpy's slice products summed."""
+    from ipu_gpu.kernels import ordered_add_cpu
+
+    monkeypatch.setattr(serialized_matmul_cpu, "GROUP", group)
+    monkeypatch.setattr(ordered_add_cpu, "THREADED_MIN_BYTES", 0)
+    monkeypatch.setattr(ordered_add_cpu, "CHUNK_BYTES", 328)  # ragged: 41 or 82 elements
+    monkeypatch.setattr(ordered_add_cpu, "num_threads", lambda: threads)
+    added = []
+    original = ordered_add_cpu.add_in_order
+
+    def spy(out, addends, threads=None):
+        added.append(len(addends))
+        return original(out, addends, threads)
+
+    monkeypatch.setattr(ordered_add_cpu, "add_in_order", spy)
+    rng = np.random.default_rng(f * 7 + group)
+    m, s, n = 19, 5, 23
+    k = f * s
+    a = _normal(rng, batch + ((k, m) if ta else (m, k)), dtype)
+    b = _normal(rng, (n, k) if tb else (k, n), dtype)
+    x, y = _op(a, ta), _op(b, tb)
+    out = np.empty(batch + (m, n), dtype)
+    assert serialized_matmul_cpu.serialized_matmul(x, y, "a_rows_b_columns", f, out) is out
+    np.testing.assert_array_equal(out, _ordered_sum(x, y, f))
+    g = min(group, f - 1)
+    assert added == [g] * ((f - 1) // g) + ([(f - 1) % g] if (f - 1) % g else [])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

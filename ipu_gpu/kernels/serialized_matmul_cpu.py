@@ -14,30 +14,33 @@ preallocated output; twin of serialized_matmul_gpu.
   GEMM's register sums into C once per k-block of at most GEMM_Q (320 for float32, 256 for
   float64 on this EPYC), so beta = 1 rounds exactly as the separate add when the slice
   length s is one k-block; ``_blas_gemm.one_k_block`` measures that once per (dtype, s), for
-  float32/float64 products of at least BLOCKED_MIN_MNK multiply-adds. Otherwise (longer
-  slices, small products, CBLAS not found, int32, float16, a batch reduction) each later
-  p_i goes through one reused output-sized buffer and a separate ``np.add``. The beta = 1
-  path saves per slice OpenBLAS's zeroing pass over the buffer and the add's three
-  output-sized passes: F = 8 (s = 256) went from 1.20-1.23 to 1.05-1.06 times one np.matmul.
-  F = 4 and F = 2 (s = 512, 1024: two or more k-blocks) need p_i rounded on its own, so
-  they keep the buffer: 1.08-1.11 and 1.04-1.05. Their slice GEMMs together cost what one
-  GEMM does (4 x 0.25 of it at F = 4: the 256-long k-blocks are not the cost); most of the
-  excess is the F - 1 adds, each three output-sized passes through DRAM (about 1.5 ms of one
-  thread per add at 2048^2, about 4.5% of the 2-thread GEMM at F = 4). Measured and dropped
-  for them: a buffer kept zeroed for beta = 1 GEMMs with a fused add-and-clear pass, no
-  faster; a 2-thread Numba add, 1.3x, as its spinning OpenMP threads stall the next GEMM;
-  the add as OpenBLAS's own threaded ``saxpy`` (alpha = 1 is bitwise ``np.add``, no second
-  pool): its best times 1.5x faster than np.add's, but with the cores shared (load 7-9 on
-  the 2-core EPYC) its worker often missed its turn and the whole call got 1.10x slower
-  (median of 20 interleaved pairs); row or column panels of the output, so the buffer stays
-  in cache: OpenBLAS's m/n blocking moves p_i's bits (the ordered sum of the slices' numpy
-  products no longer holds) and the panels' repacking made them 1.05-2.6x slower; all F - 1
-  products kept and summed in one fused pass (5 passes instead of 9 at F = 4: 2.6 instead of
-  4.5 ms of thread time) needs F - 1 output-sized buffers, not one.
+  float32/float64 products of at least BLOCKED_MIN_MNK multiply-adds (F = 8, s = 256, at
+  2048^3 float32 here: 1.05-1.08 times one np.matmul). Otherwise (longer slices, small
+  products, CBLAS not found, int32) the later p_i are computed by numpy into up to GROUP (3)
+  output-sized buffers at a time, and each group is added into ``out`` in slice order by
+  ``ordered_add_cpu.add_in_order``: one pass over memory in L2-sized chunks (each chunk of
+  ``out`` takes the group's addends while it is in cache: G + 2 output-sized passes for G
+  products instead of 3 G for G whole-array adds), over Python threads, bitwise the
+  whole-array adds. At F = 4 (s = 512: OpenBLAS runs it as two 256-long k-blocks, so beta =
+  1 would round like an F = 8 split) that is 5 passes instead of 9; the cost left over one
+  np.matmul is the slice GEMMs themselves (their k-blocks, one zeroing pass each) and that
+  pass.
+  Why not output tiles, each tile's F products summed while hot in cache (no full-size
+  buffers): a product element computed by a GEMM over a block of rows or columns is not
+  bitwise the same element of the whole slice GEMM. On this EPYC (OpenBLAS 0.3.31,
+  Haswell kernels), every row- and column-block size tried (64 to 1024 of 2048) moved 3-7%
+  of a slice product's elements by a few ulps, at F = 2, 4 and 8; even the whole slice
+  GEMM gives other bits on 1 thread than on 2 (OpenBLAS's thread partition decides which
+  edge kernels compute which rows). Tiles would make the result the sum of tile products,
+  not of the slices' numpy products. Also measured and dropped before (quiet EPYC): a
+  buffer kept zeroed for beta = 1 GEMMs with a fused add-and-clear pass, no faster; a
+  2-thread Numba add, 1.3x, its spinning OpenMP threads stalling the next GEMM; OpenBLAS's
+  threaded ``saxpy`` as the add, 1.10x slower with the cores shared.
 
 No full-size copies of the operands: slices are views (BLAS takes their strides and
 transposes). A product that must be reduced over broadcast batch axes or rounded to float16
-is staged whole in one unreduced buffer, as on the GPU. float16,
+is staged whole in one unreduced buffer, as on the GPU (a k split's later products then
+share one more buffer and whole-array adds). float16,
 which numpy multiplies without BLAS (about 20x slower than float32 at 512^3), is converted
 to float32 once, each product rounded to float16 as it is stored (float32 accumulation, as
 the IPU's default float partials), and a k-split's partial products are added in float16.
@@ -47,12 +50,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _blas_gemm
+from . import _blas_gemm, ordered_add_cpu
 
 _BLAS_DTYPES = (np.float32, np.float64)
 # k-slices shorter than this keep the buffered adds: measuring OpenBLAS's k-blocking for them
 # would take a probe GEMM with an output of BLOCKED_MIN_MNK / s elements
 ACCUMULATE_MIN_K = 32
+# slice products buffered at once (output-sized buffers) before their ordered add into out
+GROUP = 3
 
 
 def _product(x, y, out, staged, reduce_axes):
@@ -93,6 +98,21 @@ def _accumulate_slices(x, y, s, factor, out, batch):
                 np.add(om, np.matmul(xm[:, cut], ym[cut]), out=om)  # strides CBLAS refused
 
 
+def _buffered_slices(x, y, s, factor, out):
+    """out = ((p0 + p1) + p2) + ... with p_i = x_i @ y_i, each p_i numpy's slice product: p0
+    into ``out``, the later ones in groups of up to GROUP output-sized buffers, each group
+    added into ``out`` in slice order in one chunked pass (``ordered_add_cpu``)."""
+    _product(x[..., :, :s], y[..., :s, :], out, None, ())
+    group = max(1, min(factor - 1, GROUP))
+    parts = [np.empty_like(out) for _ in range(min(group, factor - 1))]
+    for first in range(1, factor, group):
+        count = min(group, factor - first)
+        for j in range(count):
+            cut = slice((first + j) * s, (first + j + 1) * s)
+            _product(x[..., :, cut], y[..., cut, :], parts[j], None, ())
+        ordered_add_cpu.add_in_order(out, parts[:count])
+
+
 def _gemm_accumulate(x, y, out):
     """out += x @ y in one CBLAS GEMM (beta = 1); False when CBLAS refuses the strides."""
     return _blas_gemm.gemm(x, y, out, 1)
@@ -116,7 +136,10 @@ def serialized_matmul(x, y, dimension, factor, out, reduce_axes=()):
         if not stage and _accumulates_exactly(x, y, s):
             _accumulate_slices(x, y, s, factor, out, batch)
             return out
-        staged = np.empty(batch + (m, n), x.dtype) if stage else None
+        if not stage:
+            _buffered_slices(x, y, s, factor, out)
+            return out
+        staged = np.empty(batch + (m, n), x.dtype)
         part = None
         for i in range(factor):
             cut = slice(i * s, (i + 1) * s)
