@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..core import dtypes, nest
 from ..core.convert import convert_to_tensor
-from ..core.tensor import Variable
+from ..core.tensor import Tensor, Variable
 from ..errors import FailedPreconditionError, InvalidArgumentError
 from . import backward
 from .core import Graph, GraphTensor, Operation, add_node, building, get_default_graph
@@ -274,8 +274,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None,
             itself = [next((i for i, t in enumerate(stops) if t is x), None) for x in targets]
             out = _without_stops(tape, list(y_vals), seeds, list(x_vals), list(s_vals),
                                  below, out, itself)
-        return [convert_to_tensor(g) if g is not None else _zeros(x)
-                for g, x in zip(out, x_vals)]
+        return [g if type(g) is Tensor else convert_to_tensor(g) if g is not None
+                else _zeros(x) for g, x in zip(out, x_vals)]
     inputs = [*ys_list, *targets, *([g for g in grad_list] if grad_ys is not None else []),
               *stops]
     specs = [(x._dtype, x.shape.as_list()) if isinstance(x, GraphTensor)

@@ -89,7 +89,8 @@ class _Optimizer:
         self._create_graph_slots(graph, [v for _, v in pairs])
 
         def update(var, grad, lr_value, *state):  # flat inputs: a plan calls it by position
-            self._bind(var, state)
+            if state:
+                self._bind(var, state)
             if isinstance(grad, IndexedSlices):  # applied dense (TF 1 applies it sparsely)
                 grad = convert_to_tensor(grad)
             # no tape records the update's arithmetic: TF's apply ops have no gradient, and

@@ -17,6 +17,8 @@ nodes runs its steps in runs of one shard; a plan without runs them in one loop 
 
 from __future__ import annotations
 
+import operator
+
 __all__ = ["Plan"]
 
 
@@ -32,9 +34,8 @@ class Plan:
         for node in order:
             k = node.kernel
             if k is not None and k.slots is not None and node.compute is k.compute:
-                template = k.template if k.slots else tuple(k.template)
-                steps.append((k.fn, k.kwargs, template, k.slots, k.pass_run, node.outputs,
-                              None))
+                kind, data = _arguments(k.template, k.slots)
+                steps.append((k.fn, k.kwargs, kind, data, k.pass_run, node.outputs, None))
             else:
                 steps.append((None, None, None, None, False, node.outputs, node))
         self.steps = steps
@@ -63,6 +64,23 @@ class Plan:
                     _run_steps(run, steps)
 
 
+_FIXED, _ONE, _ALL, _SOME = range(4)  # how a step reads its arguments (``_arguments``)
+
+
+def _arguments(template: list, slots: list):
+    """(kind, data): how a step makes its arguments from the run's values: ``_FIXED``, no
+    graph tensor (data: the arguments); ``_ONE``, one graph tensor and nothing else (data:
+    the tensor); ``_ALL``, several graph tensors and nothing else (data: an itemgetter of
+    them); ``_SOME``, graph tensors among other values (data: (template, slots))."""
+    if not slots:
+        return _FIXED, tuple(template)
+    if len(slots) == len(template):
+        if len(slots) == 1:
+            return _ONE, template[0]
+        return _ALL, operator.itemgetter(*template)
+    return _SOME, (template, slots)
+
+
 def _reads_tape(node) -> bool:
     """Whether ``node`` is a ``gradients`` node (it reads the run's tape, records nothing)."""
     return getattr(node, "needs_tape", False) and node.type == "Gradients"
@@ -86,7 +104,7 @@ def _run_steps(run, steps) -> None:
     """Compute ``steps`` in ``run``."""
     values = run.values
     view = None
-    for fn, kwargs, template, slots, pass_run, outputs, node in steps:
+    for fn, kwargs, kind, data, pass_run, outputs, node in steps:
         if node is not None:
             if view is None:
                 from .session import _RunValues
@@ -94,12 +112,17 @@ def _run_steps(run, steps) -> None:
                 view = _RunValues(run)
             out = node.compute(view)
         else:
-            if slots:
+            if kind == _ALL:
+                args = data(values)
+            elif kind == _ONE:
+                args = (values[data],)
+            elif kind == _FIXED:
+                args = data
+            else:
+                template, slots = data
                 args = list(template)
                 for j, t in slots:
                     args[j] = values[t]
-            else:
-                args = template
             if pass_run:
                 out = fn(run, *args)
             elif kwargs is None:

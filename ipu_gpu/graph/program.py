@@ -155,7 +155,7 @@ def _replay_key(plan, feed_values, n: int, base_ids: set, base_kinds: tuple):
     for v in feed_values:
         if type(v) is not Tensor:
             return None
-    return plan, base_kinds, tuple([v.dtype for v in feed_values])
+    return plan, base_kinds, tuple([v._value.dtype for v in feed_values])
 
 
 def _outer_values(the_run) -> dict:
