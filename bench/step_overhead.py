@@ -1,0 +1,197 @@
+"""Where the eager MLP step's time goes beyond its GEMMs (issue 15; the
+``step_vs_kernels-mlp-b256-784-512-512-10`` row of test_bench_train_step.py).
+
+    .venv/bin/python bench/step_overhead.py ratio [ROUNDS] [TIMEOUTS]
+        step / its 8 GEMMs at each OpenBLAS thread timeout (``2**T`` clock ticks of spinning
+        before an idle worker sleeps; ipu_gpu sets 16, kernels/_blas.py), all interleaved in
+        one process (each round switches the timeout as ``limit_thread_spin`` does), median
+        of the per-round ratios; and the same at one BLAS thread. Needs a quiet machine.
+    .venv/bin/python bench/step_overhead.py parts [STEPS]
+        per-statement thread CPU time of the step at one BLAS thread, its GEMMs replaced by
+        fresh outputs of their shapes: what the step adds, statement by statement.
+    .venv/bin/python bench/step_overhead.py opcodes
+        Python opcodes and function calls one step executes, by function: the dispatch and
+        tape work, counted, so the same on a loaded machine.
+
+With 2 BLAS threads the GEMMs use both cores and whatever else the step does runs on one, so
+the ratio is about ``1 + 2 * s`` where ``s`` is that work's share of the single-thread GEMM
+time (``ratio`` shows both).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchutil  # noqa: E402,F401  # thread counts as the bench sets them
+import test_bench_train_step as train_step  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+import ipu_gpu as tf  # noqa: E402
+from ipu_gpu.kernels import _blas  # noqa: E402
+from ipu_gpu.ops import matmul as matmul_module  # noqa: E402
+
+
+def _mlp():
+    x, y, init = train_step._mlp_problem()
+    return x, y, init, train_step._mlp_step(x, y, init), train_step._mlp_gemms(x, init)
+
+
+def _set_thread_timeout(t: int) -> None:
+    lib = _blas.numpy_blas_library()
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(t)
+    with _blas._lock:
+        lib.openblas_read_env()
+        lib.blas_thread_shutdown_()  # the workers start again with the new timeout
+
+
+def ratio(rounds: int = 20, timeouts=(16, 20, 24)) -> None:
+    _, _, _, step, gemms = _mlp()
+    per = {t: [] for t in timeouts}
+    single = []
+    pc = time.perf_counter
+    for _ in range(rounds):
+        for t in timeouts:
+            _set_thread_timeout(t)
+            for _ in range(3):
+                step(), gemms()
+            t0 = pc()
+            for _ in range(8):
+                step()
+            t1 = pc()
+            for _ in range(8):
+                gemms()
+            per[t].append((t1 - t0) / (pc() - t1))
+        with threadpool_limits(1):
+            t0 = pc()
+            for _ in range(4):
+                step()
+            t1 = pc()
+            for _ in range(4):
+                gemms()
+            single.append((t1 - t0) / (pc() - t1))
+    for t in timeouts:
+        print(f"OPENBLAS_THREAD_TIMEOUT={t}: step / GEMMs {np.median(per[t]):.3f}")
+    print(f"1 BLAS thread: step / GEMMs {np.median(single):.3f}")
+
+
+def _fake_gemms():
+    """Replace ipu_gpu's matmul engine by fresh outputs of the step's product shapes."""
+    shapes = []
+    real = matmul_module._mm
+
+    def record(xp, a, b):
+        out = real(xp, a, b)
+        shapes.append((out.shape, out.dtype))
+        return out
+    return real, record, shapes
+
+
+def parts(steps: int = 2000) -> None:
+    x, y, init, step, _ = _mlp()
+    real, record, shapes = _fake_gemms()
+    matmul_module._mm = record
+    step()
+    turn = [0]
+
+    def fresh(xp, a, b):
+        shape, dtype = shapes[turn[0]]
+        turn[0] = (turn[0] + 1) % len(shapes)
+        return np.empty(shape, dtype)
+    matmul_module._mm = fresh
+    xt, yt = tf.constant(x), tf.constant(y)
+    params = [tf.Variable(a) for a in init]
+    clock = time.thread_time_ns
+    names = ["tape enter"]
+    for layer in range(len(params) // 2):
+        names += [f"matmul {layer}", f"bias_add {layer}"]
+        if layer + 1 < len(params) // 2:
+            names.append(f"relu {layer}")
+    names += ["sparse xent", "reduce_mean", "tape exit", "gradient"]
+    names += [f"{what} {j}" for j in range(len(params)) for what in ("lr * g", "assign_sub")]
+
+    def timed_step():
+        marks = [clock()]
+        with tf.GradientTape() as tape:
+            marks.append(clock())
+            h = xt
+            for i in range(0, len(params), 2):
+                h = tf.matmul(h, params[i])
+                marks.append(clock())
+                h = tf.nn.bias_add(h, params[i + 1])
+                marks.append(clock())
+                if i + 2 < len(params):
+                    h = tf.nn.relu(h)
+                    marks.append(clock())
+            h = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yt, logits=h)
+            marks.append(clock())
+            loss = tf.reduce_mean(h)
+            marks.append(clock())
+        del h
+        marks.append(clock())
+        grads = tape.gradient(loss, params)
+        marks.append(clock())
+        for v, g in zip(params, grads):
+            d = 0.01 * g
+            marks.append(clock())
+            v.assign_sub(d)
+            marks.append(clock())
+        return marks
+
+    try:
+        with threadpool_limits(1):
+            for _ in range(100):
+                timed_step()
+            total = np.zeros(len(names))
+            for _ in range(steps):
+                total += np.diff(np.array(timed_step()))
+    finally:
+        matmul_module._mm = real
+    total /= steps * 1000
+    for name, us in zip(names, total):
+        print(f"{name:14s} {us:7.1f} us")
+    print(f"{'all':14s} {total.sum():7.1f} us (thread CPU time, GEMMs excluded)")
+
+
+def opcodes() -> None:
+    _, _, _, step, _ = _mlp()
+    for _ in range(3):
+        step()
+    ops = collections.Counter()
+    calls = collections.Counter()
+
+    def tracer(frame, event, arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            ops[(frame.f_code.co_filename, frame.f_code.co_name)] += 1
+        elif event == "call":
+            calls[(frame.f_code.co_filename, frame.f_code.co_name)] += 1
+        return tracer
+    sys.settrace(tracer)
+    try:
+        step()
+    finally:
+        sys.settrace(None)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    print(f"one step: {sum(ops.values())} Python opcodes in {sum(calls.values())} calls")
+    for (path, name), n in ops.most_common(25):
+        print(f"{n:6d} {calls[(path, name)]:4d}x {path.replace(root, '')}:{name}")
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "opcodes"
+    args = sys.argv[2:]
+    if what == "ratio":
+        ratio(int(args[0]) if args else 20,
+              tuple(int(t) for t in args[1].split(",")) if len(args) > 1 else (16, 20, 24))
+    elif what == "parts":
+        parts(int(args[0]) if args else 2000)
+    elif what == "opcodes":
+        opcodes()
+    else:
+        raise SystemExit(__doc__)
