@@ -118,6 +118,13 @@ def test_aliased_feeds_compute_the_signature_again(monkeypatch, carry_variable):
     assert replayed_calls == (STEPS * RUNS if carry_variable else 3)
 
 
+def _function_node(x):
+    """A node calling a Python function (what it does is not known to the plan)."""
+    from ipu_gpu.graph.core import add_node
+
+    return add_node(x.graph, "Call", "call", [x], lambda v: v, [(ig.float32, [3])])
+
+
 def test_only_plans_of_registered_ops_before_the_gradients_are_tape_stable():
     with v1.Graph().as_default():
         x = v1.placeholder(ig.float32, [3])
@@ -125,9 +132,10 @@ def test_only_plans_of_registered_ops_before_the_gradients_are_tape_stable():
         loss = ig.reduce_sum(x * w)
         (g,) = v1.gradients(loss, [w])
         (g2,) = v1.gradients(loss * 2.0, [w])
-        other = v1.no_op()  # not a registered op: its function may touch the tape
+        other = _function_node(x)  # not a registered op: its function may touch the tape
         nodes = [loss.op.inputs[0].op, loss.op, g.op]
         assert plan.Plan(nodes).tape_stable
+        assert plan.Plan([v1.no_op(), w.op, *nodes]).tape_stable  # these record nothing
         assert plan.Plan([*nodes, (loss * 2.0).op, g2.op, other]).tape_stable
         assert not plan.Plan([other, *nodes]).tape_stable
         assert not plan.Plan(nodes[:2]).tape_stable  # no gradients node: nothing to skip
@@ -151,3 +159,63 @@ def test_replay_keys_name_the_plan_and_the_kinds_of_its_inputs():
     assert program._replay_key(p, [a, var], 2, {id(var)}, ()) is None  # an outer value
     assert program._replay_key(p, [a, ig.Variable([3.0, 4.0])], 2, set(), ()) is None
     assert program._replay_key(p, [], 0, set(), ()) == (p, (), ())
+
+
+def _feed_steps(feed_tensors=False, same_tensor=False):
+    """Losses and weights of training steps by Session.run([loss, train], feed_dict)."""
+    with v1.Graph().as_default():
+        x = v1.placeholder(ig.float32, [None, 3])
+        x2 = v1.placeholder(ig.float32, [None, 3])
+        y = v1.placeholder(ig.int32, [None])
+        w = v1.Variable(W0)
+        logits = ig.nn.relu(ig.matmul(x, w)) + ig.matmul(x2, w) * 0.5
+        loss = ig.reduce_mean(ig.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        train = v1.train.AdamOptimizer(0.1).minimize(loss)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            losses = []
+            for i, (xb, yb) in enumerate(zip(X, Y)):
+                x2b = X[-1 - i]
+                if feed_tensors:
+                    xb = ig.constant(xb)
+                    x2b = xb if same_tensor else ig.constant(x2b)
+                losses.append(sess.run([loss, train], {x: xb, x2: x2b, y: yb})[0])
+            return np.array(losses), sess.run(w)
+
+
+@pytest.mark.parametrize("feeds", ["arrays", "tensors", "one tensor twice"])
+def test_session_replays_compute_the_signature_once(monkeypatch, feeds):
+    from ipu_gpu.graph import session
+
+    calls = _counting(monkeypatch)
+    kwargs = {"feed_tensors": feeds != "arrays", "same_tensor": feeds == "one tensor twice"}
+    losses, w = _feed_steps(**kwargs)
+    # the walk and the first replay; a tensor fed to two placeholders: every step
+    assert len(calls) == (len(X) if feeds == "one tensor twice" else 2)
+    monkeypatch.setattr(session, "_feed_replay_key", lambda *args: None)
+    calls.clear()
+    want_losses, want_w = _feed_steps(**kwargs)
+    assert len(calls) == len(X)
+    np.testing.assert_array_equal(losses, want_losses)
+    np.testing.assert_array_equal(w, want_w)
+    assert len(set(losses.tolist())) == len(X)
+
+
+def test_session_replay_tokens_need_fixed_records_up_to_the_gradients():
+    from ipu_gpu.graph import session
+
+    with v1.Graph().as_default():
+        x = v1.placeholder(ig.float32, [3])
+        w = v1.Variable(np.ones(3, np.float32))
+        product = x * w
+        loss = ig.reduce_sum(product)
+        (g,) = v1.gradients(loss, [w])
+        other = _function_node(x)
+        forward = plan.Plan([w.op, product.op, loss.op])
+        backward_plan = plan.Plan([g.op, other])
+        assert session._replay_token([forward, backward_plan]) is forward
+        assert session._replay_token([backward_plan]) is backward_plan
+        assert session._replay_token([forward]) is None  # no gradients node
+        assert session._replay_token([plan.Plan([other]), backward_plan]) is None
+        assert session._replay_token([plan.Plan([other, g.op])]) is None

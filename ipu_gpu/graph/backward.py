@@ -32,8 +32,9 @@ _MAX_PLANS = 8
 def gradient(tape, ys: list, xs: list, seeds, plans: dict, replay=None) -> list:
     """``tape.gradient(ys, xs, output_gradients=seeds)`` (a list, None where unconnected),
     by a backward plan kept in ``plans`` when the tape's signature has one. ``replay``: a
-    key naming the forward plan (``plan.Plan``) whose replay alone recorded ``tape``, and the
-    kinds of the values it was given (``program._replay_key``): every replay under that key
+    key naming the forward plans (``plan.Plan``) whose replay alone recorded ``tape``, and the
+    kinds of the values they were given (``program._replay_key``, ``session.
+    _feed_replay_key``): every replay under that key
     records the same ops wired the same way, so the signature computed at its first use is
     kept under it, not computed again."""
     if (seeds is not None or tape_module.recording_tapes() != [tape]

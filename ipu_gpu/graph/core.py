@@ -846,6 +846,7 @@ def _const_node(fn, args, kwargs) -> GraphTensor:
     node = add_node(get_default_graph(), "Const", name or "Const", [], lambda: value,
                     [(value.dtype, list(value.shape))])
     node.const_value = value
+    node.records_nothing = True
     return node.outputs[0]
 
 

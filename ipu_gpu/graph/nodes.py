@@ -63,6 +63,7 @@ def placeholder_with_default(input, shape, name=None) -> GraphTensor:  # noqa: A
     graph = get_default_graph()
     op = add_node(graph, "PlaceholderWithDefault", name or "PlaceholderWithDefault", [],
                   lambda: value, [(value.dtype, list(shape) if shape is not None else None)])
+    op.records_nothing = True
     return op.outputs[0]
 
 
@@ -79,6 +80,7 @@ class GraphVariable(GraphTensor):
         spec_dtype, spec_shape = _spec(initial_value, dtype)
         op = Operation(graph, "VariableV2", graph.unique_name(name or "Variable"), [],
                        self._read)
+        op.records_nothing = True
         super().__init__(op, 0, spec_dtype, spec_shape)
         op.outputs = [self]
         graph._add(op)
@@ -212,12 +214,16 @@ def group(*inputs, name=None) -> Operation:
         elif isinstance(x, Operation):
             deps.append(x)
     graph = deps[0].graph if deps else get_default_graph()
-    return add_node(graph, "NoOp", name or "group_deps", [], lambda: [], [],
-                    control_inputs=deps)
+    op = add_node(graph, "NoOp", name or "group_deps", [], lambda: [], [],
+                  control_inputs=deps)
+    op.records_nothing = True
+    return op
 
 
 def no_op(name=None) -> Operation:
-    return add_node(get_default_graph(), "NoOp", name or "NoOp", [], lambda: [], [])
+    op = add_node(get_default_graph(), "NoOp", name or "NoOp", [], lambda: [], [])
+    op.records_nothing = True
+    return op
 
 
 # ---- gradients -----------------------------------------------------------------------------

@@ -25,7 +25,7 @@ __all__ = ["Plan"]
 class Plan:
     """The steps computing ``order`` (a list of operations)."""
 
-    __slots__ = ("steps", "groups", "tape_stable")
+    __slots__ = ("steps", "groups", "tape_stable", "gradients", "records_fixed")
 
     def __init__(self, order):
         from ..core.registry import Op
@@ -40,13 +40,18 @@ class Plan:
                 steps.append((None, None, None, None, False, node.outputs, node))
         self.steps = steps
         self.groups = _shard_groups(order, steps)
-        # whether every step before the last gradients node is a registered op or another
-        # gradients node: a replay then records the same ops, wired the same way, on a fresh
-        # tape (an op records as its inputs' types and dtypes say, which the graph fixes)
+        # a registered op records as its inputs' types and dtypes say, which the graph fixes;
+        # a gradients node, a variable read, a constant or a group records nothing: a replay
+        # of such steps records the same ops, wired the same way, given the same kinds of
+        # values (program.Body, Session.run)
+        fixed = [(isinstance(step[0], Op) and step[6] is None) or _reads_tape(node)
+                 or getattr(node, "records_nothing", False)
+                 for node, step in zip(order, steps)]
         last = max((j for j, node in enumerate(order) if _reads_tape(node)), default=-1)
-        self.tape_stable = last >= 0 and all(
-            (isinstance(step[0], Op) and step[6] is None) or _reads_tape(node)
-            for node, step in zip(order[:last], steps))
+        self.gradients = last >= 0  # it has a gradients node
+        self.records_fixed = all(fixed)  # every step is one of those
+        self.tape_stable = last >= 0 and all(fixed[:last])  # every step before the last
+        # gradients node is one of those
 
     def run(self, run) -> None:
         """Compute the steps in ``run`` (a session ``_Run``), storing their outputs in

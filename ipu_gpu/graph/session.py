@@ -114,6 +114,8 @@ class Session:
         read before a later fetch's update sees the value before it): by the cached plans
         of this fetch signature, else by walking the graph, recording the plans."""
         if cached is not None:
+            if needs_tape and cached[2] is not None:
+                run.replay = _feed_replay_key(cached[2], run.values)
             out = []
             for plan, f in zip(cached[1], flat):
                 plan.run(run)
@@ -128,7 +130,7 @@ class Session:
             plans.append(Plan(run.order))
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
-        self._plans[key] = (needs_tape, plans)
+        self._plans[key] = (needs_tape, plans, _replay_token(plans))
         return out
 
     def _resolve(self, fetch):
@@ -387,6 +389,32 @@ def _plan_key(flat, values, graph):
     return (tuple(flat), frozenset(values), len(graph._ops))
 
 
+def _replay_token(plans: list):
+    """An object naming this fetch signature's plans when their replay, on a fresh tape,
+    records the same ops wired the same way up to the last gradients node (``Plan.
+    tape_stable`` for its plan, ``records_fixed`` for the plans before it); else None."""
+    last = max((j for j, p in enumerate(plans) if p.gradients), default=-1)
+    if last < 0 or not plans[last].tape_stable:
+        return None
+    if not all(p.records_fixed for p in plans[:last]):
+        return None
+    return plans[0]
+
+
+def _feed_replay_key(token, values: dict):
+    """The replay key (``backward.gradient``) of a run of the plans named ``token`` fed
+    ``values``: the token and each fed tensor's dtype, when the fed values are distinct
+    plain Tensors (the run's tape watches each; which are the same object, or a variable,
+    changes the records); else None."""
+    fed = list(values.values())
+    if len({id(v) for v in fed}) != len(fed):
+        return None
+    for v in fed:
+        if type(v) is not Tensor:
+            return None
+    return token, tuple([(t, v._value.dtype) for t, v in values.items()])
+
+
 def _needs_tape(fetches) -> bool:
     """Whether the fetches depend on a gradients node (then the run records a tape)."""
     seen, todo = set(), [f.op if isinstance(f, GraphTensor) else f for f in fetches
@@ -415,8 +443,9 @@ class _Run:
         self.graph = graph
         self.tape = None
         self.order = order  # when a list, the operations computed are appended in order
-        # program._replay_key of the plan replayed on this run's fresh tape (program.Body):
-        # a gradients node's backward plan is then found without the tape's signature
+        # the replay key of the plans replayed on this run's fresh tape (program._replay_key,
+        # _feed_replay_key): a gradients node's backward plan is then found without the
+        # tape's signature
         self.replay = None
 
     def value(self, t: GraphTensor):
