@@ -35,7 +35,7 @@ from .printing import print  # noqa: A004 - tf.print
 from .core.backend import BackendError, backend_name, set_backend
 from .core.convert import constant, convert_to_tensor
 from .core.indexed_slices import IndexedSlices, IndexedSlicesSpec
-from .core.dtypes import (as_dtype, bool_, double, float16, float32, float64, half, int8, int16,
+from .core.dtypes import (bool_, double, float16, float32, float64, half, int8, int16,
                           int32, int64, uint8)
 from .core.tape import GradientTape, UnconnectedGradients
 from .core.tensor import Tensor, Variable
@@ -62,6 +62,11 @@ from .init_ops_v2 import (constant_initializer, ones_initializer, random_normal_
                           random_uniform_initializer, zeros_initializer)
 
 bool = bool_  # noqa: A001 - tf.bool
+# tf.float32, ...: TF's DType objects (limits, is_floating, ...) over the numpy dtypes
+from .dtype_objects import as_dtype, bfloat16, wrap as _wrap_dtype  # noqa: E402
+(bool, double, float16, float32, float64, half, int8, int16, int32, int64,  # noqa: A001
+ uint8) = map(_wrap_dtype, (bool_, double, float16, float32, float64, half, int8, int16,
+                            int32, int64, uint8))
 
 __version__ = "0.1.0"
 
@@ -145,4 +150,5 @@ __all__ = [
     "name_scope", "constant_initializer", "ones_initializer", "zeros_initializer",
     "get_static_value", "no_op", "autograph",
     "vectorized_map", "random_normal_initializer", "random_uniform_initializer", "initializers",
+    "bfloat16",
 ]

@@ -49,19 +49,24 @@ class Tensor(metaclass=_TensorMeta):
 # ---- tf.DType ---------------------------------------------------------------------------------
 # TF's DataType enum values of the dtypes ipu_gpu has
 _DATA_TYPES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
-               8: "complex64", 9: "int64", 10: "bool", 17: "uint16", 18: "complex128",
+               8: "complex64", 9: "int64", 10: "bool", 14: "bfloat16", 17: "uint16",
+               18: "complex128",
                19: "float16", 22: "uint32", 23: "uint64"}
 
 
 class _DTypeMeta(type):
     def __instancecheck__(cls, obj):
-        return isinstance(obj, np.dtype)
+        from ...dtype_objects import DType as _DType
+
+        return isinstance(obj, (np.dtype, _DType))
 
     def __call__(cls, type_enum):
         name = _DATA_TYPES.get(type_enum) if isinstance(type_enum, int) else None
         if name is None:
             raise TypeError(f"{type_enum} does not correspond to a valid tensorflow::DataType")
-        return _core.as_dtype(name)
+        from ...dtype_objects import bfloat16, wrap
+
+        return bfloat16 if name == "bfloat16" else wrap(_core.as_dtype(name))
 
 
 class DType(metaclass=_DTypeMeta):
