@@ -18,14 +18,17 @@ as given.
 Restoring assigns every tracked variable its saved value at once. An optimizer slot that
 the checkpoint holds but the optimizer has not made yet is made then (TF makes slot
 variables on restore when executing eagerly), so a restored optimizer continues as it was.
-Deviation: TF defers the values of variables created after ``restore`` (a Keras model not
-built yet); here such values stay unmatched (``assert_consumed`` fails), so build the model
-before restoring it.
+Values for Keras weights not made yet (a model not built) wait, as TF defers them: each
+weight a Keras layer makes is assigned its value when the path to it exists (and its
+optimizer slots are made then); the status object reports the state of that moment.
+Variables made otherwise after ``restore`` (a plain ``tf.Variable`` added to a
+``tf.Module``) are not waited for.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 
 import numpy as np
 
@@ -34,6 +37,7 @@ from . import errors
 __all__ = ["Checkpoint"]
 
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
+_WAITING: weakref.WeakSet = weakref.WeakSet()  # restores with values for unmade variables
 _SLOT = "/.OPTIMIZER_SLOT/"
 
 
@@ -73,6 +77,14 @@ def _base_name(var) -> str:
     return var.name.rsplit(":", 1)[0].rsplit("/", 1)[-1]
 
 
+def _weights(layer) -> list:
+    """A Keras layer's weights; none for a model not built yet (Keras raises there)."""
+    try:
+        return layer.weights
+    except ValueError:
+        return []
+
+
 def _children(obj) -> list:
     """[(name, child)] of a trackable object, in TF's naming."""
     variable, module = _kinds()
@@ -91,17 +103,17 @@ def _children(obj) -> list:
         sublayers = getattr(obj, "layers", None)
         if sublayers is None:  # a layer: its weights by base name
             out, seen = [], set()
-            for w in obj.weights:
+            for w in _weights(obj):
                 name = _base_name(w)
                 while name in seen:
                     name += "_1"
                 seen.add(name)
                 out.append((name, w))
             return out
-        with_weights = [sub for sub in sublayers if sub.weights]
+        with_weights = [sub for sub in sublayers if _weights(sub)]
         out = [(f"layer_with_weights-{i}", sub) for i, sub in enumerate(with_weights)]
-        owned = {id(w) for sub in with_weights for w in sub.weights}
-        out += [(_base_name(w), w) for w in obj.weights if id(w) not in owned]
+        owned = {id(w) for sub in with_weights for w in _weights(sub)}
+        out += [(_base_name(w), w) for w in _weights(obj) if id(w) not in owned]
         opt = getattr(obj, "optimizer", None)
         if optimizer and isinstance(opt, optimizer):
             out.append(("optimizer", opt))
@@ -150,41 +162,61 @@ def _values(root) -> dict:
     return out
 
 
+def variable_created() -> None:
+    """A Keras weight was made: restores waiting for it assign it now (TF's deferred
+    restoration)."""
+    for checkpoint in list(_WAITING):
+        checkpoint._assign_pending()
+
+
 def _npz(prefix) -> str:
     prefix = os.fspath(prefix)
     return prefix if prefix.endswith(".npz") else prefix + ".npz"
 
 
+class _Restore:
+    """One ``restore``: the saved values not assigned yet and the variables assigned."""
+
+    def __init__(self, saved):
+        self.pending = dict(saved)
+        self.bound: set = set()
+
+
 class CheckpointLoadStatus:
-    """What a ``restore`` matched (TF's status object): the assertions raise
+    """What a ``restore`` matched (TF's status object), as of now: values waiting for Keras
+    weights not built yet are assigned when the weights are made. The assertions raise
     ``AssertionError`` with TF's messages."""
 
-    def __init__(self, checkpoint, unused_keys, unmatched):
+    def __init__(self, checkpoint, state):
         self._checkpoint = checkpoint
-        self._unused = unused_keys  # saved values no Python object took
-        self._unmatched = unmatched  # Python variables the checkpoint had no value for
-        self._checkpoint_had_match = False
+        self._state = state
+
+    def _unmatched(self) -> list:
+        paths, _ = _walk(self._checkpoint)
+        return [v for v in paths.values() if id(v) not in self._state.bound]
 
     def assert_consumed(self):
         """Every saved value was restored and every tracked variable got one."""
         self.assert_existing_objects_matched()
-        if self._unused:
-            raise AssertionError(f"Unresolved object in checkpoint: {sorted(self._unused)[0]}")
+        if self._state.pending:
+            raise AssertionError(f"Unresolved object in checkpoint: "
+                                 f"{sorted(self._state.pending)[0]}")
         return self
 
     def assert_existing_objects_matched(self):
         """Every tracked variable got a saved value."""
-        if self._unmatched:
-            shown = self._unmatched[:10]
+        unmatched = self._unmatched()
+        if unmatched:
+            shown = unmatched[:10]
             raise AssertionError(
-                f"Found {len(self._unmatched)} Python objects that were not bound to "
+                f"Found {len(unmatched)} Python objects that were not bound to "
                 f"checkpointed values, likely due to changes in the Python program. Showing "
-                f"{len(shown)} of {len(self._unmatched)} unmatched objects: {shown}")
+                f"{len(shown)} of {len(unmatched)} unmatched objects: {shown}")
         return self
 
     def assert_nontrivial_match(self):
         """Some saved value was restored."""
-        if not self._checkpoint_had_match:
+        if not self._state.bound:
             raise AssertionError("Nothing except the root object matched a checkpointed "
                                  "value. Typically this means that the checkpoint does not "
                                  "match the Python program.")
@@ -205,7 +237,7 @@ class InitializationOnlyStatus(CheckpointLoadStatus):
     """``restore(None)``: nothing restored."""
 
     def __init__(self):
-        super().__init__(None, set(), [])
+        super().__init__(None, _Restore({}))
 
     def _nothing(self):
         raise AssertionError("No checkpoint specified (save_path=None); nothing is being "
@@ -241,6 +273,7 @@ class Checkpoint:
                 raise _not_trackable(name, value)
             self._children[name] = value
         self._save_counter = None
+        self._restoring = None
 
     def __setattr__(self, name, value):
         if name.startswith("_"):
@@ -314,28 +347,35 @@ class Checkpoint:
             saved = {key: data[key] for key in data.files}
         if any(k.startswith("save_counter" + _VALUE) for k in saved):
             _ = self.save_counter
-        self._make_saved_slots(saved)
+        self._restoring = _Restore(saved)
+        self._assign_pending()
+        if self._restoring.pending:
+            _WAITING.add(self)
+        return CheckpointLoadStatus(self, self._restoring)
+
+    def _assign_pending(self) -> None:
+        """Assigns the saved values whose variables (and optimizer slots) exist now."""
+        state = self._restoring
+        self._make_saved_slots(state.pending)
         paths, optimizers = _walk(self)
-        used, unmatched = set(), []
         for p, var in paths.items():
-            key = p + _VALUE
-            if key in saved:
-                var.assign(saved[key].astype(var.dtype, copy=False))
-                used.add(key)
-            else:
-                unmatched.append(var)
+            value = state.pending.pop(p + _VALUE, None)
+            if value is not None:
+                var.assign(value.astype(var.dtype, copy=False))
+                state.bound.add(id(var))
         path_of = {id(v): p for p, v in paths.items()}
         for opt_path, opt in optimizers:
             for owner, slots in opt._slots.items():
                 var_path = path_of.get(owner)
+                if var_path is None:
+                    continue
                 for slot, weight in slots.items():
-                    key = f"{var_path}{_SLOT}{opt_path}/{slot}{_VALUE}"
-                    if var_path is not None and key in saved:
-                        weight.assign(saved[key].astype(weight.dtype, copy=False))
-                        used.add(key)
-        status = CheckpointLoadStatus(self, set(saved) - used, unmatched)
-        status._checkpoint_had_match = bool(used)
-        return status
+                    value = state.pending.pop(f"{var_path}{_SLOT}{opt_path}/{slot}{_VALUE}",
+                                              None)
+                    if value is not None:
+                        weight.assign(value.astype(weight.dtype, copy=False))
+        if not state.pending:
+            _WAITING.discard(self)
 
     def _make_saved_slots(self, saved) -> None:
         """Creates the iterations, hyperparameter and slot variables of the tracked

@@ -198,3 +198,37 @@ def test_manager_errors(tmp_path, real_tf):
         with pytest.raises(ValueError, match="Expected a positive integer or `None` for "
                                              "`max_to_keep`, got 0."):
             tf.train.CheckpointManager(ckpt, str(tmp_path), max_to_keep=0)
+
+
+def test_restore_before_the_model_is_built_waits_for_its_weights(tmp_path):
+    """TF's deferred restoration: values for weights not made yet are assigned when the
+    model builds (and the optimizer's slots for them made then)."""
+    def unbuilt():
+        return ig.keras.Sequential([ig.keras.layers.Dense(3, activation="relu"),
+                                    ig.keras.layers.BatchNormalization(),
+                                    ig.keras.layers.Dense(1)])
+
+    ig.keras.utils.set_random_seed(4)
+    straight = unbuilt()
+    straight.compile(optimizer=ig.keras.optimizers.Adam(0.05), loss="mse")
+    _fit(straight, 2)
+    ig.keras.utils.set_random_seed(4)
+    first = unbuilt()
+    opt = ig.keras.optimizers.Adam(0.05)
+    first.compile(optimizer=opt, loss="mse")
+    _fit(first, 1)
+    path = ig.train.Checkpoint(model=first, optimizer=opt).save(str(tmp_path / "c"))
+
+    second, opt2 = unbuilt(), ig.keras.optimizers.Adam(0.05)
+    status = ig.train.Checkpoint(model=second, optimizer=opt2).restore(path)
+    with pytest.raises(AssertionError, match="Unresolved object in checkpoint: model/"):
+        status.assert_consumed()
+    status.assert_existing_objects_matched()  # nothing exists yet that missed a value
+    second.compile(optimizer=opt2, loss="mse")
+    second.build((None, 4))
+    status.assert_consumed()
+    for a, b in zip(second.get_weights(), first.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    _fit(second, 1)
+    for a, b in zip(second.get_weights(), straight.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)

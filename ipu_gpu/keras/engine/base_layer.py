@@ -614,6 +614,9 @@ class Layer:
                                                variable, regularizer)
         (self._trainable_weights if trainable else self._non_trainable_weights).append(variable)
         _join_graph_collections(variable, trainable)
+        restoring = sys.modules.get("ipu_gpu.object_checkpoint")
+        if restoring is not None:  # a tf.train.Checkpoint restore waiting for this weight
+            restoring.variable_created()
         return variable
 
     def add_variable(self, *args, **kwargs):
