@@ -11,7 +11,7 @@ import numpy as np
 from . import backend, dtypes, strings
 from .allocation import allocation_failure, check_allocation
 from .indexed_slices import IndexedSlices, densify
-from .tensor import Tensor, _Product, wrap
+from .tensor import Tensor, _Deferred, _Product, wrap
 
 _KDL_CPU = 1
 
@@ -204,8 +204,8 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     to the current backend.
     """
     d = None if dtype is None else dtypes.as_dtype(dtype, "convert_to_tensor: dtype")
-    if type(value) is _Product:  # ``lr * g`` not computed yet: computed, a plain Tensor
-        value._value  # noqa: B018
+    if type(value) is _Product or type(value) is _Deferred:
+        value._value  # noqa: B018  # not computed yet (``lr * g``, a bias_add): computed now
     if type(value) is Tensor:
         if d is not None and value.dtype != d:
             raise TypeError(f"convert_to_tensor: value must have dtype {d.name}, got a Tensor "

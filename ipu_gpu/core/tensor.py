@@ -437,6 +437,53 @@ class _Product(Tensor):
     __str__ = __repr__
 
 
+class _Deferred(Tensor):
+    """An op's output not computed yet, held as ``(compute, operands)``: ``tf.nn.bias_add``
+    leaves its sum so (``ops/nn``), so that a ``tf.nn.relu`` of it writes
+    ``relu(value + bias)`` in one pass without the sum ever reaching memory. The first read
+    of its value computes ``compute(*operands)`` (the op's own kernel, the same bits) and the
+    object becomes a plain Tensor. The op made it only where its operands are arrays that
+    nothing else holds or may write (so computing later gives what computing now would)."""
+
+    __slots__ = ()
+
+    @property
+    def _value(self):
+        pending = _SLOT.__get__(self)
+        if type(pending) is not tuple:  # another thread computed it meanwhile
+            return pending
+        compute, operands = pending
+        z = compute(*operands)
+        _SLOT.__set__(self, z)
+        self.__class__ = Tensor
+        return z
+
+    @_value.setter
+    def _value(self, v):
+        _SLOT.__set__(self, v)
+        self.__class__ = Tensor
+
+    def _pending(self):
+        """``(compute, operands)`` while not computed, else None."""
+        pending = _SLOT.__get__(self)
+        return pending if type(pending) is tuple else None
+
+    def __repr__(self) -> str:
+        self._value  # noqa: B018  # computed: a plain Tensor from here on
+        return Tensor.__repr__(self)
+
+    __str__ = __repr__
+
+
+def deferred(compute, operands: tuple) -> Tensor:
+    """A Tensor whose value is ``compute(*operands)``, computed on first read (``_Deferred``);
+    no allocation hook charges it (the caller makes one only where none is installed)."""
+    t = object.__new__(_Deferred)
+    _SLOT.__set__(t, (compute, operands))
+    t._id = _next_id()
+    return t
+
+
 def _pending_product(t, s, scalar_first: bool):
     """A ``_Product`` of the Tensor ``t`` and the Python number ``s``, or None where the
     multiply op must run now (a tape records, an allocation hook charges, the operand is not

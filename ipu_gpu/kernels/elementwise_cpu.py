@@ -109,6 +109,25 @@ def column_sums(g, c):
     return out
 
 
+@njit(cache=True, nogil=True)
+def _bias_relu_rows_to(x, b, out):
+    n, c = x.shape
+    for r in range(n):
+        for j in range(c):
+            v = x[r, j] + b[j]
+            out[r, j] = v if not v <= 0 else 0
+
+
+def bias_relu(x, b):
+    """``relu(bias_add_last(x, b))`` in one pass into a new array, with no intermediate sum
+    written out: the bits of the two kernels; as ``fits`` requires."""
+    out = np.empty_like(x)
+    if x.size:
+        c = b.shape[0]
+        _bias_relu_rows_to(x.reshape(-1, c), b, out.reshape(-1, c))
+    return out
+
+
 # ---- a dense layer's epilogue (ops/dense.py): bias and relu in one pass over the GEMM output
 @njit(cache=True, nogil=True)
 def _bias_relu_rows(z, b, relu):

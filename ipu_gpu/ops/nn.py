@@ -7,7 +7,9 @@ import numpy as np
 from ..core import dtypes
 from ..core import tape as _tape
 from ..core.registry import register
+from ..core.tensor import Tensor, _Deferred
 from ..errors import InvalidArgumentError
+from . import bias_relu_fusion as _fusion
 from . import creation as _creation
 from . import indexing as _indexing
 from . import math as _math
@@ -110,6 +112,10 @@ _SELU = _activation(
 def relu(features, name=None):
     """max(features, 0) for any real number dtype (floats, signed and unsigned ints); the
     gradient at 0 is 0, as TF."""
+    if type(features) is _Deferred:  # a bias_add's sum: relu(v + b) in one pass
+        out = _fusion.relu_of_deferred(_RELU, features)
+        if out is not None:
+            return out
     return _RELU(features)
 
 
@@ -421,6 +427,10 @@ _tape.set_pair_backward(_RELU, _BIAS_ADD, _relu_of_bias_add_backward)
 def bias_add(value, bias, data_format=None, name=None):
     """value + bias, with the 1-D ``bias`` added along the channel axis: the last one, or
     axis 1 for an 'NC...' ``data_format``."""
+    if type(value) is Tensor:  # the sum left for a relu to take in its pass, where it may
+        out = _fusion.deferred_bias_add(_BIAS_ADD, value, bias, data_format)
+        if out is not None:
+            return out
     return _BIAS_ADD(value, bias, data_format=data_format)
 
 
