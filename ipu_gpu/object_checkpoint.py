@@ -1,9 +1,10 @@
 """``tf.train.Checkpoint``: saving and restoring the variables of a graph of objects.
 
 The objects are found as TF finds them, from the keyword arguments (and ``root``): a
-variable is a leaf; a Keras model has ``layer_with_weights-<i>`` children (its layers that
-have weights) and its compiled ``optimizer``; a Keras layer's weights are named by their
-base name (``kernel``, ``bias``); a Keras optimizer has ``iter`` and its hyperparameter
+variable is a leaf; a Sequential or functional Keras model has ``layer_with_weights-<i>``
+children (its layers that have weights) and its compiled ``optimizer``; any other Keras
+layer or model its public attributes (``kernel``, ``bias``, sublayers, ``optimizer``), then
+weights no attribute holds by their base name; a Keras optimizer has ``iter`` and its hyperparameter
 variables, and each slot of a tracked variable ``v`` is saved as
 ``<v's path>/.OPTIMIZER_SLOT/<optimizer's path>/<slot>`` (TF's keys); a ``tf.Module`` has its
 attributes; lists and dicts their items; a nested ``Checkpoint`` its own children. Every
@@ -77,6 +78,12 @@ def _base_name(var) -> str:
     return var.name.rsplit(":", 1)[0].rsplit("/", 1)[-1]
 
 
+def _is_graph_model(obj) -> bool:
+    from .keras.engine.sequential import Sequential
+
+    return isinstance(obj, Sequential) or bool(getattr(obj, "_is_graph_network", False))
+
+
 def _weights(layer) -> list:
     """A Keras layer's weights; none for a model not built yet (Keras raises there)."""
     try:
@@ -100,23 +107,26 @@ def _children(obj) -> list:
         out += [(k, v) for k, v in sorted(obj._hyper.items()) if isinstance(v, variable)]
         return out
     if layer and isinstance(obj, layer):
-        sublayers = getattr(obj, "layers", None)
-        if sublayers is None:  # a layer: its weights by base name
-            out, seen = [], set()
-            for w in _weights(obj):
-                name = _base_name(w)
-                while name in seen:
-                    name += "_1"
-                seen.add(name)
-                out.append((name, w))
+        if _is_graph_model(obj):  # Sequential/functional: its layers by position
+            with_weights = [sub for sub in obj.layers if _weights(sub)]
+            out = [(f"layer_with_weights-{i}", sub) for i, sub in enumerate(with_weights)]
+            opt = getattr(obj, "optimizer", None)
+            if optimizer and isinstance(opt, optimizer):
+                out.append(("optimizer", opt))
             return out
-        with_weights = [sub for sub in sublayers if _weights(sub)]
-        out = [(f"layer_with_weights-{i}", sub) for i, sub in enumerate(with_weights)]
-        owned = {id(w) for sub in with_weights for w in _weights(sub)}
-        out += [(_base_name(w), w) for w in _weights(obj) if id(w) not in owned]
-        opt = getattr(obj, "optimizer", None)
-        if optimizer and isinstance(opt, optimizer):
-            out.append(("optimizer", opt))
+        # a layer or a subclassed model: its attributes (kernel, bias, sublayers,
+        # optimizer), then any weight no attribute holds, by its base name
+        out = [(k, v) for k, v in vars(obj).items()
+               if not k.startswith("_") and _is_trackable(v)]
+        held = {id(v) for _, v in out}
+        names = {k for k, _ in out}
+        for w in obj._trainable_weights + obj._non_trainable_weights:
+            if id(w) not in held:
+                name = _base_name(w)
+                while name in names:
+                    name += "_1"
+                names.add(name)
+                out.append((name, w))
         return out
     if isinstance(obj, module):
         return [(k, v) for k, v in sorted(vars(obj).items())
@@ -301,7 +311,6 @@ class Checkpoint:
 
     def write(self, file_prefix, options=None) -> str:
         """Writes every tracked value to ``<file_prefix>.npz``; returns ``file_prefix``."""
-        _ = self.save_counter
         prefix = os.fspath(file_prefix)
         directory = os.path.dirname(prefix)
         if directory:

@@ -232,3 +232,39 @@ def test_restore_before_the_model_is_built_waits_for_its_weights(tmp_path):
     _fit(second, 1)
     for a, b in zip(second.get_weights(), straight.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def _subclassed(keras):
+    class Block(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.inner = keras.layers.Dense(2)
+            self.scale = self.add_weight(name="scale", shape=(2,), initializer="ones")
+
+        def call(self, x):
+            return self.inner(x) * self.scale
+
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+            self.heads = [keras.layers.Dense(1), keras.layers.Dense(1)]
+
+        def call(self, x):
+            h = self.block(x)
+            return self.heads[0](h) + self.heads[1](h)
+
+    net = Net()
+    net(np.ones((1, 3), np.float32))
+    return net
+
+
+def test_subclassed_model_keys_are_tensorflow_s(tmp_path, real_tf, tf_keras):
+    """Attribute names for subclassed models and custom layers; write() makes no
+    save_counter."""
+    ours = ig.train.Checkpoint(model=_subclassed(ig.keras)).write(str(tmp_path / "ours"))
+    theirs = real_tf.train.Checkpoint(model=_subclassed(tf_keras)).write(str(tmp_path / "tf"))
+    assert _keys(tf1, ours) == _keys(real_tf, theirs)
+    assert "model/block/inner/kernel/.ATTRIBUTES/VARIABLE_VALUE" in _keys(tf1, ours)
+    net = _subclassed(ig.keras)
+    ig.train.Checkpoint(model=net).restore(ours).assert_consumed()
