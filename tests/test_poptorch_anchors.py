@@ -53,7 +53,11 @@ def test_tutorial_style_gradients_and_weights():
     torch.testing.assert_close(model.getAnchoredTensor("fc.weight"), before)
     torch.testing.assert_close(model.getAnchoredTensor("UpdatedVar___fc.weight"),
                                before - 0.1 * ref.fc.weight.grad, rtol=1e-6, atol=1e-7)
-    assert not model.copyWeightsToHostIfNeeded()  # written back after every call
+    # the host module gets the weights when it reads them (PopTorch's lazy copy)
+    assert model.copyWeightsToHostIfNeeded()
+    assert not model.copyWeightsToHostIfNeeded()
+    torch.testing.assert_close(net.fc.weight.detach(),
+                               model.getAnchoredTensor("UpdatedVar___fc.weight"))
 
 
 def test_anchor_output_modes_per_micro_batch_and_per_step():

@@ -41,6 +41,7 @@ import tempfile
 
 import torch
 
+from . import host_sync
 from .errors import Error
 
 __all__ = ["MAGIC", "TensorSpec", "cache_entry", "load", "read", "save"]
@@ -266,8 +267,11 @@ def cache_key(executor) -> str:
     weights = [(name, tuple(t.shape), str(t.dtype))
                for name, t in list(model.named_parameters()) + list(model.named_buffers())]
     optimizer = type(executor.optimizer).__qualname__ if executor.optimizer is not None else None
-    parts = [FORMAT, version(), bool(executor.training), type(model).__module__,
-             type(model).__qualname__, repr(model), weights,
+    cls = host_sync.plain_type(model)  # the user's class, not the training wrapper
+    with host_sync.unwrapped(model):
+        text = repr(model)
+    parts = [FORMAT, version(), bool(executor.training), cls.__module__, cls.__qualname__, text,
+             weights,
              _signature_text(executor._signature), optimizer,
              sorted((k, repr(v)) for k, v in options.items())]
     text = _ADDRESS.sub("", repr(parts))

@@ -41,7 +41,7 @@ import weakref
 import torch
 
 from ..emulation import observe as _observe
-from . import device_pool, input_groups, loss_scaling
+from . import device_pool, host_sync, input_groups, loss_scaling
 from ._tensor_tree import tensor_leaves
 from .anchors import Anchors
 from .device_state import DeviceState, HalfUpdatesInFloat32, draws_integers, synthetic_batch
@@ -185,16 +185,17 @@ class PoplarExecutor:
     # ConnectionType.Always, else its first run, and every attachToDevice) and by
     # copyWeightsToDevice(); a call runs on that copy (swapped into the host tensors' .data
     # for the call), so host edits reach the device only through copyWeightsToDevice() /
-    # load_state_dict() / a new attach, as on an IPU. A training model writes its weights
-    # back to the host after every call (PopTorch copies them lazily on the first host read:
-    # what the host reads is the same), and an inference model of the same module re-copies
-    # them before its next call. The modules' train/eval flags are frozen at compilation
-    # (the top module's at wrapping, as PopTorch wraps a shallow copy).
+    # load_state_dict() / a new attach, as on an IPU. A training model's weights reach the
+    # host module when the host reads them (host_sync: PopTorch's wrapper classes), and an
+    # inference model of the same module re-copies them before its next call. The modules'
+    # train/eval flags are frozen at compilation (the top module's at wrapping, as PopTorch
+    # wraps a shallow copy).
     def _lifecycle_init(self) -> None:
         self._lease = None  # the pool's key for the IPUs held, or None
         self._release = None  # weakref.finalize giving the IPUs back at garbage collection
         self._device_weights = None  # {id(host tensor): (host tensor, device tensor)}
-        self._weights_version = 0  # training: bumped whenever the host gets new weights
+        self._weights_version = 0  # training without host_sync: bumped at every write-back
+        self._host_sync = None  # training: the module's lazy write-back (host_sync)
         self._trainer_version_seen = None  # inference: the trainer's version it copied
         self._wrap_flag = bool(self.model.training)
         self._compiled_flags = None
@@ -210,10 +211,24 @@ class PoplarExecutor:
                 bool(getattr(self.options, "_relax_optimizer_checks", False)))
             self._take_optimizer(self.optimizer)
             _TRAINERS[self.model] = weakref.ref(self)
+            self._wrap_for_host_reads()
+
+    def _wrap_for_host_reads(self) -> None:
+        """Install the lazy write-back (host_sync) where the module's tensors allow it; a
+        module with other tensor classes gets its weights after every call instead."""
+        if host_sync.HostSync.supports(self.model):
+            self._host_sync = host_sync.HostSync(self.model, self)
+            self._host_sync.install()
+
+    def _host_version(self) -> int:
+        """The training model's host weights version (bumped by every write-back)."""
+        sync = self._host_sync
+        return sync.version if sync is not None else self._weights_version
 
     def _holder(self) -> str:
         kind = "trainingModel" if self.training else "inferenceModel"
-        return f"poptorch.{kind}({type(self.model).__name__}) created at {self._origin}"
+        name = host_sync.plain_type(self.model).__name__
+        return f"poptorch.{kind}({name}) created at {self._origin}"
 
     def _connection(self):
         from .enums import ConnectionType
@@ -345,7 +360,7 @@ class PoplarExecutor:
         self._upload_weights()
         trainer = self._trainer()
         if trainer is not None:
-            self._trainer_version_seen = trainer._weights_version
+            self._trainer_version_seen = trainer._host_version()
 
     def _detach(self) -> None:
         if self._release is not None:
@@ -381,6 +396,11 @@ class PoplarExecutor:
     def _download_weights(self) -> None:
         if self._device_weights is None:
             return
+        sync = self._host_sync
+        if sync is not None:
+            sync.pending = self._device_weights
+            sync.flush()
+            return
         with torch.no_grad():
             for host, device in self._device_weights.values():
                 host.copy_(device)
@@ -400,17 +420,22 @@ class PoplarExecutor:
         if not self._attached:
             self.attachToDevice()
         trainer = self._trainer()
-        if trainer is not None and trainer._weights_version != self._trainer_version_seen:
-            logger.debug("Implicit copyWeightsToDevice()")
-            self._upload_weights()
-            self._trainer_version_seen = trainer._weights_version
+        if trainer is not None:
+            if trainer._host_sync is not None:
+                trainer._host_sync.flush()  # PopTorch: copyWeightsToHostIfNeeded() first
+            if trainer._host_version() != self._trainer_version_seen:
+                logger.debug("Implicit copyWeightsToDevice()")
+                self._upload_weights()
+                self._trainer_version_seen = trainer._host_version()
 
     @contextlib.contextmanager
     def _on_device(self):
-        """Run the body on the device's weights and the compiled train/eval flags."""
+        """Run the body on the device's weights and the compiled train/eval flags, with
+        the module's plain classes (host_sync); a training model's host module has stale
+        weights afterwards, until it is read."""
         weights = self._device_weights or {}
         swapped = []
-        with _module_flags(self._compiled_flags or {}):
+        with host_sync.unwrapped(self.model), _module_flags(self._compiled_flags or {}):
             try:
                 for key, (host, device) in weights.items():
                     swapped.append((key, host, host.data))
@@ -421,7 +446,10 @@ class PoplarExecutor:
                     weights[key] = (host, host.data)
                     host.data = data
                 if self.training:
-                    self._download_weights()
+                    if self._host_sync is not None:
+                        self._host_sync.pending = self._device_weights
+                    else:
+                        self._download_weights()
 
     def isCompiled(self) -> bool:  # noqa: N802 - PopTorch's name
         """Whether the model is compiled (and not destroyed)."""
@@ -574,6 +602,9 @@ class PoplarExecutor:
             self._download_weights()
             if _TRAINERS.get(self.model) is not None and _TRAINERS[self.model]() is self:
                 del _TRAINERS[self.model]
+            if self._host_sync is not None:  # PopTorch unwraps the module
+                self._host_sync.remove()
+                self._host_sync = None
         self._detach()
         self._signature = None
         self._device_state = None
@@ -753,10 +784,10 @@ class PoplarExecutor:
                             self.training and loss_scaling.enabled(self.options))
 
     def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
-        """Copy the device's weights to the host if the host's are stale; whether it
-        copied. A training model writes its weights to the host after every call, so the
-        host's are never stale here: False."""
-        return False
+        """Copy the device's weights to the host if the host's are stale (a training model
+        ran since the host last read them); whether it copied."""
+        sync = self._host_sync
+        return sync.flush() if sync is not None else False
 
     @property
     def rng_state(self):
