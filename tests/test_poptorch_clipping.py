@@ -1,6 +1,9 @@
 """``max_grad_norm`` as PopART's ``ClipWeightGradientsByNorm`` applies it per optimizer: the
 factor ``max / max(max, norm)`` on what enters each weight's update (SGD1/SGD2: the
-velocity after this step's gradient, for the weight's step only; Adam/AdamW: the
+velocity after this step's gradient, for the weight's step only; with ``nesterov`` the
+Nesterov gradient ``SGD1Nesterov`` makes from it, ``vs * (g + wd * w) + mm * v`` (PopART's
+``SGD2Decompose::nesterovGradUpdate``: it replaces the velocity as the ``SGD1VarUpdate``'s
+updater, which ``ClipWeightGradientsByNorm`` clips), the velocity kept unclipped; Adam/AdamW: the
 unscaled gradient, plus ``wd * w`` under Adam's L2 decay; PopTorch's LAMB and RMSprop take no
 ``max_grad_norm``). Each case puts ``max_grad_norm``
 between PopART's clip-input norm and the other candidate (the mean gradient's for SGD
@@ -65,7 +68,7 @@ class Reference:
         self.m = [np.zeros_like(w) for w in weights]
         self.v = [np.zeros_like(w) for w in weights]
         self.t = 0
-        if kind == "sgd_combined":  # the combined velocity starts at (1 - dm) * wd * vs * w
+        if kind.startswith("sgd_combined"):  # the combined velocity starts at wd * vs * w
             self.v = [self.h["wd"] * self.h["vs"] * w for w in self.w]
 
     def clip_input(self, g):
@@ -75,6 +78,12 @@ class Reference:
             return [LS * (h["mm"] * v + gi + h["wd"] * w) for v, gi, w in zip(self.v, g, self.w)]
         if self.kind == "sgd_combined":
             return [v + h["vs"] * gi for v, gi in zip(self.v, g)]
+        if self.kind == "sgd_separate_nesterov":  # vs = ls: vs * (g + wd * w) + mm * v
+            return [LS * (gi + h["wd"] * w + h["mm"] * (h["mm"] * v + gi + h["wd"] * w))
+                    for v, gi, w in zip(self.v, g, self.w)]
+        if self.kind == "sgd_combined_nesterov":
+            return [h["vs"] * (gi + h["wd"] * w) + h["mm"] * (v + h["vs"] * gi)
+                    for v, gi, w in zip(self.v, g, self.w)]
         if self.kind == "adam_l2":
             return [gi + h["wd"] * w for gi, w in zip(g, self.w)]
         return list(g)
@@ -90,6 +99,15 @@ class Reference:
         if self.kind == "sgd_combined":
             self.w = [w - LR / h["vs"] * f * v for w, v in zip(self.w, u)]
             self.v = [h["mm"] * v + h["wd"] * h["vs"] * w for v, w in zip(u, self.w)]
+            return
+        if self.kind == "sgd_separate_nesterov":  # velocity mm * v + g + wd * w, unclipped
+            self.v = [h["mm"] * v + gi + h["wd"] * w for v, gi, w in zip(self.v, g, self.w)]
+            self.w = [w - LR / LS * f * ui for w, ui in zip(self.w, u)]
+            return
+        if self.kind == "sgd_combined_nesterov":
+            velocity = [v + h["vs"] * gi for v, gi in zip(self.v, g)]
+            self.w = [w - LR / h["vs"] * f * ui for w, ui in zip(self.w, u)]
+            self.v = [h["mm"] * v + h["wd"] * h["vs"] * w for v, w in zip(velocity, self.w)]
             return
         b1, b2, eps = 0.9, 0.999, 1e-8
         self.t += 1
@@ -108,13 +126,15 @@ class Reference:
 
 
 def _optimizer(kind, params, max_norm, hyper):
-    if kind == "sgd_separate":
+    nesterov = kind.endswith("_nesterov")
+    if kind.startswith("sgd_separate"):
         return poptorch.optim.SGD(params, lr=LR, momentum=hyper["mm"], weight_decay=hyper["wd"],
-                                  loss_scaling=LS, max_grad_norm=max_norm)
-    if kind == "sgd_combined":
+                                  loss_scaling=LS, max_grad_norm=max_norm, nesterov=nesterov)
+    if kind.startswith("sgd_combined"):
         return poptorch.optim.SGD(params, lr=LR, momentum=hyper["mm"], weight_decay=hyper["wd"],
                                   loss_scaling=LS, velocity_scaling=hyper["vs"],
-                                  use_combined_accum=True, max_grad_norm=max_norm)
+                                  use_combined_accum=True, max_grad_norm=max_norm,
+                                  nesterov=nesterov)
     if kind == "adam_l2":
         return poptorch.optim.Adam(params, lr=LR, weight_decay=hyper["wd"], loss_scaling=LS,
                                    max_grad_norm=max_norm)
@@ -124,13 +144,24 @@ def _optimizer(kind, params, max_norm, hyper):
     raise AssertionError(kind)
 
 
+def _velocity_norm(kind):
+    """Nesterov's other candidate: the clip input without Nesterov (the velocity)."""
+    def other(g, ref):
+        plain = Reference(kind, ref.w, ref.h)
+        return _norm(plain.clip_input(g))
+    return other
+
+
 # kind -> (hyper-parameters, the other candidate's norm from the mean gradient g and the
-# clip input u at the first step)
+# reference at the first step)
 CASES = {
-    "sgd_separate": ({"mm": 0.9, "wd": 0.01}, lambda g, u: _norm(g)),
-    "sgd_combined": ({"mm": 0.9, "wd": 0.01, "vs": 4.0}, lambda g, u: _norm(g)),
-    "adam_l2": ({"wd": 2.0}, lambda g, u: _norm(g)),
-    "adamw": ({"wd": 0.01}, lambda g, u: LS * _norm(g)),
+    "sgd_separate": ({"mm": 0.9, "wd": 0.01}, lambda g, ref: _norm(g)),
+    "sgd_combined": ({"mm": 0.9, "wd": 0.01, "vs": 4.0}, lambda g, ref: _norm(g)),
+    "sgd_separate_nesterov": ({"mm": 0.9, "wd": 0.01}, _velocity_norm("sgd_separate")),
+    "sgd_combined_nesterov": ({"mm": 0.9, "wd": 0.01, "vs": 4.0},
+                              _velocity_norm("sgd_combined")),
+    "adam_l2": ({"wd": 2.0}, lambda g, ref: _norm(g)),
+    "adamw": ({"wd": 0.01}, lambda g, ref: LS * _norm(g)),
 }
 
 
@@ -148,7 +179,7 @@ def test_max_grad_norm_clips_what_popart_clips(kind, a, r):
     weights = [p.detach().double().numpy().copy() for p in net.parameters()]
     ref = Reference(kind, weights, hyper)
     g0 = _mean_gradient(ref.w, *batches[0], chunks)
-    popart_norm, other_norm = _norm(ref.clip_input(g0)), other(g0, None)
+    popart_norm, other_norm = _norm(ref.clip_input(g0)), other(g0, ref)
     lo, hi = sorted((popart_norm, other_norm))
     assert hi > 1.5 * lo  # the candidates are apart
     max_norm = float(np.sqrt(lo * hi))  # between them: PopART clips iff its norm is above
