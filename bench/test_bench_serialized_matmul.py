@@ -2,10 +2,11 @@
 each of Graphcore's three dimensions, against ONE matmul of the whole problem.
 
 * ipu_gpu: serialized_matmul(a, b, F, dimension): on the CPU one GEMM (m/n split: the
-  unsplit product) or F slice GEMMs through OpenBLAS into one preallocated output, each
-  later one added with beta = 1 when OpenBLAS takes the slice in one k-block (F = 8 here),
-  else through a buffer and an ordered add (k split); on cupy, one GEMM (m/n split) or one
-  batched GEMM plus F - 1 ordered adds (k split).
+  unsplit product) or, for the k split at this size, row tiles of 512 output rows shared
+  over threads, each tile's F slice GEMMs on one BLAS thread added into the tile in slice
+  order while it is in cache (smaller k splits: F whole-slice GEMMs into the output, with
+  beta = 1 or a buffer and ordered adds); on cupy, one GEMM (m/n split) or one batched GEMM
+  plus F - 1 ordered adds (k split).
 * numpy / cupy: one ``matmul(a, b)`` (the anchor: the issue's target is a ratio to it).
 * torch / torch CUDA: one ``torch.matmul(a, b)``.
 

@@ -1,6 +1,7 @@
 """serialized_matmul (Graphcore's ipu.math_ops.serialized_matmul): every case of Graphcore's
 shape table under every factor against matmul, the split-k order bit for bit (also through
-the k split's beta = 1 CBLAS GEMMs, kernels/_blas_gemm.py), int32 and float16, gradients
+the k split's beta = 1 CBLAS GEMMs, kernels/_blas_gemm.py, and its row tiles for big
+products, for any thread count), int32 and float16, gradients
 (against plain matmul, finite differences, second derivatives) and the split each backward
 matmul takes, errors with Graphcore's wording, a hypothesis property, torch/TF, the GPU twin
 through the CUDA emulator, and a gpu-marked public-API test."""
@@ -19,7 +20,10 @@ from opdb_serialized_matmul import table_cases
 from reference import serialized_matmul as ref
 
 import ipu_gpu
-from ipu_gpu.kernels import _blas_gemm, serialized_matmul_cpu
+from threadpoolctl import threadpool_limits
+
+from ipu_gpu.kernels import _blas_gemm, conv_cpu, serialized_matmul_cpu
+from ipu_gpu.kernels._blas import single_threaded_blas
 from ipu_gpu.ops import serialized_matmul as sm_op
 from ipu_gpu.ops.serialized_matmul import serialized_matmul
 
@@ -425,10 +429,8 @@ def test_kernel_makes_no_full_size_copies(dim, ta, tb):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    # m/n splits (one GEMM): nothing output-sized; k split: min(F - 1, GROUP) partial-product
-    # buffers, reused group after group
-    group = min(4 - 1, serialized_matmul_cpu.GROUP)
-    limit = out.nbytes * (group + 0.1 if dim == "a_rows_b_columns" else 0.1)
+    # m/n splits (one GEMM): nothing output-sized; k split: one reused partial-product buffer
+    limit = out.nbytes * (1.1 if dim == "a_rows_b_columns" else 0.1)
     assert peak < limit, (dim, peak)
     np.testing.assert_allclose(out, np.matmul(x.astype(np.float64), y), rtol=1e-4, atol=1e-3)
 
@@ -475,42 +477,69 @@ def test_split_k_accumulating_gemms_keep_the_ordered_sum_bitwise(m, k, n, f, ta,
         assert _blas_gemm.one_k_block(dtype, 32)
 
 
+def _tile_sum(x, y, f, rows):
+    """The row-tiled k split: per tile of ``rows`` output rows (each broadcast batch matrix
+    on its own), ((p0 + p1) + p2) + ... of the tile's slice products, BLAS on one thread."""
+    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    xb = np.broadcast_to(x, batch + x.shape[-2:])
+    yb = np.broadcast_to(y, batch + y.shape[-2:])
+    m = x.shape[-2]
+    out = np.empty(batch + (m, y.shape[-1]), x.dtype)
+    with single_threaded_blas():
+        for idx in np.ndindex(*batch):
+            for r0 in range(0, m, rows):
+                r = slice(r0, r0 + rows)
+                out[idx][r] = _ordered_sum(xb[idx][r], yb[idx], f)
+    return out
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("group", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(("ta", "tb", "batch"), [(False, False, ()), (True, False, (2,)),
                                                  (False, True, (3,)), (True, True, ())])
-@pytest.mark.parametrize("f", [2, 3, 4, 7])
-def test_split_k_buffered_groups_keep_the_ordered_sum_bitwise(f, ta, tb, batch, dtype, group,
-                                                              threads, monkeypatch):
-    """Slice products kept in groups of GROUP buffers and added into out group by group in
-    cache-sized chunks over Python threads (ordered_add_cpu, here with tiny chunks and any
-    thread count): still ((p0 + p1) + p2) + ... bit for bit, numpy's slice products summed."""
-    from ipu_gpu.kernels import ordered_add_cpu
-
-    monkeypatch.setattr(serialized_matmul_cpu, "GROUP", group)
-    monkeypatch.setattr(ordered_add_cpu, "THREADED_MIN_BYTES", 0)
-    monkeypatch.setattr(ordered_add_cpu, "CHUNK_BYTES", 328)  # ragged: 41 or 82 elements
-    monkeypatch.setattr(ordered_add_cpu, "num_threads", lambda: threads)
-    added = []
-    original = ordered_add_cpu.add_in_order
-
-    def spy(out, addends, threads=None):
-        added.append(len(addends))
-        return original(out, addends, threads)
-
-    monkeypatch.setattr(ordered_add_cpu, "add_in_order", spy)
-    rng = np.random.default_rng(f * 7 + group)
-    m, s, n = 19, 5, 23
+@pytest.mark.parametrize("f", [2, 3, 4, 8])
+def test_split_k_row_tiles_keep_the_ordered_sum_bitwise(f, ta, tb, batch, dtype, threads,
+                                                        monkeypatch):
+    """Big k splits run as row tiles of the output (here forced on small problems: tiles of
+    16 rows, a ragged last one): each tile is ((p0 + p1) + p2) + ... of its own slice
+    products, bit for bit, for any number of threads."""
+    monkeypatch.setattr(serialized_matmul_cpu, "TILED_MIN_MNK", 0)
+    monkeypatch.setattr(serialized_matmul_cpu, "TILE_ROWS", 16)
+    monkeypatch.setattr(conv_cpu, "num_threads", lambda: threads)
+    rng = np.random.default_rng(f * 11 + threads)
+    m, s, n = 41, 6, 23
     k = f * s
     a = _normal(rng, batch + ((k, m) if ta else (m, k)), dtype)
     b = _normal(rng, (n, k) if tb else (k, n), dtype)
     x, y = _op(a, ta), _op(b, tb)
+    assert serialized_matmul_cpu._tiled(x, y, batch)
     out = np.empty(batch + (m, n), dtype)
     assert serialized_matmul_cpu.serialized_matmul(x, y, "a_rows_b_columns", f, out) is out
-    np.testing.assert_array_equal(out, _ordered_sum(x, y, f))
-    g = min(group, f - 1)
-    assert added == [g] * ((f - 1) // g) + ([(f - 1) % g] if (f - 1) % g else [])
+    np.testing.assert_array_equal(out, _tile_sum(x, y, f, 16))
+    np.testing.assert_allclose(out, np.matmul(x.astype(np.float64), y), rtol=1e-5, atol=1e-4)
+
+
+def test_split_k_row_tiles_at_full_size_ignore_blas_threads(monkeypatch):
+    """A product above TILED_MIN_MNK takes the tiles by default (512-row tiles, wide outputs
+    fewer rows); its bits are the tile sums whatever OpenBLAS's thread count and Numba's: BLAS
+    runs on one thread for every tile, where numpy's whole-slice GEMMs give other bits on 1
+    and on 2 OpenBLAS threads with OpenBLAS's Haswell/Zen kernels."""
+    rng = np.random.default_rng(21)
+    m, k, n, f = 1100, 1024, 300, 4
+    a, b = _normal(rng, (m, k)), _normal(rng, (k, n))
+    assert serialized_matmul_cpu._tiled(a, b, ())
+    rows = serialized_matmul_cpu._tile_rows(n)
+    assert rows == 512
+    want = _tile_sum(a, b, f, rows)
+    got = serialized_matmul(a, b, f, "a_rows_b_columns").numpy()
+    np.testing.assert_array_equal(got, want)
+    with threadpool_limits(1):
+        np.testing.assert_array_equal(serialized_matmul(a, b, f, "a_rows_b_columns").numpy(),
+                                      want)
+    monkeypatch.setattr(conv_cpu, "num_threads", lambda: 1)
+    np.testing.assert_array_equal(serialized_matmul(a, b, f, "a_rows_b_columns").numpy(), want)
+    assert serialized_matmul_cpu._tile_rows(1 << 20) == 16  # a very wide output: thin tiles
+    assert serialized_matmul_cpu._tile_rows(5000) == 208
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -8,39 +8,44 @@ preallocated output; twin of serialized_matmul_gpu.
   GEMM's register tiles with other kernels, so where the slice borders fall moves bits; and
   each slice GEMM repacks the whole other operand: 1.13 (m) and 1.10 (n) times one
   np.matmul at F = 8, 2048^3 float32 on this 2-core AMD EPYC, against 0.99 for both now.)
-* k-split (``'a_rows_b_columns'``), ((p0 + p1) + p2) + ... with p_i the slice GEMMs: p0 is
-  written into ``out``; each later p_i is added by one CBLAS GEMM with beta = 1
-  (``out += x_i @ y_i``, ``_blas_gemm``) when that is bitwise ``out + p_i``. OpenBLAS adds a
-  GEMM's register sums into C once per k-block of at most GEMM_Q (320 for float32, 256 for
-  float64 on this EPYC), so beta = 1 rounds exactly as the separate add when the slice
-  length s is one k-block; ``_blas_gemm.one_k_block`` measures that once per (dtype, s), for
-  float32/float64 products of at least BLOCKED_MIN_MNK multiply-adds (F = 8, s = 256, at
-  2048^3 float32 here: 1.05-1.08 times one np.matmul). Otherwise (longer slices, small
-  products, CBLAS not found, int32) the later p_i are computed by numpy into up to GROUP (3)
-  output-sized buffers at a time, and each group is added into ``out`` in slice order by
-  ``ordered_add_cpu.add_in_order``: one pass over memory in L2-sized chunks (each chunk of
-  ``out`` takes the group's addends while it is in cache: G + 2 output-sized passes for G
-  products instead of 3 G for G whole-array adds), over Python threads, bitwise the
-  whole-array adds. At F = 4 (s = 512: OpenBLAS runs it as two 256-long k-blocks, so beta =
-  1 would round like an F = 8 split) that is 5 passes instead of 9; the cost left over one
-  np.matmul is the slice GEMMs themselves (their k-blocks, one zeroing pass each) and that
-  pass.
-  Why not output tiles, each tile's F products summed while hot in cache (no full-size
-  buffers): a product element computed by a GEMM over a block of rows or columns is not
-  bitwise the same element of the whole slice GEMM. On this EPYC (OpenBLAS 0.3.31,
-  Haswell kernels), every row- and column-block size tried (64 to 1024 of 2048) moved 3-7%
-  of a slice product's elements by a few ulps, at F = 2, 4 and 8; even the whole slice
-  GEMM gives other bits on 1 thread than on 2 (OpenBLAS's thread partition decides which
-  edge kernels compute which rows). Tiles would make the result the sum of tile products,
-  not of the slices' numpy products. Also measured and dropped before (quiet EPYC): a
+* k-split (``'a_rows_b_columns'``), ((p0 + p1) + p2) + ... with p_i the slice products, in
+  the output dtype, as Graphcore's Python ``+=`` builds it. Three ways, by size:
+  - Row tiles (float32/float64, at least TILED_MIN_MNK multiply-adds, two tiles or more):
+    the output is cut into tiles of ``_tile_rows(n)`` rows (TILE_ROWS = 512, fewer for
+    wide outputs) of each broadcast batch matrix; a tile's F slice products come from BLAS
+    on one thread, one after the other into a tile-sized buffer, each added into the tile
+    while both are in cache, and the tiles are shared out over Python threads
+    (``conv_cpu.run_blocks``). No output-sized buffer, no pass over memory beyond the
+    GEMMs'. p_i is then the slice product computed tile by tile: its bits are not those of
+    numpy's whole-slice GEMM (on this EPYC, OpenBLAS 0.3.31 with its Haswell kernels, every
+    row or column block size tried, 64 to 1024 of 2048, moved 3-7% of the elements by a few
+    ulps; even the whole-slice GEMM gives other bits on 1 OpenBLAS thread than on 2, as its
+    thread partition decides which edge kernels compute which rows), but they are the same
+    for any OpenBLAS or Numba thread count, which the whole-slice GEMMs' are not. 2048^3
+    float32 on the 2-core EPYC with the cores shared (load 6-8; each call paired with one
+    np.matmul, median of 15 pairs): F = 2, 4, 8 at 0.99, 0.99, 1.07 times one np.matmul,
+    the whole-slice ways below at 1.07, 1.04, 1.16 in the same run.
+  - Smaller problems, whole-slice GEMMs: p0 is written into ``out``; each later p_i is added
+    by one CBLAS GEMM with beta = 1 (``out += x_i @ y_i``, ``_blas_gemm``) when that is
+    bitwise ``out + p_i``. OpenBLAS adds a GEMM's register sums into C once per k-block of
+    at most GEMM_Q (320 for float32, 256 for float64 on this EPYC), so beta = 1 rounds
+    exactly as the separate add when the slice length s is one k-block;
+    ``_blas_gemm.one_k_block`` measures that once per (dtype, s), for float32/float64
+    products of at least BLOCKED_MIN_MNK multiply-adds.
+  - Otherwise (longer slices, small products, CBLAS not found, int32, float16, a batch
+    reduction) each later p_i goes through one reused output-sized buffer and a separate
+    ``np.add``.
+  Measured and dropped for the whole-slice way's adds (each three output-sized passes): a
   buffer kept zeroed for beta = 1 GEMMs with a fused add-and-clear pass, no faster; a
   2-thread Numba add, 1.3x, its spinning OpenMP threads stalling the next GEMM; OpenBLAS's
-  threaded ``saxpy`` as the add, 1.10x slower with the cores shared.
+  threaded ``saxpy``, 1.10x slower with the cores shared; up to three slice products kept
+  and added in one L2-chunked pass over Python threads (5 passes instead of 9 at F = 4): no
+  faster at best and about twice as slow under load (the products come back from DRAM,
+  where each add right after its GEMM finds its buffer partly in L3).
 
 No full-size copies of the operands: slices are views (BLAS takes their strides and
 transposes). A product that must be reduced over broadcast batch axes or rounded to float16
-is staged whole in one unreduced buffer, as on the GPU (a k split's later products then
-share one more buffer and whole-array adds). float16,
+is staged whole in one unreduced buffer, as on the GPU. float16,
 which numpy multiplies without BLAS (about 20x slower than float32 at 512^3), is converted
 to float32 once, each product rounded to float16 as it is stored (float32 accumulation, as
 the IPU's default float partials), and a k-split's partial products are added in float16.
@@ -50,14 +55,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _blas_gemm, ordered_add_cpu
+from . import _blas_gemm
 
 _BLAS_DTYPES = (np.float32, np.float64)
 # k-slices shorter than this keep the buffered adds: measuring OpenBLAS's k-blocking for them
 # would take a probe GEMM with an output of BLOCKED_MIN_MNK / s elements
 ACCUMULATE_MIN_K = 32
-# slice products buffered at once (output-sized buffers) before their ordered add into out
-GROUP = 3
+# k splits of at least this many multiply-adds (float32/float64) run as row tiles of the output
+TILED_MIN_MNK = 1 << 28
+TILE_ROWS = 512
+TILE_ELEMENTS = 1 << 20  # at most this many output elements a tile (wide outputs: fewer rows)
 
 
 def _product(x, y, out, staged, reduce_axes):
@@ -98,19 +105,48 @@ def _accumulate_slices(x, y, s, factor, out, batch):
                 np.add(om, np.matmul(xm[:, cut], ym[cut]), out=om)  # strides CBLAS refused
 
 
-def _buffered_slices(x, y, s, factor, out):
-    """out = ((p0 + p1) + p2) + ... with p_i = x_i @ y_i, each p_i numpy's slice product: p0
-    into ``out``, the later ones in groups of up to GROUP output-sized buffers, each group
-    added into ``out`` in slice order in one chunked pass (``ordered_add_cpu``)."""
-    _product(x[..., :, :s], y[..., :s, :], out, None, ())
-    group = max(1, min(factor - 1, GROUP))
-    parts = [np.empty_like(out) for _ in range(min(group, factor - 1))]
-    for first in range(1, factor, group):
-        count = min(group, factor - first)
-        for j in range(count):
-            cut = slice((first + j) * s, (first + j + 1) * s)
-            _product(x[..., :, cut], y[..., cut, :], parts[j], None, ())
-        ordered_add_cpu.add_in_order(out, parts[:count])
+def _tile_rows(n):
+    """Rows of a tile: TILE_ROWS, fewer for wide outputs (about TILE_ELEMENTS a tile), a
+    multiple of 16 (OpenBLAS's register tiles)."""
+    return max(16, min(TILE_ROWS, TILE_ELEMENTS // max(n, 1) // 16 * 16))
+
+
+def _tiled(x, y, batch):
+    """Whether a k split runs as row tiles: float32/float64, at least TILED_MIN_MNK
+    multiply-adds, and at least two tiles."""
+    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+    mats = int(np.prod(batch, dtype=np.int64))
+    return (x.dtype == y.dtype and x.dtype in _BLAS_DTYPES
+            and mats * m * k * n >= TILED_MIN_MNK and mats * -(-m // _tile_rows(n)) >= 2)
+
+
+def _tiled_slices(x, y, s, factor, out, batch):
+    """out = ((p0 + p1) + p2) + ... tile by tile: each tile of ``_tile_rows(n)`` output rows
+    (of one matrix of the broadcast batch) gets its F slice products from BLAS on one thread,
+    each added into the tile while it is in cache; tiles are shared out over threads
+    (``conv_cpu.run_blocks``)."""
+    from .conv_cpu import run_blocks  # imports Numba: only for products this big
+
+    m, n = out.shape[-2], out.shape[-1]
+    rows = _tile_rows(n)
+    xb = np.broadcast_to(x, batch + x.shape[-2:])
+    yb = np.broadcast_to(y, batch + y.shape[-2:])
+    mats = list(np.ndindex(*batch))
+    per = -(-m // rows)
+
+    def work(t):
+        idx, r0 = mats[t // per], (t % per) * rows
+        xm, ym = xb[idx], yb[idx]
+        cut_rows = slice(r0, min(r0 + rows, m))
+        tile = out[idx][cut_rows]
+        _product(xm[cut_rows, :s], ym[:s], tile, None, ())
+        part = np.empty_like(tile)
+        for i in range(1, factor):
+            cut = slice(i * s, (i + 1) * s)
+            _product(xm[cut_rows, cut], ym[cut], part, None, ())
+            np.add(tile, part, out=tile)
+
+    run_blocks(len(mats) * per, work)
 
 
 def _gemm_accumulate(x, y, out):
@@ -133,13 +169,13 @@ def serialized_matmul(x, y, dimension, factor, out, reduce_axes=()):
     stage = bool(reduce_axes) or out.dtype != x.dtype
     if dimension == "a_rows_b_columns":
         s = k // factor
+        if not stage and _tiled(x, y, batch):
+            _tiled_slices(x, y, s, factor, out, batch)
+            return out
         if not stage and _accumulates_exactly(x, y, s):
             _accumulate_slices(x, y, s, factor, out, batch)
             return out
-        if not stage:
-            _buffered_slices(x, y, s, factor, out)
-            return out
-        staged = np.empty(batch + (m, n), x.dtype)
+        staged = np.empty(batch + (m, n), x.dtype) if stage else None
         part = None
         for i in range(factor):
             cut = slice(i * s, (i + 1) * s)
