@@ -18,6 +18,7 @@ shares with the host module (research/poptorch_semantics.md sections 1.2, 1.4, 7
 
 from __future__ import annotations
 
+import logging
 import struct
 
 import torch
@@ -25,6 +26,8 @@ import torch
 from ._tensor_tree import tensor_leaves
 from .errors import Error
 from .input_groups import host_micro_batches
+
+logger = logging.getLogger("poptorch::python")
 
 __all__ = ["CompileChecks", "DeviceRandom", "DeviceState", "HalfUpdatesInFloat32",
            "ReplicaBuffers", "draws_integers", "stochastic_round_half", "synthetic_batch",
@@ -114,7 +117,13 @@ class DeviceRandom:
 
     ``seed``: ``Options.randomSeed`` when set. Unset, PopART draws a nondeterministic seed;
     the emulator draws it from the host's ``torch`` generator at compile time instead, so a
-    program that calls ``torch.manual_seed`` repeats exactly."""
+    program that calls ``torch.manual_seed`` repeats exactly.
+
+    Switching streams costs a generator state read and write per micro-batch. A model whose
+    first call (its compilation: PopTorch's graph, random ops included, is fixed then) drew
+    nothing from any replica's stream is not switched between replicas afterwards
+    (``draws`` False); should such a model draw later after all, the call's end sees the
+    stream moved, warns, and switches again from the next call on."""
 
     IDENTICAL = -1  # ``use()``'s key for the replica-identical stream
 
@@ -125,6 +134,8 @@ class DeviceRandom:
         self._cuda_devices = tuple(cuda_devices)
         self._host = None
         self._current = 0
+        self.draws = None  # whether the replicas' streams are used: None until a call ends
+        self._entered = None  # the states loaded at the call's start (``draws`` unknown)
         self.reseed(seed)
 
     def _keys(self):
@@ -156,6 +167,8 @@ class DeviceRandom:
 
     def use(self, key) -> None:
         """Inside a call: draw from replica ``key``'s stream (or ``IDENTICAL``) from now on."""
+        if self.draws is False and key != self.IDENTICAL:
+            key = 0  # no replica draws: replica 0's stream stands for every replica's
         if key != self._current:
             self._save()
             self._load(key)
@@ -164,10 +177,25 @@ class DeviceRandom:
         self._host = (torch.get_rng_state(),
                       [torch.cuda.get_rng_state(d) for d in self._cuda_devices])
         self._load(0)
+        if self.draws is not True:
+            self._entered = dict(self._states)
         return self
 
     def __exit__(self, *exc):
         self._save()
+        if self.draws is not True:
+            moved = any(not _same(self._states[k], self._entered[k])
+                        for k in range(self.replicas))
+            if self.draws is False and moved and self.replicas > 1:
+                logger.warning(
+                    "The model drew random numbers in a call after a first call that drew "
+                    "none: this call's replicas drew from replica 0's stream; later calls "
+                    "give each replica its own stream.")
+            if moved:
+                self.draws = True
+            elif self.draws is None and exc[0] is None:
+                self.draws = False
+            self._entered = None
         cpu, cuda = self._host
         torch.set_rng_state(cpu)
         for d, state in zip(self._cuda_devices, cuda):
@@ -208,6 +236,12 @@ class DeviceRandom:
             self._states[key] = (tensors[0], tensors[1:])
         if self._host is not None:
             self._load(self._current)
+
+
+def _same(a, b) -> bool:
+    """Whether two (cpu, [cuda...]) generator states are equal."""
+    return a[0] is b[0] or (torch.equal(a[0], b[0])
+                            and all(torch.equal(x, y) for x, y in zip(a[1], b[1])))
 
 
 def _to_words(state: torch.Tensor) -> list:
