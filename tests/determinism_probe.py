@@ -112,6 +112,9 @@ def workloads(rng):
                 False))
     out.append(("serialized_matmul", lambda a, w: ipu.math_ops.serialized_matmul(
         a, w, 4, "a_columns"), [normal(256, 1024), normal(1024, 256)]))
+    # a k split big enough for its row tiles (2**28 multiply-adds, two 512-row tiles)
+    out.append(("serialized_matmul_k", lambda a, w: ipu.math_ops.serialized_matmul(
+        a, w, 4, "a_rows_b_columns"), [normal(1024, 1024), normal(1024, 256)], False))
     return out
 
 

@@ -531,8 +531,20 @@ def test_split_k_row_tiles_at_full_size_ignore_blas_threads(monkeypatch):
     rows = serialized_matmul_cpu._tile_rows(n)
     assert rows == 512
     want = _tile_sum(a, b, f, rows)
+    accumulated = []
+    original = serialized_matmul_cpu._gemm_accumulate
+
+    def spy(xi, yi, out):
+        accumulated.append(xi.shape)
+        return original(xi, yi, out)
+
+    monkeypatch.setattr(serialized_matmul_cpu, "_gemm_accumulate", spy)
     got = serialized_matmul(a, b, f, "a_rows_b_columns").numpy()
     np.testing.assert_array_equal(got, want)
+    # s = 256 is one k-block for float32 on most CPUs: the two full tiles (512 x 300 x 256 is
+    # over BLOCKED_MIN_MNK) add their later products by beta = 1 GEMMs, the 76-row tail not
+    one_pass = _blas_gemm.available(np.float32) and _blas_gemm.one_k_block(np.float32, 256)
+    assert accumulated == ([(512, 256)] * 6 if one_pass else [])
     with threadpool_limits(1):
         np.testing.assert_array_equal(serialized_matmul(a, b, f, "a_rows_b_columns").numpy(),
                                       want)

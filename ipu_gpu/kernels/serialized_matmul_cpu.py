@@ -14,17 +14,18 @@ preallocated output; twin of serialized_matmul_gpu.
     the output is cut into tiles of ``_tile_rows(n)`` rows (TILE_ROWS = 512, fewer for
     wide outputs) of each broadcast batch matrix; a tile's F slice products come from BLAS
     on one thread, one after the other into a tile-sized buffer, each added into the tile
-    while both are in cache, and the tiles are shared out over Python threads
-    (``conv_cpu.run_blocks``). No output-sized buffer, no pass over memory beyond the
-    GEMMs'. p_i is then the slice product computed tile by tile: its bits are not those of
-    numpy's whole-slice GEMM (on this EPYC, OpenBLAS 0.3.31 with its Haswell kernels, every
-    row or column block size tried, 64 to 1024 of 2048, moved 3-7% of the elements by a few
-    ulps; even the whole-slice GEMM gives other bits on 1 OpenBLAS thread than on 2, as its
-    thread partition decides which edge kernels compute which rows), but they are the same
-    for any OpenBLAS or Numba thread count, which the whole-slice GEMMs' are not. 2048^3
-    float32 on the 2-core EPYC with the cores shared (load 6-8; each call paired with one
-    np.matmul, median of 15 pairs): F = 2, 4, 8 at 0.99, 0.99, 1.07 times one np.matmul,
-    the whole-slice ways below at 1.07, 1.04, 1.16 in the same run.
+    while both are in cache (or added by a beta = 1 GEMM, as below, where s is one
+    k-block), and the tiles are shared out over Python threads (``conv_cpu.run_blocks``).
+    No output-sized buffer, no pass over memory beyond the GEMMs'. p_i is then the slice
+    product computed tile by tile: its bits are not those of numpy's whole-slice GEMM (on
+    this EPYC, OpenBLAS 0.3.31 with its Haswell kernels, every row or column block size
+    tried, 64 to 1024 of 2048, moved 3-7% of the elements by a few ulps; even the
+    whole-slice GEMM gives other bits on 1 OpenBLAS thread than on 2, as its thread
+    partition decides which edge kernels compute which rows), but they are the same for any
+    OpenBLAS or Numba thread count, which the whole-slice GEMMs' are not. 2048^3 float32 on
+    the 2-core EPYC with the cores shared (load 6-8; each call paired with one np.matmul,
+    median of 12-15 pairs): F = 2, 4, 8 at 0.99, 0.99, 0.96 times one np.matmul, the
+    whole-slice ways below at 1.07, 1.04, 1.16 in the same runs.
   - Smaller problems, whole-slice GEMMs: p0 is written into ``out``; each later p_i is added
     by one CBLAS GEMM with beta = 1 (``out += x_i @ y_i``, ``_blas_gemm``) when that is
     bitwise ``out + p_i``. OpenBLAS adds a GEMM's register sums into C once per k-block of
@@ -123,7 +124,8 @@ def _tiled(x, y, batch):
 def _tiled_slices(x, y, s, factor, out, batch):
     """out = ((p0 + p1) + p2) + ... tile by tile: each tile of ``_tile_rows(n)`` output rows
     (of one matrix of the broadcast batch) gets its F slice products from BLAS on one thread,
-    each added into the tile while it is in cache; tiles are shared out over threads
+    each added into the tile while it is in cache (by a beta = 1 GEMM where that is bitwise
+    the same, ``_accumulates_exactly``); tiles are shared out over threads
     (``conv_cpu.run_blocks``)."""
     from .conv_cpu import run_blocks  # imports Numba: only for products this big
 
@@ -138,12 +140,16 @@ def _tiled_slices(x, y, s, factor, out, batch):
         idx, r0 = mats[t // per], (t % per) * rows
         xm, ym = xb[idx], yb[idx]
         cut_rows = slice(r0, min(r0 + rows, m))
-        tile = out[idx][cut_rows]
-        _product(xm[cut_rows, :s], ym[:s], tile, None, ())
-        part = np.empty_like(tile)
+        tile, xt = out[idx][cut_rows], xm[cut_rows]
+        _product(xt[:, :s], ym[:s], tile, None, ())
+        accumulate, part = _accumulates_exactly(xt, ym, s), None
         for i in range(1, factor):
             cut = slice(i * s, (i + 1) * s)
-            _product(xm[cut_rows, cut], ym[cut], part, None, ())
+            if accumulate and _gemm_accumulate(xt[:, cut], ym[cut], tile):
+                continue
+            if part is None:
+                part = np.empty_like(tile)
+            _product(xt[:, cut], ym[cut], part, None, ())
             np.add(tile, part, out=tile)
 
     run_blocks(len(mats) * per, work)
