@@ -24,8 +24,8 @@ preallocated output; twin of serialized_matmul_gpu.
     partition decides which edge kernels compute which rows), but they are the same for any
     OpenBLAS or Numba thread count, which the whole-slice GEMMs' are not. 2048^3 float32 on
     the 2-core EPYC with the cores shared (load 6-8; each call paired with one np.matmul,
-    median of 12-15 pairs): F = 2, 4, 8 at 0.99, 0.99, 0.96 times one np.matmul, the
-    whole-slice ways below at 1.07, 1.04, 1.16 in the same runs.
+    medians of 12-15 pairs, three runs): F = 2, 4, 8 at 0.95-0.99, 0.99, 0.96-1.00 times
+    one np.matmul, the whole-slice ways below at 1.05-1.07, 1.04-1.14, 1.09-1.16.
   - Smaller problems, whole-slice GEMMs: p0 is written into ``out``; each later p_i is added
     by one CBLAS GEMM with beta = 1 (``out += x_i @ y_i``, ``_blas_gemm``) when that is
     bitwise ``out + p_i``. OpenBLAS adds a GEMM's register sums into C once per k-block of
