@@ -83,8 +83,7 @@ TABLE: dict[str, Alias] = {
     "tensorflow.python.framework.errors": Alias("ipu_gpu.errors"),
     "tensorflow.python.framework.errors_impl": Alias("ipu_gpu.errors"),
     "tensorflow.python.framework.dtypes": Alias("ipu_gpu", names=_DTYPE_NAMES),
-    "tensorflow.python.framework.ops": Alias("ipu_gpu", names=("Tensor", "control_dependencies",
-                                                             "convert_to_tensor")),
+    "tensorflow.python.framework.ops": Alias("ipu_gpu.compat.framework_ops"),
     "tensorflow.python.framework.constant_op": Alias("ipu_gpu", names=("constant",)),
     "tensorflow.python.framework.tensor_shape": Alias(
         "ipu_gpu.core.spec", names=("Dimension", "TensorShape", "unknown_shape")),
@@ -102,6 +101,20 @@ TABLE: dict[str, Alias] = {
         "concat", "expand_dims", "fill", "gather", "identity", "one_hot", "ones", "ones_like",
         "reshape", "split", "squeeze", "stack", "stop_gradient", "transpose", "where", "zeros",
         "zeros_like")),
+    # TF 1.15 / 2.6 internals whose names are TF1's (ops.cond is tf.compat.v1.cond, ...)
+    "tensorflow.python.ops.control_flow_ops": Alias("ipu_gpu.compat.v1", names=(
+        "Assert", "case", "cond", "group", "no_op", "while_loop")),
+    "tensorflow.python.ops.init_ops": Alias("ipu_gpu.compat.v1", names=(
+        "constant_initializer", "glorot_normal_initializer", "glorot_uniform_initializer",
+        "ones_initializer", "orthogonal_initializer", "random_normal_initializer",
+        "random_uniform_initializer", "truncated_normal_initializer",
+        "variance_scaling_initializer", "zeros_initializer")),
+    "tensorflow.python.ops.linalg_ops": Alias("ipu_gpu.compat.v1", names=("norm",)),
+    "tensorflow.python.ops.variable_scope": Alias("ipu_gpu.compat.v1", names=(
+        "AUTO_REUSE", "get_variable", "get_variable_scope", "variable_scope")),
+    "tensorflow.python.distribute.distribution_strategy_context": Alias(
+        "ipu_gpu.distribute", names=("experimental_set_strategy", "get_replica_context",
+                                     "get_strategy", "has_strategy", "in_cross_replica_context")),
     "tensorflow.python.data": Alias(NAMESPACE),
     "tensorflow.python.data.ops": Alias(NAMESPACE),
     "tensorflow.python.data.ops.dataset_ops": Alias("ipu_gpu.data", names=("Dataset",)),
