@@ -487,12 +487,15 @@ def deferred(compute, operands: tuple) -> Tensor:
 def _pending_product(t, s, scalar_first: bool):
     """A ``_Product`` of the Tensor ``t`` and the Python number ``s``, or None where the
     multiply op must run now (a tape records, an allocation hook charges, the operand is not
-    a C-contiguous float32/float64 numpy array, or ``s`` does not convert exactly as the op
-    converts it)."""
+    a C-contiguous float32/float64 numpy array that nothing but ``t`` holds, or ``s`` does
+    not convert exactly as the op converts it)."""
     if type(t) is not Tensor or _allocation_hook is not None or _tape_local is None:
         return None
     a = _SLOT.__get__(t)
-    if type(a) is not np.ndarray or _tape_local.tapes:
+    # a caller's array (``convert_to_tensor`` keeps it) could be written before the product
+    # is read: only an array that nothing but ``t`` holds (its slot, ``a``, the call's)
+    if (type(a) is not np.ndarray or _tape_local.tapes or a.base is not None
+            or sys.getrefcount(a) > 3):
         return None
     big = _FLOAT_MAX.get(a.dtype)
     if (big is None or not a.flags.c_contiguous or not -big <= s <= big
@@ -622,6 +625,8 @@ class Variable(Tensor):
     # A fresh buffer on every assignment keeps earlier reads (and tape residuals) immutable.
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Set the value; shape and dtype stay fixed. Returns the variable."""
+        if type(value) is _Product and self._apply_product(value, None):
+            return self
         v = self._new_value(value, "assign")
         if _write_hook is not None:
             _write_hook(self)
@@ -630,25 +635,28 @@ class Variable(Tensor):
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         """Add ``delta`` to the value. Returns the variable."""
+        if type(delta) is _Product and self._apply_product(delta, "add_scaled"):
+            return self
         self._update(self._new_value(delta, "assign_add"), "add")
         return self
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         """Subtract ``delta`` from the value. Returns the variable."""
-        if type(delta) is _Product and self._subtract_product(delta):
+        if type(delta) is _Product and self._apply_product(delta, "sgd"):
             return self
         self._update(self._new_value(delta, "assign_sub"), "subtract")
         return self
 
-    def _subtract_product(self, delta) -> bool:
-        """``value -= a * s`` in place in one pass for a pending product ``delta`` (the same
-        bits as computing it, then subtracting); False where ``_update`` would not update in
-        place or the kernel does not take the arrays (the caller then takes the general
-        path)."""
+    def _apply_product(self, delta, kernel) -> bool:
+        """``value -= a * s`` (``kernel`` "sgd"), ``value += a * s`` ("add_scaled") or
+        ``value = a * s`` (None) in place in one pass for a pending product ``delta``, no
+        product array made (the same bits as computing it, then updating: the kernels round
+        the product, then the sum, no fused multiply-add); False where ``_update`` would not
+        update in place or the arrays do not fit (the caller then takes the general path)."""
         pending = _SLOT.__get__(delta)  # ``delta._pending()``, inlined
         if type(pending) is not tuple:
             return False
-        a, s, _ = pending
+        a, s, scalar_first = pending
         value = self._value
         # ``_owns_buffer()``, inlined: ``value`` is one more reference to the buffer
         if (_allocation_hook is not None or sys.getrefcount(value) > _SOLE_OWNER_REFS + 1
@@ -658,9 +666,19 @@ class Variable(Tensor):
         if (not flags.writeable or not flags.c_contiguous or value.dtype != a.dtype
                 or value.shape != a.shape):
             return False
-        if not _optimizer_kernels:
-            _optimizer_kernels.append(backend.kernels_for("optimizer", np))
-        _optimizer_kernels[0].sgd(value.reshape(-1), a.reshape(-1), s.reshape(1))
+        if kernel is None:  # assign: the multiply op's own ufunc, written into the buffer
+            if _write_hook is not None:
+                return False
+            with np.errstate(all="ignore"):
+                if scalar_first:
+                    np.multiply(s, a, out=value)
+                else:
+                    np.multiply(a, s, out=value)
+        else:
+            if not _optimizer_kernels:
+                _optimizer_kernels.append(backend.kernels_for("optimizer", np))
+            getattr(_optimizer_kernels[0], kernel)(value.reshape(-1), a.reshape(-1),
+                                                   s.reshape(1))
         if self._copies:
             self._copies.clear()
         return True

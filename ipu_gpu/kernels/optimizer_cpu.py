@@ -16,7 +16,9 @@ element in the same order as the op expressions (so results equal the generic pa
       accum = accum * momentum - g * lr
       var += accum                                    (nesterov: var += accum * momentum - g * lr)
 
-* ``sgd``: ``var -= g * lr``.
+* ``sgd``: ``var -= g * lr``; ``add_scaled``: ``var += g * lr`` (``Variable.assign_add`` of a
+  pending ``lr * g``). No fastmath: the product is rounded before the sum, as numpy's two
+  passes round it (no fused multiply-add).
 
 Arguments are C-contiguous float32/float64 numpy arrays of one dtype viewed as 1-D, and
 ``coef``, the scalars as a 1-D array of that dtype (so the arithmetic stays in that dtype).
@@ -82,3 +84,11 @@ def sgd(var, g, coef):
     lr = coef[0]
     for i in range(var.size):
         var[i] = var[i] - g[i] * lr
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def add_scaled(var, g, coef):
+    """``var += g * lr`` in place: ``coef`` = (lr,)."""
+    lr = coef[0]
+    for i in range(var.size):
+        var[i] = var[i] + g[i] * lr
