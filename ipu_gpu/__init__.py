@@ -58,6 +58,7 @@ from .ops.shape import concat, expand_dims, reshape, split, squeeze, stack, tran
 from . import dtypes
 from .tf2_names import (add_n, control_dependencies, get_logger, get_static_value, is_tensor,
                         name_scope, no_op)
+from .timestamp import timestamp
 from .init_ops_v2 import (constant_initializer, ones_initializer, random_normal_initializer,
                           random_uniform_initializer, zeros_initializer)
 
@@ -151,4 +152,5 @@ __all__ = [
     "get_static_value", "no_op", "autograph",
     "vectorized_map", "random_normal_initializer", "random_uniform_initializer", "initializers",
     "bfloat16",
+    "timestamp",  # E2: most-missed in Graphcore's applications
 ]

@@ -115,6 +115,11 @@ TABLE: dict[str, Alias] = {
     "tensorflow.python.distribute.distribution_strategy_context": Alias(
         "ipu_gpu.distribute", names=("experimental_set_strategy", "get_replica_context",
                                      "get_strategy", "has_strategy", "in_cross_replica_context")),
+    # TF 1.15's checkpoint reader (``pywrap_tensorflow.NewCheckpointReader(prefix)``)
+    "tensorflow.pywrap_tensorflow": Alias("ipu_gpu.graph.checkpoint_reader",
+                                          names=("NewCheckpointReader",)),
+    "tensorflow.python.pywrap_tensorflow": Alias("ipu_gpu.graph.checkpoint_reader",
+                                                 names=("NewCheckpointReader",)),
     "tensorflow.python.data": Alias(NAMESPACE),
     "tensorflow.python.data.ops": Alias(NAMESPACE),
     "tensorflow.python.data.ops.dataset_ops": Alias("ipu_gpu.data", names=("Dataset",)),

@@ -135,3 +135,75 @@ def test_distribution_strategy_context(real_tf):
                   d.get_replica_context() is None)
     assert ns["outside"] == outside == (False, False, True)
     assert ns["inside"] == inside == (True, True, True, True)
+
+
+def test_pywrap_tensorflow_reads_a_saved_checkpoint(tmp_path):
+    behavior.set_tf_version(None)
+    with aliases.installed():
+        aliases.install(tf_version=1)
+        ns = {"X": X, "path": str(tmp_path / "model")}
+        exec("import tensorflow as tf\n"
+             "from tensorflow import pywrap_tensorflow\n"
+             "from tensorflow.python import pywrap_tensorflow as inner\n"
+             "with tf.Graph().as_default():\n"
+             "    w = tf.get_variable('w', initializer=X)\n"
+             "    step = tf.get_variable('step', initializer=tf.constant(7, tf.int64))\n"
+             "    with tf.Session() as sess:\n"
+             "        sess.run(tf.global_variables_initializer())\n"
+             "        prefix = tf.train.Saver().save(sess, path)\n"
+             "reader = pywrap_tensorflow.NewCheckpointReader(prefix)\n"
+             "same = inner.NewCheckpointReader is pywrap_tensorflow.NewCheckpointReader\n"
+             "shapes = reader.get_variable_to_shape_map()\n"
+             "dtypes = reader.get_variable_to_dtype_map()\n"
+             "w_value, step_value = reader.get_tensor('w'), reader.get_tensor('step')\n"
+             "try:\n"
+             "    reader.get_tensor('nope')\n"
+             "except tf.errors.NotFoundError as e:\n"
+             "    missing = str(e)\n"
+             "try:\n"
+             "    pywrap_tensorflow.NewCheckpointReader(path + '-none')\n"
+             "except tf.errors.NotFoundError as e:\n"
+             "    no_file = str(e)\n", ns)
+    behavior.set_tf_version(None)
+    assert ns["same"] and ns["shapes"] == {"w": [3, 4], "step": []}
+    assert ns["dtypes"]["w"] == ipu_gpu.float32 and ns["dtypes"]["step"] == ipu_gpu.int64
+    np.testing.assert_array_equal(ns["w_value"], X)
+    assert ns["step_value"] == 7
+    assert ns["missing"] == "Key nope not found in checkpoint"  # TF's message
+    assert "Failed to find any matching files for" in ns["no_file"]
+
+
+# ---- tf.timestamp ---------------------------------------------------------------------------
+def test_timestamp_eager_matches_tf(real_tf):
+    import time
+
+    before = time.time()
+    ours = ipu_gpu.timestamp(name="t")
+    theirs = real_tf.timestamp()
+    after = time.time()
+    assert ours.dtype == ipu_gpu.float64 and ours.shape == ()
+    assert theirs.dtype == real_tf.float64 and theirs.shape == ()
+    assert before - 1e-6 <= float(ours) <= float(theirs) <= after + 1e-6
+    assert float(ours) * 1e6 == pytest.approx(round(float(ours) * 1e6), abs=1e-3)  # micros
+    assert getattr(v1.timestamp, "__wrapped__", v1.timestamp) is ipu_gpu.timestamp  # TF1 names
+
+
+def test_timestamp_in_a_tf1_graph_reads_the_clock_at_each_run(real_tf):
+    import time
+
+    with v1.Graph().as_default():
+        t = v1.timestamp(name="clock")
+        elapsed = t - v1.timestamp()
+        with v1.Session() as sess:
+            first = sess.run(t)
+            time.sleep(0.02)
+            second, gap = sess.run([t, elapsed])
+    with real_tf.Graph().as_default():
+        rt = real_tf.timestamp(name="clock")
+        with real_tf.compat.v1.Session() as sess:
+            r1 = sess.run(rt)
+            time.sleep(0.02)
+            r2 = sess.run(rt)
+    assert t.name == rt.name == "clock:0" and t.dtype == ipu_gpu.float64
+    assert second - first >= 0.02 and r2 - r1 >= 0.02
+    assert abs(gap) < 1.0 and isinstance(second, np.float64) and isinstance(r2, np.float64)
