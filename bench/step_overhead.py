@@ -13,6 +13,13 @@
         Python opcodes and function calls one step executes, by function: the dispatch and
         tape work, counted, so the same on a loaded machine.
 
+``parts`` times each statement where the step runs it, after the GEMMs' and the full-size
+passes' traffic has evicted its code and data from L1/L2: a small op there costs 2-5x its warm
+time (reduce_mean of the 256 losses: 40-70 us in the step, 13-23 us alone or when repeated at
+once; an 8 MB memset before it costs as much as a GEMM does, the same call tree and opcodes,
+no copy, float32 accumulator), so each Python opcode the step saves is worth more than a warm
+loop shows.
+
 With 2 BLAS threads the GEMMs use both cores and whatever else the step does runs on one, so
 the ratio is about ``1 + 2 * s`` where ``s`` is that work's share of the single-thread GEMM
 time (``ratio`` shows both).
