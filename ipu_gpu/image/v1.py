@@ -22,7 +22,10 @@ from . import ops as _ops
 from .ops import __all__ as _V2_NAMES
 from .resize_weights import legacy_resize_matrix, resize_matrix
 
-__all__ = sorted({*_V2_NAMES, *_color.__all__, "resize_area", "resize_bicubic", "resize_bilinear",
+from .jpeg import decode_and_crop_jpeg, decode_jpeg, extract_jpeg_shape  # noqa: E402, F401
+
+__all__ = sorted({*_V2_NAMES, *_color.__all__, "decode_and_crop_jpeg", "decode_jpeg",
+                  "extract_jpeg_shape", "resize_area", "resize_bicubic", "resize_bilinear",
                   "resize_image_with_crop_or_pad", "resize_images", "resize_nearest_neighbor"})
 globals().update({n: getattr(_ops, n) for n in _V2_NAMES if n != "ResizeMethod"})
 globals().update({n: getattr(_color, n) for n in _color.__all__})

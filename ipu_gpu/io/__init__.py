@@ -12,6 +12,7 @@ from .example import BytesList, Example, Feature, Features, FloatList, Int64List
 from .parsing import (FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, decode_raw,
                       parse_example, parse_single_example)
 from .sparse import SparseTensor
+from ..image.jpeg import decode_and_crop_jpeg, decode_jpeg, extract_jpeg_shape
 from .tfrecord import (TFRecordCompressionType, TFRecordOptions, TFRecordWriter,
                        tf_record_iterator)
 
@@ -19,6 +20,7 @@ __all__ = [
     "BytesList", "DataLossError", "Example", "FailedPreconditionError", "Feature", "Features",
     "FixedLenFeature", "FixedLenSequenceFeature", "FloatList", "Int64List", "NotFoundError",
     "SparseTensor", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter",
-    "VarLenFeature", "decode_raw", "gfile", "parse_example", "parse_single_example",
+    "VarLenFeature", "decode_and_crop_jpeg", "decode_jpeg", "decode_raw",
+    "extract_jpeg_shape", "gfile", "parse_example", "parse_single_example",
     "tf_record_iterator",
 ]
