@@ -13,12 +13,14 @@ from .iterators import (InitializableIterator, Iterator, NumpyIterator, OneShotI
                         OwnedIterator, make_initializable_iterator, make_one_shot_iterator)
 from .options import Options, ThreadingOptions
 from .readers import TextLineDataset, TFRecordDataset
+from .fixed_length import FixedLengthRecordDataset
 
 INFINITE_CARDINALITY = INFINITE
 UNKNOWN_CARDINALITY = UNKNOWN
 
 __all__ = [
-    "AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "InitializableIterator", "Iterator",
+    "AUTOTUNE", "Dataset", "FixedLengthRecordDataset", "INFINITE_CARDINALITY",
+    "InitializableIterator", "Iterator",
     "NumpyIterator", "OneShotIterator", "Options", "OwnedIterator", "TFRecordDataset",
     "TextLineDataset", "ThreadingOptions", "UNKNOWN_CARDINALITY", "experimental",
     "make_initializable_iterator", "make_one_shot_iterator",
