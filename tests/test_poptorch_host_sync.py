@@ -239,3 +239,37 @@ def test_copy_weights_to_host_copies_and_counts():
     assert model._host_version() == 1
     assert net.copyWeightsToHostIfNeeded() is False
     _assert_state(_stale(net), twin)
+
+
+def test_a_lazy_module_gets_its_weights_after_every_call():
+    """Lazy modules' parameters change class when they materialise: no wrapper classes,
+    the weights are written back after each call instead (the same values on the host)."""
+    torch.manual_seed(4)
+
+    class Lazy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.LazyLinear(3)
+
+        def forward(self, x, y):
+            o = self.fc(x)
+            return o, nn.functional.mse_loss(o, y)
+
+    net = Lazy()
+    model = poptorch.trainingModel(net, optimizer=torch.optim.SGD(net.parameters(), lr=0.5))
+    x, y = torch.randn(4, 6), torch.randn(4, 3)
+    model(x, y)
+    assert type(net) is Lazy and model._host_sync is None
+    assert type(net.fc.weight) is nn.Parameter and net.fc.weight.shape == (3, 6)
+    assert not model.copyWeightsToHostIfNeeded()
+    before = net.fc.weight.detach().clone()
+    model(x, y)
+    assert not torch.equal(net.fc.weight.detach(), before)  # already on the host
+
+
+def test_parameters_of_two_wrapped_models_compare():
+    a, _, _ = _trained()
+    b, _, _ = _trained()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert type(p) is type(q)
+        torch.testing.assert_close(p, q)

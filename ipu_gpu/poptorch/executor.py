@@ -217,8 +217,9 @@ class PoplarExecutor:
         """Install the lazy write-back (host_sync) where the module's tensors allow it; a
         module with other tensor classes gets its weights after every call instead."""
         if host_sync.HostSync.supports(self.model):
-            self._host_sync = host_sync.HostSync(self.model, self)
-            self._host_sync.install()
+            sync = host_sync.HostSync(self.model, self)
+            if sync.install():
+                self._host_sync = sync
 
     def _host_version(self) -> int:
         """The training model's host weights version (bumped by every write-back)."""

@@ -106,14 +106,22 @@ class HostSync:
     def supports(module) -> bool:
         """Whether every parameter is an ``nn.Parameter`` and every buffer a plain tensor
         (the objects whose classes can be swapped; PopTorch refuses other buffers)."""
-        return (all(isinstance(p, torch.nn.Parameter) for p in module.parameters())
+        # lazy modules' tensors change class when they materialise
+        return (all(type(p) is torch.nn.Parameter for p in module.parameters())
                 and all(type(b) is torch.Tensor for b in module.buffers()))
 
-    def install(self) -> None:
+    def install(self) -> bool:
+        """Wrap; False (and nothing wrapped) where a class cannot be swapped (a scripted
+        module's, say)."""
         for ref, _, _ in self._objects:
             _SYNCS[id(ref())] = self
         self._installed = True
-        self._set(wrapped=True)
+        try:
+            self._set(wrapped=True)
+        except TypeError:
+            self.remove()
+            return False
+        return True
 
     def remove(self) -> None:
         """Unwrap for good (``destroy()``), after the pending copy."""
@@ -129,8 +137,9 @@ class HostSync:
     def _set(self, wrapped: bool) -> None:
         for ref, plain, wrapper in self._objects:
             obj = ref()
-            if obj is not None:
-                obj.__class__ = wrapper if wrapped else plain
+            target = wrapper if wrapped else plain
+            if obj is not None and type(obj) is not target and type(obj) in (plain, wrapper):
+                obj.__class__ = target
 
     def suspend(self) -> None:
         """The plain classes until the matching ``resume()`` (nests)."""
