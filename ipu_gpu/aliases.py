@@ -120,6 +120,8 @@ TABLE: dict[str, Alias] = {
                                           names=("NewCheckpointReader",)),
     "tensorflow.python.pywrap_tensorflow": Alias("ipu_gpu.graph.checkpoint_reader",
                                                  names=("NewCheckpointReader",)),
+    # TF 1.15's tf.contrib, importable (``import tensorflow.contrib.compiler.xla``) in TF1 only
+    "tensorflow.contrib": Alias("ipu_gpu.compat.v1.contrib", recursive=True),
     "tensorflow.python.data": Alias(NAMESPACE),
     "tensorflow.python.data.ops": Alias(NAMESPACE),
     "tensorflow.python.data.ops.dataset_ops": Alias("ipu_gpu.data", names=("Dataset",)),
@@ -143,6 +145,9 @@ TABLE: dict[str, Alias] = {
 TF1_SUBMODULES = {"tensorflow.train": "ipu_gpu.compat.v1.train",
                   "tensorflow.summary": "ipu_gpu.compat.v1.summary",
                   "tensorflow.nn": "ipu_gpu.compat.v1.nn"}
+
+# Modules only TF 1.15 has: a TF2 program cannot import them.
+TF1_ONLY = frozenset({"tensorflow.contrib"})
 
 # The releases Graphcore's SDK 3.x ships, which programs may test (`tf.__version__[0]`).
 EMULATED_VERSIONS = {"tensorflow": ("1.15.5", "2.6.3"), "keras": ("2.6.0", "2.6.0")}
@@ -178,6 +183,8 @@ def alias_for(name: str) -> Alias | None:
     """The Alias of module ``name`` (``tensorflow.python.ipu.config``, ...), or None when
     ipu_gpu does not provide that module."""
     entry = TABLE.get(name)
+    if any(name == m or name.startswith(m + ".") for m in TF1_ONLY) and _tf_version() != 1:
+        return None
     if entry is not None:
         if name == "tensorflow":
             return Alias(_root_target())
