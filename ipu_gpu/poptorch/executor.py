@@ -489,8 +489,9 @@ class PoplarExecutor:
         self._attach()
 
     def copyWeightsToHost(self) -> None:  # noqa: N802
-        """Copy the device's weights and buffers into the host module (a training model
-        does so after every call; an inference model's changed buffers need this).
+        """Copy the device's weights and buffers into the host module now (a training
+        model's host module also gets them when it is first read after a call; an
+        inference model's changed buffers need this).
 
         Raises:
           poptorch.Error: not compiled or destroyed (PopTorch's message)."""
@@ -499,7 +500,9 @@ class PoplarExecutor:
 
     def copyWeightsToDevice(self) -> None:  # noqa: N802
         """Copy the host module's weights and buffers to the device: host edits made after
-        the model attached are used from the next call on.
+        the model attached are used from the next call on. (Reading the host module first
+        brings a training model's newer weights to it, so nothing is lost; PopTorch skips
+        that copy here and would send the host's stale weights.)
 
         Raises:
           poptorch.Error: not compiled or destroyed (PopTorch's message)."""
