@@ -273,3 +273,18 @@ def test_parameters_of_two_wrapped_models_compare():
     for p, q in zip(a.parameters(), b.parameters()):
         assert type(p) is type(q)
         torch.testing.assert_close(p, q)
+
+
+def test_copy_weights_to_device_right_after_a_call_keeps_the_trained_weights():
+    """copyWeightsToDevice() reads the host module, which first gets the device's newer
+    weights: the device goes on from them (ipu_gpu's choice; PopTorch would upload the
+    stale host weights here)."""
+    nets = []
+    for upload in (False, True):
+        net, model, _ = _trained()
+        if upload:
+            model.copyWeightsToDevice()
+        model(*_data(seed=6))
+        nets.append(net.state_dict())
+    for k in nets[0]:
+        assert torch.equal(nets[0][k], nets[1][k]), k
