@@ -16,9 +16,9 @@ from ipu_gpu.ipu import ipu_compiler, scopes
 X = np.array([1.5, -2.0, 3.0], np.float32)
 
 
-def _tf1(source: str) -> dict:
+def _tf1(source: str, **names) -> dict:
     behavior.set_tf_version(None)
-    ns = {"X": X}
+    ns = {"X": X, **names}
     try:
         with aliases.installed():
             aliases.install(tf_version=1)
@@ -87,3 +87,29 @@ def test_inside_an_ipu_scope_it_is_ipu_compiler_compile():
             got, want = sess.run([ours[0], ref[0]], {x: X})
     assert got == want
     np.testing.assert_allclose(got, np.sum(X * X), rtol=1e-6)
+
+
+# ---- tf.contrib.framework's checkpoint readers ----------------------------------------------
+def test_contrib_checkpoint_utils_read_a_saved_checkpoint(tmp_path):
+    w0 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ns = _tf1("import tensorflow as tf\n"
+              "from tensorflow.contrib.framework.python.framework.checkpoint_utils import (\n"
+              "    list_variables, load_variable)\n"
+              "from tensorflow.contrib.framework.python.framework import checkpoint_utils\n"
+              "with tf.Graph().as_default():\n"
+              "    w = tf.get_variable('dense/kernel', initializer=W0)\n"
+              "    b = tf.get_variable('dense/bias', initializer=tf.zeros([3]))\n"
+              "    with tf.Session() as sess:\n"
+              "        sess.run(tf.global_variables_initializer())\n"
+              "        prefix = tf.train.Saver().save(sess, PREFIX, global_step=3)\n"
+              "names = list_variables(DIR)\n"
+              "kernel = load_variable(prefix, 'dense/kernel:0')\n"
+              "same = checkpoint_utils.load_variable is tf.contrib.framework.load_variable\n"
+              "try:\n"
+              "    load_variable(prefix, 'nope')\n"
+              "except tf.errors.NotFoundError as e:\n"
+              "    missing = str(e)\n",
+              W0=w0, PREFIX=str(tmp_path / "m"), DIR=str(tmp_path))
+    assert ns["names"] == [("dense/bias", [3]), ("dense/kernel", [2, 3])]
+    np.testing.assert_array_equal(ns["kernel"], w0)
+    assert ns["same"] and ns["missing"] == "Key nope not found in checkpoint"
