@@ -472,6 +472,16 @@ TF1_ONLY_NAMES = frozenset({
 _GRAPH_ONLY_NAMES = frozenset({"InteractiveSession", "Session", "placeholder"})
 
 
+def _imports_tf1_only_module(node) -> bool:
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    else:
+        return False
+    return any(n == m or n.startswith(m + ".") for n in names for m in TF1_ONLY)
+
+
 def detect_tf_version(source: str) -> int | None:
     """1 when a program's source uses TensorFlow 1 (it calls ``disable_v2_behavior`` or
     ``disable_eager_execution``, takes a TF1-only name from a module bound to ``tensorflow``,
@@ -512,6 +522,8 @@ def detect_tf_version(source: str) -> int | None:
             return 1
         if isinstance(node, ast.Attribute) and node.attr in ("disable_v2_behavior",
                                                              "disable_eager_execution"):
+            return 1
+        if _imports_tf1_only_module(node):  # import tensorflow.contrib...: TF 2 has none
             return 1
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                 and node.value.id in bound and node.attr in TF1_ONLY_NAMES:

@@ -113,3 +113,34 @@ def test_contrib_checkpoint_utils_read_a_saved_checkpoint(tmp_path):
     assert ns["names"] == [("dense/bias", [3]), ("dense/kernel", [2, 3])]
     np.testing.assert_array_equal(ns["kernel"], w0)
     assert ns["same"] and ns["missing"] == "Key nope not found in checkpoint"
+
+
+@pytest.mark.parametrize("source, version", [
+    ("import tensorflow as tf\nimport tensorflow.contrib as contrib\n", 1),
+    ("import tensorflow as tf\nfrom tensorflow import contrib\n", 1),
+    ("from tensorflow.contrib.compiler import xla\n", 1),
+    ("import tensorflow as tf\nfrom tensorflow import keras\n", 2),
+    ("import tensorflow as tf\nfrom tensorflow import contribution\n", 2),
+])
+def test_importing_tf_contrib_marks_a_tf1_program(source, version):
+    assert aliases.detect_tf_version(source) == version
+
+
+def test_contrib_framework_get_name_scope(real_tf):
+    def scopes(tf1, graph):
+        out = []
+        with graph.as_default():
+            out.append(tf1.contrib.framework.get_name_scope() if tf1 is v1 else
+                       tf1.get_default_graph().get_name_scope())
+            with tf1.name_scope("outer"):
+                with tf1.name_scope("inner"):
+                    out.append(v1.contrib.framework.get_name_scope() if tf1 is v1 else
+                               tf1.get_default_graph().get_name_scope())
+                with tf1.name_scope("inner"):  # made unique: inner_1
+                    out.append(v1.contrib.framework.get_name_scope() if tf1 is v1 else
+                               tf1.get_default_graph().get_name_scope())
+        return out
+
+    ours = scopes(v1, v1.Graph())
+    theirs = scopes(real_tf.compat.v1, real_tf.Graph())
+    assert ours == theirs == ["", "outer/inner", "outer/inner_1"]
