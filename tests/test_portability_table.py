@@ -45,11 +45,11 @@ def test_several_trees(tmp_path):
     md = text.getvalue()
     overall = md[md.index("## All trees"):md.index("## Tree `apps/`")]
     assert "- Programs: 3\n- Fully provided: 0\n" in overall
-    assert "| 1 | `tensorflow.not_a_tf_symbol_x` | 3 |" in overall  # ranked over all trees
-    assert "| 2 | `tensorflow.not_a_tf_symbol_y` | 1 |" in overall
+    assert "| 1 | `tensorflow.not_a_tf_symbol_x` | 3 |  |" in overall  # ranked over all trees
+    assert "| 2 | `tensorflow.not_a_tf_symbol_y` | 1 |  |" in overall
     second = md[md.index("## Tree `tutorials/`"):]
     assert "Source: B src." in second and "- Programs: 1\n" in second
-    assert "| 1 | `tensorflow.not_a_tf_symbol_x` | 1 |" in second
+    assert "| 1 | `tensorflow.not_a_tf_symbol_x` | 1 |  |" in second
     assert "- `tutorials/poplar`" in second and "apps/x" not in second
 
 
@@ -58,3 +58,12 @@ def test_one_source_per_tree(tmp_path, capsys):
     with pytest.raises(SystemExit):
         table.main([str(tmp_path), str(tmp_path), "--source", "only one"])
     assert "2 trees but 1 --source" in capsys.readouterr().err
+
+
+def test_notes_say_why_a_symbol_is_missing():
+    table = _table()
+    assert table.note("tensorflow.compiler.plugin.poplar.ops.gen_ipu_ops").startswith(
+        "out of scope")
+    assert "handle" in table.note("tensorflow.python.training.training_ops.apply_momentum")
+    assert table.note("tensorflow") == ""  # only the named prefixes and below
+    assert table.note("tensorflow.python.framework.graph_utilities") == ""
