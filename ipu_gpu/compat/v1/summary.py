@@ -24,8 +24,8 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from ...summary import events as _events
 
-__all__ = ["FileWriter", "FileWriterCache", "HistogramProto", "Summary", "histogram", "merge",
-           "merge_all", "scalar", "text"]
+__all__ = ["FileWriter", "FileWriterCache", "HistogramProto", "Summary", "histogram", "image",
+           "merge", "merge_all", "scalar", "text"]
 
 SUMMARIES = "summaries"  # GraphKeys.SUMMARIES
 
@@ -412,3 +412,6 @@ class FileWriterCache:
         for writer in FileWriterCache._cache.values():
             writer.close()
         FileWriterCache._cache.clear()
+
+
+from .summary_image import image  # noqa: E402  (E2: tf.summary.image in TF 1)
