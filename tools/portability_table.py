@@ -15,7 +15,8 @@ graphcore/tutorials (`extract REPO REV PATTERN DEST`; files over 2 MB are data, 
     extract() { git --git-dir="$1" ls-tree -r -l "$2" | awk '$4 < 2000000' | cut -f2 |
         grep -E "$3" | while read f; do mkdir -p "$4/$(dirname "$f")";
         git --git-dir="$1" show "$2:$f" > "$4/$f"; done; }
-    extract EXAMPLES v3.4.0 '^tutorials/.*\.(py|ipynb)$' /tmp/gc_examples
+    extract EXAMPLES 3cc8f81f13728dd8c17d0d3c8d2fc1549b159485 '^tutorials/.*\.(py|ipynb)$' \
+        /tmp/gc_examples
     extract EXAMPLES v2.5.0 '^applications/(tensorflow|tensorflow2|pytorch|keras)/.*\.(py|ipynb)$' \
         /tmp/gc_apps
     extract TUTORIALS sdk-release-2.6 '\.(py|ipynb)$' /tmp/gc_tutorials_repo/graphcore-tutorials
