@@ -184,7 +184,7 @@ def test_timestamp_eager_matches_tf(real_tf):
     assert ours.dtype == ipu_gpu.float64 and ours.shape == ()
     assert theirs.dtype == real_tf.float64 and theirs.shape == ()
     assert before - 1e-6 <= float(ours) <= float(theirs) <= after + 1e-6
-    assert float(ours) * 1e6 == pytest.approx(round(float(ours) * 1e6), abs=1e-3)  # micros
+    assert float(ours) == round(float(ours) * 1e6) / 1e6  # whole microseconds, as TF's
     assert getattr(v1.timestamp, "__wrapped__", v1.timestamp) is ipu_gpu.timestamp  # TF1 names
 
 
@@ -205,5 +205,5 @@ def test_timestamp_in_a_tf1_graph_reads_the_clock_at_each_run(real_tf):
             time.sleep(0.02)
             r2 = sess.run(rt)
     assert t.name == rt.name == "clock:0" and t.dtype == ipu_gpu.float64
-    assert second - first >= 0.02 and r2 - r1 >= 0.02
+    assert second - first >= 0.019 and r2 - r1 >= 0.019  # slept 0.02 s; micros truncated
     assert abs(gap) < 1.0 and isinstance(second, np.float64) and isinstance(r2, np.float64)
