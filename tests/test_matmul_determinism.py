@@ -173,3 +173,20 @@ def test_dense_bias_uses_the_deterministic_gemm():
     for y, dw in got.values():
         np.testing.assert_array_equal(y, y_want)
         np.testing.assert_array_equal(dw, dw_want)
+
+
+def test_conv3d_bits_do_not_depend_on_the_blas_thread_count():
+    """conv3d's per-tap GEMMs (forward and both gradients) are ipu_gpu's GEMM's too."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 12, 12, 12, 32)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 32, 48)).astype(np.float32)
+    runs = set()
+    for blas in (1, 2, 3):
+        tx, tw = tf.constant(x), tf.constant(w)
+        with threadpool_limits(blas, "blas"):
+            with tf.GradientTape() as tape:
+                tape.watch([tx, tw])
+                y = tf.nn.conv3d(tx, tw, [1, 1, 1, 1, 1], "SAME")
+            gx, gw = tape.gradient(y, [tx, tw], output_gradients=np.ones(y.shape, np.float32))
+        runs.add(tuple(v.numpy().tobytes() for v in (y, gx, gw)))
+    assert len(runs) == 1
