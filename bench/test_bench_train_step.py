@@ -4,8 +4,7 @@ arithmetic that cannot be avoided.
 
 Groups (``step_vs_kernels-...``):
 * ipu_gpu: one SGD step written against the TF API (GradientTape, ``v.assign_sub(lr * g)``).
-* kernels: the same step's GEMMs (``kernels/matmul_cpu.matmul``: numpy's BLAS in fixed
-  tiles on one BLAS thread each, the routine ipu_gpu's matmul and dense layers call) and
+* kernels: the same step's GEMMs (numpy's BLAS, as ipu_gpu's matmul calls it) and
   convolutions (``kernels/conv_cpu`` forward and backward, as ipu_gpu's conv2d calls them),
   back to back on same-shaped arrays, outputs allocated per call as the step does: nothing
   else. ipu_gpu's row interleaves this one, so the ratio is the step's cost over the limit.
@@ -27,7 +26,7 @@ from benchutil import require, rng
 from test_bench_mlp import _problem, _tape_step
 
 import ipu_gpu as tf
-from ipu_gpu.kernels import conv_cpu, matmul_cpu
+from ipu_gpu.kernels import conv_cpu
 from ipu_gpu.ops.conv import _geometry
 
 LR = 0.01
@@ -44,26 +43,23 @@ def _mlp_step(x, y, init):
 
 
 def _mlp_gemms(x, init):
-    """The step's 8 GEMMs, through the GEMM ipu_gpu's matmul calls (``matmul_cpu.matmul``):
-    3 forward; per layer the weight gradient and, but for the first layer (the data batch is
-    not differentiated), the input gradient."""
+    """The step's 8 GEMMs: 3 forward; per layer the weight gradient and, but for the first
+    layer (the data batch is not differentiated), the input gradient."""
     w = init[::2]
     acts = [x]
     for wi in w[:-1]:
         acts.append(np.maximum(acts[-1] @ wi, 0))
     d_out = np.ones((x.shape[0], w[-1].shape[1]), np.float32) / x.shape[0]
 
-    mm = matmul_cpu.matmul
-
     def gemms():
         h = x
         for wi in w:
-            h = mm(h, wi)
+            h = h @ wi
         d = d_out
         for layer in reversed(range(len(w))):
-            _ = mm(acts[layer].T, d)
+            _ = acts[layer].T @ d
             if layer:
-                d = mm(d, w[layer].T)
+                d = d @ w[layer].T
     return gemms
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import register
-from ..kernels import matmul_cpu
 from ..kernels._blas import limit_thread_spin
 from ._util import astype, quiet, require_same_dtype, unbroadcast
 from ._util import elementwise_cpu as _elementwise_cpu
@@ -28,12 +27,9 @@ _cublas = None
 
 
 def _mm(xp, x, y):
-    """x @ y: numpy's BLAS in fixed tiles whose bits do not depend on the thread count
-    (``kernels/matmul_cpu``), or on the GPU cuBLAS called directly (``kernels/cublas_gpu``: a
+    """x @ y: numpy's BLAS, or on the GPU cuBLAS called directly (``kernels/cublas_gpu``: a
     GEMM a CUDA graph can capture), cupy.matmul for the dtypes it does not cover."""
-    if xp is np:
-        return matmul_cpu.matmul(x, y)
-    if getattr(xp, "__name__", "") != "cupy":  # Tensors (nested tapes)
+    if xp is np or getattr(xp, "__name__", "") != "cupy":  # numpy, or Tensors (nested tapes)
         return xp.matmul(x, y)
     global _cublas
     if _cublas is None:
