@@ -112,8 +112,9 @@ def test_record_one_appends_to_watching_tapes_only():
 
 def test_learning_rate_scalar_array_shared_only_for_the_same_number():
     t = tf.constant(np.array([1.0, -2.0], np.float32))
+    t2 = tf.constant(np.array([1.0, -2.0], np.float32))  # a product holds t's array: t is held
     lr = 0.25
-    p, q = lr * t, t * lr
+    p, q = lr * t, t2 * lr
     assert p._pending()[1] is q._pending()[1]  # the same number object: one array
     assert not p._pending()[1].flags.writeable
     np.testing.assert_array_equal(p.numpy(), [0.25, -0.5])
