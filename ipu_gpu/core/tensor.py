@@ -393,7 +393,24 @@ _FLOAT_MAX = {np.dtype(np.float32): float(np.finfo(np.float32).max),
               np.dtype(np.float64): float(np.finfo(np.float64).max)}
 
 
-class _Product(Tensor):
+class _Pending(Tensor):
+    """A Tensor whose value is not computed yet (the slot holds a tuple describing it): the
+    first read computes it and the object becomes a plain Tensor (``_Product``, ``_Deferred``)."""
+
+    __slots__ = ()
+
+    def _set_value(self, v):
+        _SLOT.__set__(self, v)
+        self.__class__ = Tensor
+
+    def __repr__(self) -> str:
+        self._value  # noqa: B018  # computed: a plain Tensor from here on
+        return Tensor.__repr__(self)
+
+    __str__ = __repr__
+
+
+class _Product(_Pending):
     """``x * s``, a float32/float64 Tensor times a Python number, not computed yet, so that
     ``Variable.assign_sub(lr * g)`` updates the variable in one pass (the SGD kernel of
     ``kernels/optimizer_cpu``) without writing the product to memory and reading it back.
@@ -420,24 +437,15 @@ class _Product(Tensor):
         self.__class__ = Tensor
         return z
 
-    @_value.setter
-    def _value(self, v):
-        _SLOT.__set__(self, v)
-        self.__class__ = Tensor
+    _value = _value.setter(_Pending._set_value)
 
     def _pending(self):
         """The operands ``(array, scalar array)`` while not computed, else None."""
         pending = _SLOT.__get__(self)
         return pending[:2] if type(pending) is tuple else None
 
-    def __repr__(self) -> str:
-        self._value  # noqa: B018  # computed: a plain Tensor from here on
-        return Tensor.__repr__(self)
 
-    __str__ = __repr__
-
-
-class _Deferred(Tensor):
+class _Deferred(_Pending):
     """An op's output not computed yet, held as ``(compute, operands)``: ``tf.nn.bias_add``
     leaves its sum so (``ops/nn``), so that a ``tf.nn.relu`` of it writes
     ``relu(value + bias)`` in one pass without the sum ever reaching memory. The first read
@@ -458,21 +466,12 @@ class _Deferred(Tensor):
         self.__class__ = Tensor
         return z
 
-    @_value.setter
-    def _value(self, v):
-        _SLOT.__set__(self, v)
-        self.__class__ = Tensor
+    _value = _value.setter(_Pending._set_value)
 
     def _pending(self):
         """``(compute, operands)`` while not computed, else None."""
         pending = _SLOT.__get__(self)
         return pending if type(pending) is tuple else None
-
-    def __repr__(self) -> str:
-        self._value  # noqa: B018  # computed: a plain Tensor from here on
-        return Tensor.__repr__(self)
-
-    __str__ = __repr__
 
 
 def deferred(compute, operands: tuple) -> Tensor:

@@ -56,6 +56,18 @@ def _split_outputs(outputs) -> list:
     return [nest.map_structure(_to_tensor, t) for t in tensors]
 
 
+def compile_arguments(computation, inputs) -> list:
+    """``compile``'s argument checks (TF's TypeErrors); returns the inputs as a list."""
+    if not callable(computation):
+        raise TypeError(f"compile: computation must be callable, got {computation!r}")
+    if inputs is None:
+        return []
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"compile: inputs must be a list of inputs or None, got "
+                        f"{type(inputs).__name__}")
+    return inputs
+
+
 def compile(computation, inputs=None):  # noqa: A001 - Graphcore's name
     """Builds an operator that compiles and runs computation with the Graphcore IPU XLA
     backend.
@@ -85,13 +97,7 @@ def compile(computation, inputs=None):  # noqa: A001 - Graphcore's name
         "the computation was not compiled for an IPU device"); any exception of a replica,
         with ``replica_index`` set on it.
     """
-    if not callable(computation):
-        raise TypeError(f"compile: computation must be callable, got {computation!r}")
-    if inputs is None:
-        inputs = []
-    elif not isinstance(inputs, (list, tuple)):
-        raise TypeError(f"compile: inputs must be a list of inputs or None, got "
-                        f"{type(inputs).__name__}")
+    inputs = compile_arguments(computation, inputs)
     where = placement.current()
     if where.device_index is None or where.outside_compilation is not None:
         raise RuntimeError(_NOT_ON_IPU)

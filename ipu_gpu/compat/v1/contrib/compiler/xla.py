@@ -23,13 +23,7 @@ def compile(computation, inputs=None):  # noqa: A001 - TF's name
 
     if placement.current().device_index is not None:
         return ipu_compiler.compile(computation, inputs)
-    if not callable(computation):
-        raise TypeError(f"compile: computation must be callable, got {computation!r}")
-    if inputs is None:
-        inputs = []
-    elif not isinstance(inputs, (list, tuple)):
-        raise TypeError(f"compile: inputs must be a list of inputs or None, got "
-                        f"{type(inputs).__name__}")
+    inputs = ipu_compiler.compile_arguments(computation, inputs)
     return _conventions(computation(*inputs))
 
 
