@@ -161,15 +161,21 @@ def _values(root) -> dict:
     """{checkpoint key: numpy value} of everything ``root`` tracks."""
     paths, optimizers = _walk(root)
     out = {path + _VALUE: np.asarray(v.numpy()) for path, v in paths.items()}
+    for key, weight in _slot_weights(paths, optimizers):
+        out[key] = np.asarray(weight.numpy())
+    return out
+
+
+def _slot_weights(paths: dict, optimizers: list):
+    """(checkpoint key, slot weight) of every optimizer slot of a tracked variable."""
     path_of = {id(v): path for path, v in paths.items()}
     for opt_path, opt in optimizers:
-        for key, slots in opt._slots.items():
-            var_path = path_of.get(key)
+        for owner, slots in opt._slots.items():
+            var_path = path_of.get(owner)
             if var_path is None:
                 continue
             for slot, weight in slots.items():
-                out[f"{var_path}{_SLOT}{opt_path}/{slot}{_VALUE}"] = np.asarray(weight.numpy())
-    return out
+                yield f"{var_path}{_SLOT}{opt_path}/{slot}{_VALUE}", weight
 
 
 def variable_created() -> None:
@@ -372,17 +378,10 @@ class Checkpoint:
             if value is not None:
                 var.assign(value.astype(var.dtype, copy=False))
                 state.bound.add(id(var))
-        path_of = {id(v): p for p, v in paths.items()}
-        for opt_path, opt in optimizers:
-            for owner, slots in opt._slots.items():
-                var_path = path_of.get(owner)
-                if var_path is None:
-                    continue
-                for slot, weight in slots.items():
-                    value = state.pending.pop(f"{var_path}{_SLOT}{opt_path}/{slot}{_VALUE}",
-                                              None)
-                    if value is not None:
-                        weight.assign(value.astype(weight.dtype, copy=False))
+        for key, weight in _slot_weights(paths, optimizers):
+            value = state.pending.pop(key, None)
+            if value is not None:
+                weight.assign(value.astype(weight.dtype, copy=False))
         if not state.pending:
             _WAITING.discard(self)
 

@@ -9,11 +9,11 @@ them when its iterator is initialised)."""
 from __future__ import annotations
 
 import glob
-import os
 
 import numpy as np
 
 from .. import errors
+from . import readers
 
 __all__ = ["list_files"]
 
@@ -22,16 +22,8 @@ def _patterns(file_pattern) -> list:
     value = file_pattern.numpy() if hasattr(file_pattern, "numpy") else file_pattern
     items = list(np.asarray(value, dtype=object).reshape(-1)) \
         if isinstance(value, (list, tuple, np.ndarray)) else [value]
-    out = []
-    for item in items:
-        if isinstance(item, bytes):
-            item = item.decode()
-        elif isinstance(item, os.PathLike):
-            item = os.fspath(item)
-        if not isinstance(item, str):
-            raise TypeError(f"Cannot convert {file_pattern!r} to EagerTensor of dtype string")
-        out.append(item)
-    return out
+    return readers.path_strings(
+        items, lambda _: f"Cannot convert {file_pattern!r} to EagerTensor of dtype string")
 
 
 def list_files(file_pattern, shuffle=None, seed=None, name=None):

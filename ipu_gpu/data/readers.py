@@ -35,14 +35,21 @@ def _filenames(value, op: str):
             raise TypeError(f"{op}: filenames must be a string, a list of strings, a string "
                             f"vector or a dataset of strings, got {value!r}")
         names = list(a.reshape(-1))
+    return path_strings(names, lambda n: f"{op}: filenames must be strings, got "
+                                         f"{type(n).__name__}")
+
+
+def path_strings(items, message) -> list:
+    """``items`` as ``str`` paths (bytes decoded as UTF-8, path-likes through ``os.fspath``);
+    anything else raises TypeError with ``message(item)``."""
     out = []
-    for n in names:
+    for n in items:
         if isinstance(n, bytes):
             n = n.decode("utf-8")
         elif isinstance(n, os.PathLike):
             n = os.fspath(n)
         if not isinstance(n, str):
-            raise TypeError(f"{op}: filenames must be strings, got {type(n).__name__}")
+            raise TypeError(message(n))
         out.append(n)
     return out
 
