@@ -63,6 +63,18 @@ def test_update_of_a_pending_product_is_in_place_with_the_two_ops_bits(how, dtyp
         assert v.numpy().tobytes() == _two_passes(w, s, g, how).tobytes()
 
 
+@pytest.mark.parametrize("how", ["sub", "add", "assign"])
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4)])
+def test_update_in_place_for_any_rank(how, shape):
+    # the kernels take the arrays as they are (reshaped inside): scalars, vectors, filters
+    w, g = _data(np.float32, shape, 8), _data(np.float32, shape, 9)
+    v = tf.Variable(w)
+    buf = id(v._value)
+    _update(v, 0.3 * _fresh(g), how)
+    assert id(v._value) == buf
+    assert v.numpy().tobytes() == _two_passes(w, 0.3, g, how).tobytes()
+
+
 @pytest.mark.parametrize("how", ["sub", "add"])
 def test_no_fused_multiply_add(how):
     # values where one rounding differs from two, so a contracted kernel fails here
@@ -71,15 +83,20 @@ def test_no_fused_multiply_add(how):
     v = tf.Variable(w)
     _update(v, 0.01 * _fresh(g), how)
     assert v.numpy().tobytes() == _two_passes(w, 0.01, g, how).tobytes()
-    cached = {"sub": optimizer_cpu.sgd, "add": optimizer_cpu.add_scaled}[how]
-    # the same function and flags uncached (Numba inspects no code loaded from its cache)
-    kernel = numba.jit(**cached.targetoptions)(cached.py_func)
-    for dtype in (np.float32, np.float64):
-        kernel(np.ones(3, dtype), np.ones(3, dtype), np.ones(1, dtype))
-    for sig in kernel.signatures:
-        ir, asm = kernel.inspect_llvm(sig), kernel.inspect_asm(sig)
-        assert re.search(r"f(mul|add|sub) (fast|contract)", ir) is None
-        assert "llvm.fma" not in ir and re.search(r"vf(n)?m(add|sub)", asm) is None
+    # the flat kernels (Keras, PopTorch) and the any-rank ones (Variable updates)
+    for cached, shape, coef in (
+            ({"sub": optimizer_cpu.sgd, "add": optimizer_cpu.add_scaled}[how], (3,), (1,)),
+            ({"sub": optimizer_cpu.sub_product, "add": optimizer_cpu.add_product}[how],
+             (3, 2), ())):
+        # the same function and flags uncached (Numba inspects no code loaded from its cache)
+        kernel = numba.jit(**cached.targetoptions)(cached.py_func)
+        for dtype in (np.float32, np.float64):
+            kernel(np.ones(shape, dtype), np.ones(shape, dtype), np.ones(coef, dtype))
+        for sig in kernel.signatures:
+            ir, asm = kernel.inspect_llvm(sig), kernel.inspect_asm(sig)
+            assert "fmul" in ir  # the loop is in the inspected code (inlined)
+            assert re.search(r"f(mul|add|sub) (fast|contract)", ir) is None
+            assert "llvm.fma" not in ir and re.search(r"vf(n)?m(add|sub)", asm) is None
 
 
 @pytest.mark.parametrize("how", ["sub", "add", "assign"])

@@ -634,20 +634,20 @@ class Variable(Tensor):
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         """Add ``delta`` to the value. Returns the variable."""
-        if type(delta) is _Product and self._apply_product(delta, "add_scaled"):
+        if type(delta) is _Product and self._apply_product(delta, "add_product"):
             return self
         self._update(self._new_value(delta, "assign_add"), "add")
         return self
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         """Subtract ``delta`` from the value. Returns the variable."""
-        if type(delta) is _Product and self._apply_product(delta, "sgd"):
+        if type(delta) is _Product and self._apply_product(delta, "sub_product"):
             return self
         self._update(self._new_value(delta, "assign_sub"), "subtract")
         return self
 
     def _apply_product(self, delta, kernel) -> bool:
-        """``value -= a * s`` (``kernel`` "sgd"), ``value += a * s`` ("add_scaled") or
+        """``value -= a * s`` (``kernel`` "sub_product"), ``value += a * s`` ("add_product") or
         ``value = a * s`` (None) in place in one pass for a pending product ``delta``, no
         product array made (the same bits as computing it, then updating: the kernels round
         the product, then the sum, no fused multiply-add); False where ``_update`` would not
@@ -676,8 +676,7 @@ class Variable(Tensor):
         else:
             if not _optimizer_kernels:
                 _optimizer_kernels.append(backend.kernels_for("optimizer", np))
-            getattr(_optimizer_kernels[0], kernel)(value.reshape(-1), a.reshape(-1),
-                                                   s.reshape(1))
+            getattr(_optimizer_kernels[0], kernel)(value, a, s)
         if self._copies:
             self._copies.clear()
         return True

@@ -16,8 +16,10 @@ element in the same order as the op expressions (so results equal the generic pa
       accum = accum * momentum - g * lr
       var += accum                                    (nesterov: var += accum * momentum - g * lr)
 
-* ``sgd``: ``var -= g * lr``; ``add_scaled``: ``var += g * lr`` (``Variable.assign_add`` of a
-  pending ``lr * g``). No fastmath: the product is rounded before the sum, as numpy's two
+* ``sgd``: ``var -= g * lr``; ``add_scaled``: ``var += g * lr``; ``sub_product`` and
+  ``add_product``, the same for ``Variable.assign_sub``/``assign_add`` of a pending ``lr * g``
+  (arrays of any rank, reshaped in the kernel: the three Python-side reshapes cost as much as
+  the dispatch on a bias). No fastmath: the product is rounded before the sum, as numpy's two
   passes round it (no fused multiply-add).
 
 Arguments are C-contiguous float32/float64 numpy arrays of one dtype viewed as 1-D, and
@@ -79,16 +81,36 @@ def momentum(var, accum, g, coef, nesterov):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sgd(var, g, coef):
-    """Plain SGD step in place: ``coef`` = (lr,)."""
-    lr = coef[0]
+def _sub_scaled(var, g, lr):
     for i in range(var.size):
         var[i] = var[i] - g[i] * lr
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def add_scaled(var, g, coef):
-    """``var += g * lr`` in place: ``coef`` = (lr,)."""
-    lr = coef[0]
+def _add_scaled(var, g, lr):
     for i in range(var.size):
         var[i] = var[i] + g[i] * lr
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sgd(var, g, coef):
+    """Plain SGD step in place: ``coef`` = (lr,)."""
+    _sub_scaled(var, g, coef[0])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def add_scaled(var, g, coef):
+    """``var += g * lr`` in place: ``coef`` = (lr,)."""
+    _add_scaled(var, g, coef[0])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sub_product(var, g, lr):
+    """``var -= g * lr`` in place, ``var`` and ``g`` of one shape (any rank), ``lr`` 0-d."""
+    _sub_scaled(var.reshape(-1), g.reshape(-1), lr[()])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def add_product(var, g, lr):
+    """``var += g * lr`` in place, ``var`` and ``g`` of one shape (any rank), ``lr`` 0-d."""
+    _add_scaled(var.reshape(-1), g.reshape(-1), lr[()])
