@@ -103,6 +103,41 @@ def single_threaded_blas():
                 set_threads(_saved)
 
 
+class _SingleThreaded:
+    """``single_threaded_blas`` as a plain object (no generator: about a microsecond a use);
+    the same process-wide depth count and lock."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        global _depth, _saved
+        set_threads = _SETTER if _looked_up else thread_setter()
+        if set_threads is not None:
+            with _lock:
+                if _depth == 0:
+                    _saved = set_threads(1)
+                _depth += 1
+
+    def __exit__(self, *exc):
+        global _depth
+        set_threads = _SETTER
+        if set_threads is not None:
+            with _lock:
+                _depth -= 1
+                if _depth == 0:
+                    set_threads(_saved)
+        return False
+
+
+_SINGLE = _SingleThreaded()
+
+
+def single_threaded_blas_cheap():
+    """``single_threaded_blas``'s section for hot paths (``with single_threaded_blas_cheap():``):
+    one shared object, no generator."""
+    return _SINGLE
+
+
 # OpenBLAS's worker threads sleep after 2**THREAD_TIMEOUT clock ticks without work (about 26 us
 # at 2.5 GHz), so they do not outlive the chain of products of one op (a step's Python gap
 # between two GEMMs is a few us). Measured on a loaded 2-core AMD EPYC: a 256x1600x10 float32

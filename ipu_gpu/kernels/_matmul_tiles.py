@@ -1,0 +1,98 @@
+"""The jitted tile loops of ``matmul_cpu`` (imported by it on first use: this imports Numba).
+
+``sgemm_tiles``/``dgemm_tiles(ta, tb, a, lda, b, ldb, c, ldc, k, rows, cols, a_offs,
+b_offs, c_offs, beta)``: for every matrix ``i`` of a batch (byte offsets ``*_offs[i]`` from
+the first elements of ``a``, ``b``, ``c``: one-element views of the operands, so one
+specialization serves every layout and rank) and every output tile ``rows[r]:rows[r+1]`` x
+``cols[c]:cols[c+1]``, one row-major CBLAS GEMM ``C = op(A) @ op(B) + beta * C`` with the
+transpose flags ``ta``/``tb`` (111 or 112) and leading dimensions ``ld*`` in elements. The
+tiles go over Numba's threads (``prange``), each GEMM whole on one thread; the ``*_serial``
+twins run them in order on the calling thread (the same GEMMs, so the same bits), for a
+forked child of a process that started GNU OpenMP's threads (which would abort it). The CBLAS
+functions are the symbols ``matmul_cpu`` registers with LLVM before this module is imported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange, types
+
+from . import _threads  # noqa: F401  # Numba's threading layer, before the first parallel kernel
+
+_I32, _I64 = types.int32, types.int64
+
+
+def _signature(real):
+    return types.void(_I32, _I32, _I32, _I64, _I64, _I64, real, _I64, _I64, _I64, _I64, real,
+                      _I64, _I64)
+
+
+_SGEMM = types.ExternalFunction("ipu_gpu_cblas_sgemm64", _signature(types.float32))
+_DGEMM = types.ExternalFunction("ipu_gpu_cblas_dgemm64", _signature(types.float64))
+_ROW_MAJOR, _TRANS = 101, 112
+
+
+@njit(inline="always")
+def _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, a_offs, b_offs, c_offs, isz):
+    nr = rows.shape[0] - 1
+    nc = cols.shape[0] - 1
+    mat = t // (nr * nc)
+    rc = t - mat * nr * nc
+    r = rc // nc
+    c = rc - r * nc
+    r0 = rows[r]
+    c0 = cols[c]
+    a = pa + a_offs[mat] + (r0 * isz if ta == _TRANS else r0 * lda * isz)
+    b = pb + b_offs[mat] + (c0 * ldb * isz if tb == _TRANS else c0 * isz)
+    cp = pc + c_offs[mat] + (r0 * ldc + c0) * isz
+    return a, b, cp, rows[r + 1] - r0, cols[c + 1] - c0
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sgemm_tiles(ta, tb, a1, lda, b1, ldb, c1, ldc, k, rows, cols, a_offs, b_offs, c_offs, beta):
+    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
+    count = c_offs.shape[0] * (rows.shape[0] - 1) * (cols.shape[0] - 1)
+    one = np.float32(1.0)
+    bf = np.float32(beta)
+    for t in prange(count):
+        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, a_offs,
+                                b_offs, c_offs, 4)
+        _SGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, bf, c, ldc)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def dgemm_tiles(ta, tb, a1, lda, b1, ldb, c1, ldc, k, rows, cols, a_offs, b_offs, c_offs, beta):
+    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
+    count = c_offs.shape[0] * (rows.shape[0] - 1) * (cols.shape[0] - 1)
+    one = np.float64(1.0)
+    bf = np.float64(beta)
+    for t in prange(count):
+        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, a_offs,
+                                b_offs, c_offs, 8)
+        _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, bf, c, ldc)
+
+
+@njit(cache=True, nogil=True)
+def sgemm_tiles_serial(ta, tb, a1, lda, b1, ldb, c1, ldc, k, rows, cols, a_offs, b_offs, c_offs,
+                       beta):
+    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
+    count = c_offs.shape[0] * (rows.shape[0] - 1) * (cols.shape[0] - 1)
+    one = np.float32(1.0)
+    bf = np.float32(beta)
+    for t in range(count):
+        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, a_offs,
+                                b_offs, c_offs, 4)
+        _SGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, bf, c, ldc)
+
+
+@njit(cache=True, nogil=True)
+def dgemm_tiles_serial(ta, tb, a1, lda, b1, ldb, c1, ldc, k, rows, cols, a_offs, b_offs, c_offs,
+                       beta):
+    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
+    count = c_offs.shape[0] * (rows.shape[0] - 1) * (cols.shape[0] - 1)
+    one = np.float64(1.0)
+    bf = np.float64(beta)
+    for t in range(count):
+        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, a_offs,
+                                b_offs, c_offs, 8)
+        _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, bf, c, ldc)

@@ -1,0 +1,268 @@
+"""A float32/float64 GEMM on the CPU whose bits depend only on the operands' shapes: never on
+OpenBLAS's or Numba's thread count, the machine's core count or what other threads do.
+
+OpenBLAS's threaded GEMM (its Haswell/Zen kernels: every AMD CPU, Intel CPUs without
+AVX-512) sums an output element's k products in an order set by the element's place within
+each per-thread call, and the threaded driver moves those calls' borders with the thread
+count: 256x784 @ 784x512 float32 gets other bits on 1, 2, 3 and 4 OpenBLAS threads. Here the
+output is cut into tiles that depend only on (m, k, n) (``tiles``); each tile is one CBLAS
+GEMM on one BLAS thread, and a Numba ``prange`` over the tiles shares them out over Numba's
+persistent OpenMP threads (a hand-off of microseconds). CBLAS (numpy's own OpenBLAS,
+``_blas_gemm.cblas_gemms``) is reached from jitted code through symbols registered with
+LLVM at import (``llvmlite.binding.add_symbol``), so the kernels stay cacheable on disk.
+Transposed operands go to CBLAS with its transpose flag, not copied.
+
+Products of at most ``SMALL_MNK`` multiply-adds (OpenBLAS runs them on one thread anyway),
+other dtypes, and every product when numpy's BLAS has no 64-bit-integer CBLAS go to
+numpy.matmul unchanged.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+
+import numpy as np
+
+from ._blas import single_threaded_blas_cheap
+from ._blas_gemm import cblas_gemms
+
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# OpenBLAS threads a GEMM above SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD = 65536 * 4, a
+# GEMV above 2304 * 4 (numpy's product with one row or one column)
+SMALL_MNK = 1 << 18
+SMALL_MN_VECTOR = 2304 * 4
+SPLIT_MIN_MNK = 1 << 18  # products above this split into two tiles at least
+TILE_MNK = 1 << 24  # about this many multiply-adds a tile
+MAX_TILES = 64  # per matrix
+ROW_MULTIPLE = 8
+COL_MULTIPLE = 16
+# extra packing (one element of an operand copied once more per tile) priced in multiply-adds
+PACK_COST = 4
+
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_SYMBOLS = {np.dtype(np.float32): "ipu_gpu_cblas_sgemm64",
+            np.dtype(np.float64): "ipu_gpu_cblas_dgemm64"}
+
+
+def _register() -> frozenset:
+    """Register numpy's 64-bit-integer CBLAS ?gemm with LLVM under this module's names; the
+    dtypes done."""
+    from llvmlite import binding
+
+    done = set()
+    for dtype, (fn, _limit, _name, int_t) in cblas_gemms().items():
+        if int_t is ctypes.c_int64:
+            binding.add_symbol(_SYMBOLS[dtype], ctypes.cast(fn, ctypes.c_void_p).value)
+            done.add(dtype)
+    return frozenset(done)
+
+
+@functools.cache
+def _kernels():
+    """{dtype: (tile loop over Numba's threads, the same loop on the calling thread)}:
+    compiled (or loaded from Numba's disk cache) on first use."""
+    done = _register()
+    if not done:
+        return {}
+    from . import _matmul_tiles as t
+
+    both = {np.dtype(np.float32): (t.sgemm_tiles, t.sgemm_tiles_serial),
+            np.dtype(np.float64): (t.dgemm_tiles, t.dgemm_tiles_serial)}
+    return {d: k for d, k in both.items() if d in done}
+
+
+_serial_only = False
+
+
+def _after_fork_in_child():
+    # GNU OpenMP aborts a forked child of a process whose OpenMP threads ran ("fork() called
+    # from a process already using GNU OpenMP"): here the tiles then run on the calling thread
+    global _serial_only
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    _serial_only = _serial_only or bool(getattr(parallel, "_is_initialized", False))
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _kernel(dtype, count):
+    """The tile loop for ``count`` GEMMs of ``dtype``, or None."""
+    pair = _kernels().get(dtype)
+    if pair is None:
+        return None
+    return pair[1] if count == 1 or _serial_only else pair[0]
+
+
+def _cuts(size, parts, multiple):
+    """Borders cutting ``size`` into at most ``parts`` runs of a multiple of ``multiple``."""
+    if parts <= 1 or size <= multiple:
+        return [0, size]
+    step = -(-size // parts)
+    step = -(-step // multiple) * multiple
+    return list(range(0, size, step)) + [size]
+
+
+def _makespan(sizes, threads=2):
+    """Time of sizes taken in order by the first free of ``threads`` workers."""
+    loads = [0] * threads
+    for s in sizes:
+        loads[loads.index(min(loads))] += s
+    return max(loads)
+
+
+@functools.lru_cache(maxsize=256)
+def tiles(m, k, n):
+    """(row borders, column borders) of the output tiles of one m x k @ k x n product (int64
+    arrays): a function of the shape only. Targets about TILE_MNK multiply-adds a tile (an
+    even count, two at least above SPLIT_MIN_MNK, at most MAX_TILES) and picks, among row,
+    column and 2-D cuttings, the one with the least time on two threads plus packing (each
+    tile repacks its operand panels)."""
+    mnk = m * k * n
+    if mnk <= SPLIT_MIN_MNK:
+        return np.array([0, m], np.int64), np.array([0, n], np.int64)
+    want = min(MAX_TILES, max(2, -(-mnk // TILE_MNK)))
+    want += want % 2
+    best = None
+    for tr in range(1, want + 1):
+        if want % tr:
+            continue
+        rows = _cuts(m, tr, ROW_MULTIPLE)
+        cols = _cuts(n, want // tr, COL_MULTIPLE)
+        sizes = [(r1 - r0) * (c1 - c0) * k for r0, r1 in zip(rows, rows[1:])
+                 for c0, c1 in zip(cols, cols[1:])]
+        nr, nc = len(rows) - 1, len(cols) - 1
+        cost = _makespan(sizes) + PACK_COST * ((nr - 1) * k * n + (nc - 1) * m * k) // 2
+        if best is None or cost < best[0]:
+            best = (cost, rows, cols)
+    return np.array(best[1], np.int64), np.array(best[2], np.int64)
+
+
+def deterministic(x, y) -> bool:
+    """Whether ``matmul(x, y)`` runs the tiled kernel (numpy arrays of one dtype, float32 or
+    float64, rank 2 at least, a product OpenBLAS would thread) rather than numpy.matmul."""
+    if (type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype
+            or x.dtype not in _DTYPES or x.ndim < 2 or y.ndim < 2):
+        return False
+    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+    if x.ndim == 2 and y.ndim == 2:
+        mats = 1
+    else:
+        try:
+            mats = int(np.prod(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]), dtype=np.int64))
+        except ValueError:
+            return False
+    if m == 1 or n == 1:
+        return mats * m * k * n > SMALL_MN_VECTOR
+    return mats * m * k * n > SMALL_MNK
+
+
+def _operand(a):
+    """(a, transpose flag, leading dimension in elements) for row-major CBLAS: a itself when
+    one of its last two axes has unit stride and the other a usable one, else a C copy."""
+    isz = a.itemsize
+    s0, s1 = a.strides[-2:]
+    rows, cols = a.shape[-2:]
+    if a.flags.aligned:
+        if (s1 == isz or cols == 1) and s0 % isz == 0 and s0 // isz >= max(1, cols):
+            return a, _NO_TRANS, max(1, s0 // isz)
+        if (s0 == isz or rows == 1) and s1 % isz == 0 and s1 // isz >= max(1, rows):
+            return a, _TRANS, max(1, s1 // isz)
+    a = np.ascontiguousarray(a)
+    return a, _NO_TRANS, max(1, cols)
+
+
+_ZERO = np.zeros(1, np.int64)
+
+
+def _first(a):
+    """A one-element 1-D view of ``a``'s first element (``a`` not empty): how the kernels get
+    an operand's address (one Numba specialization for every rank and layout)."""
+    while a.ndim > 1:
+        a = a[0]
+    return a[:1]
+
+
+def _offsets(a, batch):
+    """Byte offsets of the matrices of ``a`` broadcast to ``batch`` (int64, C order)."""
+    if not batch:
+        return _ZERO
+    if a.ndim - 2 < len(batch):
+        a = a.reshape((1,) * (len(batch) - a.ndim + 2) + a.shape)
+    strides = np.array([0 if d == 1 else s for d, s in zip(a.shape[:-2], a.strides[:-2])],
+                       np.int64)
+    idx = np.indices(batch, dtype=np.int64).reshape(len(batch), -1)
+    return np.ascontiguousarray(strides @ idx)
+
+
+def matmul(x, y, out=None):
+    """``np.matmul(x, y, out=out)`` for numpy arrays (batch axes broadcasting, any strides),
+    with bits that depend only on the shapes where ``deterministic``. ``out``: x's dtype and
+    the broadcast shape, written in place."""
+    if not deterministic(x, y) or (out is not None and (type(out) is not np.ndarray
+                                                        or out.dtype != x.dtype)):
+        return np.matmul(x, y, out=out)
+    if x.dtype not in _kernels():
+        return np.matmul(x, y, out=out)
+    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+    if y.shape[-2] != k:
+        return np.matmul(x, y, out=out)  # numpy's error
+    two_d = x.ndim == 2 and y.ndim == 2
+    batch = () if two_d else np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    shape = batch + (m, n)
+    if out is not None:
+        if out.shape != shape:
+            return np.matmul(x, y, out=out)  # numpy's error
+        if (not out.flags.c_contiguous or not out.flags.aligned
+                or np.may_share_memory(out, x) or np.may_share_memory(out, y)):
+            out[...] = matmul(x, y)
+            return out
+    else:
+        out = np.empty(shape, x.dtype)
+    if out.size == 0:
+        return out
+    if k == 0:
+        out[...] = 0
+        return out
+    x, ta, lda = _operand(x)
+    y, tb, ldb = _operand(y)
+    rows, cols = tiles(m, k, n)
+    if two_d:
+        ao = bo = co = _ZERO
+    else:
+        ao, bo = _offsets(x, batch), _offsets(y, batch)
+        co = np.arange(0, out.nbytes, m * n * out.itemsize, dtype=np.int64)
+    kernel = _kernel(x.dtype, co.shape[0] * (rows.shape[0] - 1) * (cols.shape[0] - 1))
+    with single_threaded_blas_cheap():
+        kernel(ta, tb, _first(x), lda, _first(y), ldb, _first(out), n, k, rows, cols, ao, bo,
+               co, 0.0)
+    return out
+
+
+def gemm_accumulate(x, y, out) -> bool:
+    """``out += x @ y`` for 2-D float32/float64 arrays of one dtype, ``out`` row-major (unit
+    column stride) and apart from x and y: CBLAS GEMMs with beta = 1, one per tile of
+    ``tiles(m, k, n)``, each on one BLAS thread: bits that depend only on the shapes. False
+    (nothing written) where the tiled kernel is unavailable or ``out`` does not fit."""
+    if (x.dtype != out.dtype or y.dtype != out.dtype or out.dtype not in _kernels()
+            or x.ndim != 2 or y.ndim != 2 or out.shape != (x.shape[0], y.shape[1])
+            or x.shape[1] != y.shape[0]):
+        return False
+    m, k, n = x.shape[0], x.shape[1], y.shape[1]
+    isz = out.itemsize
+    if (out.strides[1] != isz and n > 1) or out.strides[0] % isz or out.strides[0] < isz * n \
+            or not out.flags.aligned or np.may_share_memory(out, x) \
+            or np.may_share_memory(out, y):
+        return False
+    if m == 0 or n == 0 or k == 0:
+        return True
+    x, ta, lda = _operand(x)
+    y, tb, ldb = _operand(y)
+    rows, cols = tiles(m, k, n)
+    kernel = _kernel(out.dtype, (rows.shape[0] - 1) * (cols.shape[0] - 1))
+    with single_threaded_blas_cheap():
+        kernel(ta, tb, _first(x), lda, _first(y), ldb, _first(out), out.strides[0] // isz, k,
+               rows, cols, _ZERO, _ZERO, _ZERO, 1.0)
+    return True
