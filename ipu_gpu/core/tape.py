@@ -404,8 +404,7 @@ class GradientTape:
                     owned = (o not in source_ids and c.base is None
                              and sys.getrefcount(c) == _OWNED_REFS and c.flags.writeable)
                     in_grads = pair(xp, prev, rec, c, owned,
-                                    tuple([i in reach and d.kind == "f"
-                                           for i, d in zip(prev.in_ids, prev.in_dtypes)]))
+                                    _needed(prev.in_ids, prev.in_dtypes, reach))
                     if in_grads is not None:
                         rec = prev
                         skip = at - 1
@@ -423,9 +422,8 @@ class GradientTape:
                         k = op.kernels(xp)
                     if op.partial_backward:  # told which input gradients are kept
                         in_grads = op.backward(k, xp, rec.residuals, c, **rec.static,
-                                               needed=tuple([i in reach and d.kind == "f"
-                                                             for i, d in zip(rec.in_ids,
-                                                                             rec.in_dtypes)]))
+                                               needed=_needed(rec.in_ids, rec.in_dtypes,
+                                                              reach))
                     else:
                         in_grads = op.backward(k, xp, rec.residuals, c, **rec.static)
                 cots = [c]
@@ -454,8 +452,7 @@ class GradientTape:
             else:
                 needed = None
                 if rec.op.partial_backward:  # tell the rule which input gradients are kept
-                    needed = tuple([i in reach and d.kind == "f"
-                                    for i, d in zip(rec.in_ids, rec.in_dtypes)])
+                    needed = _needed(rec.in_ids, rec.in_dtypes, reach)
                 in_grads = _run_backward(rec, cots, nested, needed)
             for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
                 if g is None or dtype.kind != "f" or node not in reach:
@@ -468,6 +465,14 @@ class GradientTape:
             # next record whether the tape alone holds it (_OWNED_REFS)
             in_grads = cots = g = old = None
         return grads
+
+
+def _needed(in_ids, in_dtypes, reach) -> tuple:
+    """Per input, whether its gradient is kept: it leads to a source and is floating-point."""
+    if len(in_ids) == 2:  # most differentiable ops (matmul, bias_add): no comprehension
+        return (in_ids[0] in reach and in_dtypes[0].kind == "f",
+                in_ids[1] in reach and in_dtypes[1].kind == "f")
+    return tuple([i in reach and d.kind == "f" for i, d in zip(in_ids, in_dtypes)])
 
 
 def _kernels(op, xp):

@@ -26,6 +26,13 @@ def fits(*arrays) -> bool:
     return True
 
 
+def fits2(a, b) -> bool:
+    """``fits(a, b)``, unrolled (called on most activation and bias op calls)."""
+    d = a.dtype
+    return ((d == np.float32 or d == np.float64) and b.dtype == d and a.flags.c_contiguous
+            and b.flags.c_contiguous)
+
+
 @njit(cache=True, nogil=True)
 def _relu(x, out):
     for i in range(x.size):

@@ -34,10 +34,12 @@ def require_bool(op: str, arg: str, a) -> None:
 
 def require_same_dtype(op: str, args: tuple, *arrays) -> None:
     first = arrays[0].dtype
-    for name, a in zip(args[1:], arrays[1:]):
+    for a in arrays:  # no slices, no zip until one differs: this runs on most op calls
         if a.dtype != first:
-            raise TypeError(f"{op}: {name} must have the dtype of {args[0]} ({first.name}), "
-                            f"got {a.dtype.name}")
+            for name, b in zip(args[1:], arrays[1:]):
+                if b.dtype != first:
+                    raise TypeError(f"{op}: {name} must have the dtype of {args[0]} "
+                                    f"({first.name}), got {b.dtype.name}")
 
 
 def broadcast_shape(op: str, args: tuple, *shapes) -> tuple:
@@ -171,4 +173,6 @@ def elementwise_cpu(xp, *arrays):
 
         _ELEMENTWISE_CPU.append(module)
     k = _ELEMENTWISE_CPU[0]
+    if len(arrays) == 2:  # the common case (value and bias, cotangent and output): no *args
+        return k if k.fits2(arrays[0], arrays[1]) else None
     return k if k.fits(*arrays) else None

@@ -303,6 +303,12 @@ def _check_sparse_xent(labels, logits):
 
 def _sparse_xent_forward(k, xp, labels, logits):
     cd = _compute_dtype(logits.dtype)
+    if (logits.ndim == 2 and cd is logits.dtype and logits.flags.c_contiguous
+            and labels.flags.c_contiguous):  # a classifier head: the arrays as they are
+        loss = xp.empty(logits.shape[0], cd)
+        dlogits = xp.empty(logits.shape, cd)
+        k.sparse_softmax_xent_fwd(logits, labels, loss, dlogits)
+        return loss, (dlogits, logits.shape)
     x2 = xp.ascontiguousarray(logits.reshape(-1, logits.shape[-1])).astype(cd, copy=False)
     ids = xp.ascontiguousarray(labels.reshape(-1))
     loss = xp.empty(x2.shape[0], cd)
@@ -354,16 +360,17 @@ def _channel_axis(ndim, data_format):
 
 
 def _check_bias_add(value, bias, *, data_format):
-    require_same_dtype("bias_add", ("value", "bias"), value, bias)
-    if data_format not in (None, "NHWC", "NCHW", "NWC", "NCW", "NDHWC", "NCDHW", "N...C",
-                           "NC..."):
+    if value.dtype != bias.dtype:
+        require_same_dtype("bias_add", ("value", "bias"), value, bias)
+    if data_format is not None and data_format not in (
+            "NHWC", "NCHW", "NWC", "NCW", "NDHWC", "NCDHW", "N...C", "NC..."):
         raise ValueError(f"bias_add: data_format must be 'N...C' or 'NC...' style, got "
                          f"{data_format!r}")
     if value.ndim < 2:
         raise ValueError(f"bias_add: value must have rank >= 2, got shape {list(value.shape)}")
     if bias.ndim != 1:
         raise ValueError(f"bias_add: bias must be 1-D, got shape {list(bias.shape)}")
-    c = value.shape[_channel_axis(value.ndim, data_format)]
+    c = value.shape[-1 if data_format is None else _channel_axis(value.ndim, data_format)]
     if bias.shape[0] != c:
         raise ValueError(f"bias_add: bias must have {c} elements (the channel size of value), "
                          f"got {bias.shape[0]}")

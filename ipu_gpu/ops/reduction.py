@@ -64,7 +64,10 @@ def _mean(xp, x, axes, keepdims):
         q = xp.abs(s) // n
         return xp.where(s < 0, -q, q).astype(x.dtype)
     acc = dtypes.float32 if x.dtype == dtypes.float16 else x.dtype
-    s = xp.sum(x, axis=axes, keepdims=keepdims, dtype=acc)
+    if xp is np:  # np.sum's own call, without its Python wrapper (a loss's mean each step)
+        s = np.add.reduce(x, axes, acc, None, keepdims)
+    else:
+        s = xp.sum(x, axis=axes, keepdims=keepdims, dtype=acc)
     if n:
         return (s / acc.type(n)).astype(x.dtype, copy=False)
     with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is NaN, as TF
