@@ -1,6 +1,8 @@
 """matmul: ipu_gpu vs numpy, torch and tensorflow (CPU); ipu_gpu on cupy vs torch CUDA and cupy.
 
-One group per size. 64x64 shows the per-call overhead, the large sizes the BLAS engine.
+One group per size. 64x64 shows the per-call overhead, the large sizes the BLAS engine;
+ipu_gpu's CPU rows run its tiled GEMM (``kernels/matmul_cpu``: fixed tiles on one BLAS thread
+each, bits independent of the thread count), numpy's its threaded BLAS call.
 """
 
 from __future__ import annotations

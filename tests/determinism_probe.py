@@ -115,10 +115,14 @@ def workloads(rng):
     # a k split big enough for its row tiles (2**28 multiply-adds, two 512-row tiles)
     out.append(("serialized_matmul_k", lambda a, w: ipu.math_ops.serialized_matmul(
         a, w, 4, "a_rows_b_columns"), [normal(1024, 1024), normal(1024, 256)], False))
-    # a plain matmul (the MLP bench's first layer) and its two gradient GEMMs: numpy's BLAS,
-    # whose bits on OpenBLAS's Haswell/Zen kernels depend on OpenBLAS's thread count (not on
-    # Numba's); test_determinism's known-bug test runs this one under OPENBLAS_NUM_THREADS 1, 2
+    # a plain matmul (the MLP bench's first layer) and its two gradient GEMMs: numpy's threaded
+    # BLAS would give bits that depend on OpenBLAS's thread count on its Haswell/Zen kernels;
+    # ipu_gpu's GEMM (kernels/matmul_cpu) does not: test_determinism runs these under
+    # OPENBLAS_NUM_THREADS 1, 2, 3
     out.append(("matmul", lambda a, w: tf.matmul(a, w), [normal(256, 784), normal(784, 512)]))
+    # float64 (numpy's differed at 3 OpenBLAS threads), batched, transposed, 2-D tiles
+    out.append(("matmul_f64_batched", lambda a, w: tf.matmul(a, w, transpose_b=True),
+                [normal(3, 400, 300).astype(np.float64), normal(3, 700, 300).astype(np.float64)]))
     return out
 
 

@@ -3,8 +3,10 @@ and 3), from run to run and whatever its buffers' alignment — also with the Op
 an AMD CPU gets (OPENBLAS_CORETYPE=Zen or Haswell), under which conv2d's GEMMs once gave
 different bits for different thread counts. tests/determinism_probe.py runs the workloads;
 each setting runs it in a fresh process, since both variables are read at start-up.
-OpenBLAS's own thread count is the CPU count in all those runs; the plain GEMMs it threads
-get other bits for other OpenBLAS thread counts (a known bug, the xfail test below)."""
+OpenBLAS's own thread count is the CPU count in all those runs; ipu_gpu's GEMMs
+(``kernels/matmul_cpu``) give the same bits under 1 and 2 OpenBLAS threads too (numpy's
+threaded GEMM does not on OpenBLAS's Haswell/Zen kernels): the test of OpenBLAS thread
+counts below."""
 
 from __future__ import annotations
 
@@ -61,20 +63,18 @@ def test_threaded_kernels_are_bitwise_deterministic(coretype):
     assert len(names) >= 19  # every family with a threaded kernel is in the probe
 
 
-BLAS_DEPENDENT = ("matmul", "serialized_matmul")  # plain numpy GEMMs on OpenBLAS's threads
+# GEMMs numpy would run on OpenBLAS's threads
+BLAS_DEPENDENT = ("matmul", "matmul_f64_batched", "serialized_matmul")
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: a float32 GEMM big enough for OpenBLAS to "
-                   "thread (m*n*k > 2**19) gets other bits on 1 OpenBLAS thread than on 2 with its "
-                   "Haswell/Zen sgemm kernel, whose micro-kernels sum k in one or two FMA chains "
-                   "by an element's place in the per-thread blocks")
 def test_plain_matmul_is_bitwise_the_same_for_any_openblas_thread_count():
     if not _cpu_runs_avx2():
         pytest.skip("OpenBLAS's Haswell kernels need AVX2 and FMA, which this CPU lacks")
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("OpenBLAS runs at most one thread per CPU: one CPU here")
-    runs = {t: _probe(1, "Haswell", *BLAS_DEPENDENT, OPENBLAS_NUM_THREADS=str(t)) for t in (1, 2)}
-    assert runs[1] == runs[2]
+    runs = {t: _probe(1, "Haswell", *BLAS_DEPENDENT, OPENBLAS_NUM_THREADS=str(t))
+            for t in (1, 2, 3)}
+    assert runs[1] == runs[2] == runs[3]
 
 
 def test_probe_digests_catch_a_single_changed_bit():

@@ -3,8 +3,10 @@ matmul + bias_add + relu, mean sparse softmax cross-entropy, ``v.assign_sub(lr *
 the bits of the same arithmetic written out in numpy, op by op: speed work on the dispatch,
 the tape and the kernels (issue 15) must not change a step's numbers.
 
-The reference uses numpy's matmul (the same BLAS, in the same process, at the same thread
-count), TF's Relu and ReluGrad (``x <= 0 -> 0``; ``g * (y > 0)``), rows summed in order for a
+The reference's GEMMs are ipu_gpu's CPU GEMM (``kernels/matmul_cpu.matmul``: numpy's BLAS
+in fixed tiles on one thread each, whose bits do not depend on the thread count; tested
+against a tile-wise numpy reference in tests/test_matmul_determinism.py), TF's Relu and
+ReluGrad (``x <= 0 -> 0``; ``g * (y > 0)``), rows summed in order for a
 bias's gradient, ``w - g * lr`` in the variable's dtype, and ipu_gpu's cross-entropy kernel
 for the softmax (its exp is libm's, not numpy's; tested against float64 in
 tests/test_kernels_cpu.py)."""
@@ -15,7 +17,7 @@ import numpy as np
 import pytest
 
 import ipu_gpu as tf
-from ipu_gpu.kernels import softmax_cpu
+from ipu_gpu.kernels import matmul_cpu, softmax_cpu
 
 
 def _problem(batch, widths, seed):
@@ -51,7 +53,7 @@ def _numpy_step(x, y, params, lr):
     acts, outs = [x], []
     h = x
     for i in range(0, len(params), 2):
-        z = np.matmul(h, params[i]) + params[i + 1]
+        z = matmul_cpu.matmul(h, params[i]) + params[i + 1]
         if i + 2 < len(params):
             z = np.where(z <= 0, np.float32(0), z)  # TF's Relu: NaN stays, -0 gives 0
             acts.append(z)
@@ -67,9 +69,9 @@ def _numpy_step(x, y, params, lr):
         if layer + 1 < len(params) // 2:  # through the relu after this layer
             d = d * (outs[layer] > 0).astype(np.float32)
         grads[2 * layer + 1] = np.add.reduce(d, axis=0)  # rows in order
-        grads[2 * layer] = np.matmul(acts[layer].swapaxes(0, 1), d)
+        grads[2 * layer] = matmul_cpu.matmul(acts[layer].swapaxes(0, 1), d)
         if layer:
-            d = np.matmul(d, params[2 * layer].swapaxes(0, 1))
+            d = matmul_cpu.matmul(d, params[2 * layer].swapaxes(0, 1))
     lr32 = np.float32(lr)
     for j, g in enumerate(grads):
         params[j] = params[j] - g * lr32

@@ -22,7 +22,7 @@ from reference import serialized_matmul as ref
 import ipu_gpu
 from threadpoolctl import threadpool_limits
 
-from ipu_gpu.kernels import _blas_gemm, conv_cpu, serialized_matmul_cpu
+from ipu_gpu.kernels import _blas_gemm, conv_cpu, matmul_cpu, serialized_matmul_cpu
 from ipu_gpu.kernels._blas import single_threaded_blas
 from ipu_gpu.ops import serialized_matmul as sm_op
 from ipu_gpu.ops.serialized_matmul import serialized_matmul
@@ -105,13 +105,13 @@ def test_split_k_is_the_ordered_sum_of_slice_products_bitwise(factor, ta, tb, dt
 @pytest.mark.parametrize(("m", "k", "n"), [(12, 10, 8), (512, 256, 512)])
 @pytest.mark.parametrize("dim", ["a_columns", "b_rows"])
 def test_m_and_n_splits_are_the_unsplit_matmul_bitwise(dim, m, k, n, batch):
-    """Splitting m or n changes no element's arithmetic: the result is numpy's one matmul bit
-    for bit (not the concatenated slice GEMMs, whose bits OpenBLAS's edge tiles can move),
-    and matches the slice products to rounding."""
+    """Splitting m or n changes no element's arithmetic: the result is ipu_gpu's one matmul
+    (``matmul_cpu.matmul``) bit for bit (not the concatenated slice GEMMs, whose bits
+    OpenBLAS's edge tiles can move), and matches the slice products to rounding."""
     rng = np.random.default_rng(3)
     a, b = _normal(rng, batch + (m, k)), _normal(rng, (k, n))
     got = serialized_matmul(a, b, 4, dim).numpy()
-    np.testing.assert_array_equal(got, np.matmul(a, b))
+    np.testing.assert_array_equal(got, matmul_cpu.matmul(a, b))
     pieces = (np.split(a, 4, axis=-2) if dim == "a_columns" else np.split(b, 4, axis=-1))
     sliced = (np.concatenate([np.matmul(p, b) for p in pieces], axis=-2) if dim == "a_columns"
               else np.concatenate([np.matmul(a, p) for p in pieces], axis=-1))
@@ -368,9 +368,9 @@ def test_backward_matmuls_take_graphcores_split(dim, ta, tb, batch, monkeypatch)
         calls.append((dimension, factor, np.array(x), np.array(y), reduce_axes, len(gemms)))
         return original(x, y, dimension, factor, out, reduce_axes)
 
-    def product_spy(x, y, out, unreduced, reduce_axes):
+    def product_spy(x, y, out, unreduced, reduce_axes, *gemm):
         gemms.append((x.shape, y.shape))
-        return product(x, y, out, unreduced, reduce_axes)
+        return product(x, y, out, unreduced, reduce_axes, *gemm)
 
     def accumulate_spy(x, y, out):  # the k split's beta = 1 GEMMs (big products only)
         gemms.append((x.shape, y.shape))
@@ -436,12 +436,13 @@ def test_kernel_makes_no_full_size_copies(dim, ta, tb):
 
 
 # ---- the k split's accumulating GEMMs (beta = 1 through CBLAS, kernels/_blas_gemm.py) -----------
-def _ordered_sum(x, y, f):
-    """((p0 + p1) + p2) + ... with p_i numpy's matmul of slice i."""
+def _ordered_sum(x, y, f, gemm=matmul_cpu.matmul):
+    """((p0 + p1) + p2) + ... with p_i ipu_gpu's matmul of slice i (``matmul_cpu.matmul``:
+    bits independent of the thread count; tests/test_matmul_determinism.py), or ``gemm``'s."""
     s = x.shape[-1] // f
-    want = np.matmul(x[..., :s], y[..., :s, :])
+    want = gemm(x[..., :s], y[..., :s, :])
     for i in range(1, f):
-        want = want + np.matmul(x[..., i * s:(i + 1) * s], y[..., i * s:(i + 1) * s, :])
+        want = want + gemm(x[..., i * s:(i + 1) * s], y[..., i * s:(i + 1) * s, :])
     return want
 
 
@@ -489,7 +490,7 @@ def _tile_sum(x, y, f, rows):
         for idx in np.ndindex(*batch):
             for r0 in range(0, m, rows):
                 r = slice(r0, r0 + rows)
-                out[idx][r] = _ordered_sum(xb[idx][r], yb[idx], f)
+                out[idx][r] = _ordered_sum(xb[idx][r], yb[idx], f, np.matmul)
     return out
 
 
@@ -532,13 +533,13 @@ def test_split_k_row_tiles_at_full_size_ignore_blas_threads(monkeypatch):
     assert rows == 512
     want = _tile_sum(a, b, f, rows)
     accumulated = []
-    original = serialized_matmul_cpu._gemm_accumulate
+    original = serialized_matmul_cpu._tile_accumulate
 
     def spy(xi, yi, out):
         accumulated.append(xi.shape)
         return original(xi, yi, out)
 
-    monkeypatch.setattr(serialized_matmul_cpu, "_gemm_accumulate", spy)
+    monkeypatch.setattr(serialized_matmul_cpu, "_tile_accumulate", spy)
     got = serialized_matmul(a, b, f, "a_rows_b_columns").numpy()
     np.testing.assert_array_equal(got, want)
     # s = 256 is one k-block for float32 on most CPUs: the two full tiles (512 x 300 x 256 is

@@ -3,11 +3,12 @@ preallocated output; twin of serialized_matmul_gpu.
 
 * m-split (``'a_columns'``) and n-split (``'b_rows'``): one GEMM, as on the GPU. The F slice
   GEMMs tile the output and every output element is the same full-length dot product either
-  way, so the result is numpy's unsplit matmul bit for bit. (F slice GEMMs would not give
-  the same bits: OpenBLAS's Haswell/Zen sgemm computes rows and columns at the edge of a
-  GEMM's register tiles with other kernels, so where the slice borders fall moves bits; and
-  each slice GEMM repacks the whole other operand: 1.13 (m) and 1.10 (n) times one
-  np.matmul at F = 8, 2048^3 float32 on this 2-core AMD EPYC, against 0.99 for both now.)
+  way, so the result is ipu_gpu's unsplit matmul (``matmul_cpu.matmul``) bit for bit.
+  (F slice GEMMs would not give the same bits: OpenBLAS's Haswell/Zen sgemm computes rows
+  and columns at the edge of a GEMM's register tiles with other kernels, so where the slice
+  borders fall moves bits; and each slice GEMM repacks the whole other operand: 1.13 (m)
+  and 1.10 (n) times one np.matmul at F = 8, 2048^3 float32 on this 2-core AMD EPYC,
+  against 0.99 for both now.)
 * k-split (``'a_rows_b_columns'``), ((p0 + p1) + p2) + ... with p_i the slice products, in
   the output dtype, as Graphcore's Python ``+=`` builds it. Three ways, by size:
   - Row tiles (float32/float64, at least TILED_MIN_MNK multiply-adds, two tiles or more):
@@ -26,7 +27,8 @@ preallocated output; twin of serialized_matmul_gpu.
     the 2-core EPYC with the cores shared (load 6-8; each call paired with one np.matmul,
     medians of 12-15 pairs, three runs): F = 2, 4, 8 at 0.95-0.99, 0.99, 0.96-1.00 times
     one np.matmul, the whole-slice ways below at 1.05-1.07, 1.04-1.14, 1.09-1.16.
-  - Smaller problems, whole-slice GEMMs: p0 is written into ``out``; each later p_i is added
+  - Smaller problems, whole-slice GEMMs (``matmul_cpu.matmul``, except the beta = 1 ones):
+    p0 is written into ``out``; each later p_i is added
     by one CBLAS GEMM with beta = 1 (``out += x_i @ y_i``, ``_blas_gemm``) when that is
     bitwise ``out + p_i``. OpenBLAS adds a GEMM's register sums into C once per k-block of
     at most GEMM_Q (320 for float32, 256 for float64 on this EPYC), so beta = 1 rounds
@@ -56,7 +58,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _blas_gemm
+from . import _blas_gemm, matmul_cpu
 
 _BLAS_DTYPES = (np.float32, np.float64)
 # k-slices shorter than this keep the buffered adds: measuring OpenBLAS's k-blocking for them
@@ -68,13 +70,14 @@ TILE_ROWS = 512
 TILE_ELEMENTS = 1 << 20  # at most this many output elements a tile (wide outputs: fewer rows)
 
 
-def _product(x, y, out, staged, reduce_axes):
+def _product(x, y, out, staged, reduce_axes, gemm=np.matmul):
     """out = x @ y, through ``staged`` (x's dtype, unreduced) when ``out`` differs from it in
-    dtype or, by ``reduce_axes`` (kept as 1), in shape."""
+    dtype or, by ``reduce_axes`` (kept as 1), in shape. ``gemm``: numpy.matmul inside a
+    tile (BLAS on one thread already), else ``matmul_cpu.matmul`` (thread-count-free bits)."""
     if staged is None:
-        np.matmul(x, y, out=out)
+        gemm(x, y, out=out)
         return
-    np.matmul(x, y, out=staged)
+    gemm(x, y, out=staged)
     if reduce_axes:
         np.sum(staged, axis=reduce_axes, keepdims=True, out=out)
     else:
@@ -99,11 +102,11 @@ def _accumulate_slices(x, y, s, factor, out, batch):
     yb = np.broadcast_to(y, batch + y.shape[-2:])
     for idx in np.ndindex(*batch):
         xm, ym, om = xb[idx], yb[idx], out[idx]
-        _product(xm[:, :s], ym[:s], om, None, ())
+        _product(xm[:, :s], ym[:s], om, None, (), matmul_cpu.matmul)
         for i in range(1, factor):
             cut = slice(i * s, (i + 1) * s)
-            if not _gemm_accumulate(xm[:, cut], ym[cut], om):
-                np.add(om, np.matmul(xm[:, cut], ym[cut]), out=om)  # strides CBLAS refused
+            if not _gemm_accumulate(xm[:, cut], ym[cut], om):  # strides CBLAS refused
+                np.add(om, matmul_cpu.matmul(xm[:, cut], ym[cut]), out=om)
 
 
 def _tile_rows(n):
@@ -145,7 +148,7 @@ def _tiled_slices(x, y, s, factor, out, batch):
         accumulate, part = _accumulates_exactly(xt, ym, s), None
         for i in range(1, factor):
             cut = slice(i * s, (i + 1) * s)
-            if accumulate and _gemm_accumulate(xt[:, cut], ym[cut], tile):
+            if accumulate and _tile_accumulate(xt[:, cut], ym[cut], tile):
                 continue
             if part is None:
                 part = np.empty_like(tile)
@@ -156,7 +159,14 @@ def _tiled_slices(x, y, s, factor, out, batch):
 
 
 def _gemm_accumulate(x, y, out):
-    """out += x @ y in one CBLAS GEMM (beta = 1); False when CBLAS refuses the strides."""
+    """out += x @ y by CBLAS GEMMs (beta = 1) in ``matmul_cpu``'s tiles, each on one BLAS
+    thread; False when CBLAS refuses the strides."""
+    return matmul_cpu.gemm_accumulate(x, y, out)
+
+
+def _tile_accumulate(x, y, out):
+    """out += x @ y in one CBLAS GEMM (beta = 1), inside a tile (BLAS on one thread already);
+    False when CBLAS refuses the strides."""
     return _blas_gemm.gemm(x, y, out, 1)
 
 
@@ -187,18 +197,18 @@ def serialized_matmul(x, y, dimension, factor, out, reduce_axes=()):
             cut = slice(i * s, (i + 1) * s)
             xi, yi = x[..., :, cut], y[..., cut, :]
             if i == 0:
-                _product(xi, yi, out, staged, reduce_axes)
+                _product(xi, yi, out, staged, reduce_axes, matmul_cpu.matmul)
                 continue
             if part is None:
                 part = np.empty_like(out)
-            _product(xi, yi, part, staged, reduce_axes)
+            _product(xi, yi, part, staged, reduce_axes, matmul_cpu.matmul)
             np.add(out, part, out=out)
         return out
     if dimension in ("a_columns", "b_rows"):
         # the F slice GEMMs tile the output and each element is the same full-length dot
         # product either way: one GEMM (see the module docstring)
         staged = np.empty(batch + (m, n), x.dtype) if stage else None
-        _product(x, y, out, staged, reduce_axes)
+        _product(x, y, out, staged, reduce_axes, matmul_cpu.matmul)
         return out
     raise ValueError(f"serialized_matmul: dimension must be 'a_columns', 'a_rows_b_columns' "
                      f"or 'b_rows', got {dimension!r}")

@@ -21,6 +21,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.registry import register
 from ..errors import InvalidArgumentError, UnimplementedError
+from ..kernels import matmul_cpu
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _FORMATS = ("NDHWC", "NCDHW")
@@ -212,8 +213,14 @@ def _conv_fwd(xp, x, w, strides, dilations, pads, outs, groups):
         wk = w[np.unravel_index(i, w.shape[:3])]
         y2 = y.reshape(rows, kout)
         for g in range(groups):
-            y2[:, g * kg:(g + 1) * kg] += cols[:, g * cg:(g + 1) * cg] @ wk[:, g * kg:(g + 1) * kg]
+            y2[:, g * kg:(g + 1) * kg] += _mm(xp, cols[:, g * cg:(g + 1) * cg],
+                                              wk[:, g * kg:(g + 1) * kg])
     return y
+
+
+def _mm(xp, a, b):
+    """a @ b: on the CPU ipu_gpu's GEMM, whose bits do not depend on the thread count."""
+    return matmul_cpu.matmul(a, b) if xp is np else a @ b
 
 
 def _conv_bwd_input(xp, g, w, shape, strides, dilations, pads, groups):
@@ -231,7 +238,7 @@ def _conv_bwd_input(xp, g, w, shape, strides, dilations, pads, groups):
         wk = w[np.unravel_index(i, w.shape[:3])]
         view = _view(dx, start, strides, outs)
         for grp in range(groups):
-            part = g2[:, grp * kg:(grp + 1) * kg] @ wk[:, grp * kg:(grp + 1) * kg].T
+            part = _mm(xp, g2[:, grp * kg:(grp + 1) * kg], wk[:, grp * kg:(grp + 1) * kg].T)
             view[..., grp * cg:(grp + 1) * cg] += part.reshape(n, *outs, cg)
     return _crop(dx, pads, spatial)
 
@@ -250,8 +257,8 @@ def _conv_bwd_filter(xp, x, g, wshape, strides, dilations, pads, groups):
         cols = xp.ascontiguousarray(_view(xpad, start, strides, outs)).reshape(rows, c)
         at = np.unravel_index(i, wshape[:3])
         for grp in range(groups):
-            dw[at][:, grp * kg:(grp + 1) * kg] = (cols[:, grp * cg:(grp + 1) * cg].T
-                                                  @ g2[:, grp * kg:(grp + 1) * kg])
+            dw[at][:, grp * kg:(grp + 1) * kg] = _mm(xp, cols[:, grp * cg:(grp + 1) * cg].T,
+                                                     g2[:, grp * kg:(grp + 1) * kg])
     return dw
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import register
+from ..kernels import matmul_cpu
 from ..kernels._blas import limit_thread_spin
 from ._util import astype, quiet, require_same_dtype, unbroadcast
 from ._util import elementwise_cpu as _elementwise_cpu
@@ -26,10 +27,19 @@ def _mT(xp, x):
 _cublas = None
 
 
+# the CPU GEMM: numpy's BLAS in fixed tiles on Numba's threads, whose bits do not depend on
+# the thread count (a module global so that benches can swap in np.matmul)
+_cpu_matmul = matmul_cpu.matmul
+
+
 def _mm(xp, x, y):
-    """x @ y: numpy's BLAS, or on the GPU cuBLAS called directly (``kernels/cublas_gpu``: a
-    GEMM a CUDA graph can capture), cupy.matmul for the dtypes it does not cover."""
-    if xp is np or getattr(xp, "__name__", "") != "cupy":  # numpy, or Tensors (nested tapes)
+    """x @ y: on the CPU ``kernels/matmul_cpu`` (numpy's BLAS in fixed tiles: bits that do
+    not depend on the thread count), or on the GPU cuBLAS called directly
+    (``kernels/cublas_gpu``: a GEMM a CUDA graph can capture), cupy.matmul for the dtypes it
+    does not cover."""
+    if xp is np:
+        return _cpu_matmul(x, y)
+    if getattr(xp, "__name__", "") != "cupy":  # Tensors (nested tapes)
         return xp.matmul(x, y)
     global _cublas
     if _cublas is None:
