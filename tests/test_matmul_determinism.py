@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 import ipu_gpu as tf
 from ipu_gpu.kernels import matmul_cpu
 from ipu_gpu.kernels._blas import single_threaded_blas
+from ipu_gpu.ops import matmul as matmul_op
 
 SHAPES = [  # (batch, m, k, n): the MLP bench's GEMMs, 2-D tiles, batches, thin products
     ((), 256, 784, 512), ((), 784, 256, 512), ((), 256, 512, 784), ((), 256, 512, 10),
@@ -342,3 +343,44 @@ def test_tf_matmul_and_its_gradients_run_the_tiled_gemm():
     t = tf.matmul(tf.constant(a.T.copy()), tf.constant(b.T.copy()), transpose_a=True,
                   transpose_b=True)
     np.testing.assert_array_equal(t.numpy(), _tilewise(a, b))
+
+
+def test_dense_bias_uses_the_tiled_gemm():
+    """Keras's Dense runs as ``dense_bias``: its product and kernel gradient are the tiled
+    GEMM's, under any OpenBLAS thread count."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((256, 784)).astype(np.float32)
+    w = rng.standard_normal((784, 512)).astype(np.float32)
+    bias = rng.standard_normal(512).astype(np.float32)
+    u = rng.standard_normal((256, 512)).astype(np.float32)
+    got = {}
+    for blas in (1, 2, 3):
+        tw = tf.constant(w)
+        with threadpool_limits(blas, "blas"):
+            with tf.GradientTape() as tape:
+                tape.watch(tw)
+                y = matmul_op.dense_bias(tf.constant(x), tw, tf.constant(bias), relu=True)
+            dw = tape.gradient(y, tw, output_gradients=u)
+        got[blas] = (y.numpy(), dw.numpy())
+    y_want = np.maximum(_tilewise(x, w) + bias, 0)
+    dw_want = _tilewise(np.ascontiguousarray(x.T), u * (y_want > 0))
+    for y, dw in got.values():
+        np.testing.assert_array_equal(y, y_want)
+        np.testing.assert_array_equal(dw, dw_want)
+
+
+def test_conv3d_bits_do_not_depend_on_the_blas_thread_count():
+    """conv3d's per-tap GEMMs (forward and both gradients) are the tiled GEMM's too."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 12, 12, 12, 32)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 32, 48)).astype(np.float32)
+    runs = set()
+    for blas in (1, 2, 3):
+        tx, tw = tf.constant(x), tf.constant(w)
+        with threadpool_limits(blas, "blas"):
+            with tf.GradientTape() as tape:
+                tape.watch([tx, tw])
+                y = tf.nn.conv3d(tx, tw, [1, 1, 1, 1, 1], "SAME")
+            gx, gw = tape.gradient(y, [tx, tw], output_gradients=np.ones(y.shape, np.float32))
+        runs.add(tuple(v.numpy().tobytes() for v in (y, gx, gw)))
+    assert len(runs) == 1
