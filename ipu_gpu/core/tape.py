@@ -163,6 +163,7 @@ def record_one(op, in_ids, in_arrays, out_id, out_array, residuals, static, xp) 
 
 _new_record = object.__new__
 _dtype_of = operator.attrgetter("dtype")
+_id_of = operator.attrgetter("_id")
 
 
 def _is_float(dtype) -> bool:
@@ -365,15 +366,12 @@ class GradientTape:
         # Only sources the tape watches (watched Tensors and variables, outputs of recorded
         # ops) get gradients, as in TF: a record kept for one watched input must not hand a
         # gradient to an unwatched input beside it (a frozen variable, a constant).
-        watched = self._watched
-        source_ids = {s._id for s in sources}
-        reach = {i for i in source_ids if i in watched}
+        source_ids = set(map(_id_of, sources))
+        reach = source_ids & self._watched
         records = self._records
         for rec in records:
-            for i in rec.in_ids:
-                if i in reach:
-                    reach.update(rec.out_ids)
-                    break
+            if not reach.isdisjoint(rec.in_ids):
+                reach.update(rec.out_ids)
 
         owned_rules = _OWNED_BACKWARD if not nested else {}
         pair_rules = _PAIR_BACKWARD if not nested else {}

@@ -490,7 +490,7 @@ def _pending_product(t, s, scalar_first: bool):
     not convert exactly as the op converts it)."""
     if type(t) is not Tensor or _allocation_hook is not None or _tape_local is None:
         return None
-    a = _SLOT.__get__(t)
+    a = t._value  # a plain Tensor's slot
     # a caller's array (``convert_to_tensor`` keeps it) could be written before the product
     # is read: only an array that nothing but ``t`` holds (its slot, ``a``, the call's)
     if (type(a) is not np.ndarray or _tape_local.tapes or a.base is not None
@@ -656,7 +656,7 @@ class Variable(Tensor):
         if type(pending) is not tuple:
             return False
         a, s, scalar_first = pending
-        value = self._value
+        value = self._host_value if not _slotted else self._value  # the property, inlined
         # ``_owns_buffer()``, inlined: ``value`` is one more reference to the buffer
         if (_allocation_hook is not None or sys.getrefcount(value) > _SOLE_OWNER_REFS + 1
                 or type(value) is not np.ndarray or value.base is not None):

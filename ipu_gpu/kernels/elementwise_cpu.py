@@ -88,8 +88,11 @@ def bias_add_last(x, b):
     """x + b with the 1-D ``b`` added along x's last axis; as ``fits`` requires."""
     out = np.empty_like(x)
     if x.size:
-        c = b.shape[0]
-        _add_rows(x.reshape(-1, c), b, out.reshape(-1, c))
+        if x.ndim == 2:  # a dense layer's: no views to make
+            _add_rows(x, b, out)
+        else:
+            c = b.shape[0]
+            _add_rows(x.reshape(-1, c), b, out.reshape(-1, c))
     return out
 
 
@@ -108,7 +111,7 @@ def column_sums(g, c):
     rows added in order, as numpy's ``sum`` over the leading axes adds them (the same bits).
     numpy's strided reduction costs 4x this loop when ``c`` is a conv layer's 64 channels."""
     out = np.empty(c, g.dtype)
-    rows = g.reshape(-1, c)
+    rows = g if g.ndim == 2 else g.reshape(-1, c)
     if rows.shape[0] == 0:
         out[:] = 0
     else:
@@ -130,8 +133,11 @@ def bias_relu(x, b):
     written out: the bits of the two kernels; as ``fits`` requires."""
     out = np.empty_like(x)
     if x.size:
-        c = b.shape[0]
-        _bias_relu_rows_to(x.reshape(-1, c), b, out.reshape(-1, c))
+        if x.ndim == 2:  # a dense layer's: no views to make
+            _bias_relu_rows_to(x, b, out)
+        else:
+            c = b.shape[0]
+            _bias_relu_rows_to(x.reshape(-1, c), b, out.reshape(-1, c))
     return out
 
 

@@ -337,8 +337,12 @@ def _mean_of_sparse_xent_backward(xp, producer, consumer, g, owned, needed):
         return None
     dlogits, shape = producer.residuals
     s = g.reshape(1, 1) / max(x.size, 1)
-    return None, (dlogits * s.astype(dlogits.dtype, copy=False)).reshape(shape).astype(
-        g.dtype, copy=False)
+    if s.dtype != dlogits.dtype:
+        s = s.astype(dlogits.dtype)
+    grad = dlogits * s
+    if grad.shape != shape:  # logits of rank other than 2 (the kernel's rows)
+        grad = grad.reshape(shape)
+    return None, grad if grad.dtype == g.dtype else grad.astype(g.dtype)
 
 
 _tape.set_pair_backward(_reduction._REDUCE_MEAN, _SPARSE_XENT, _mean_of_sparse_xent_backward)
@@ -423,6 +427,9 @@ def _relu_of_bias_add_backward(xp, producer, consumer, g, owned, needed):
     k = _elementwise_cpu(xp, g, y)
     if k is None:
         return None
+    if g.ndim == 2:  # a dense layer's: no views to make
+        dv, db = k.relu_grad_column_sums_into(g, y) if owned else k.relu_grad_column_sums(g, y)
+        return dv, db if needed[1] else None
     g2, y2 = g.reshape(-1, c), y.reshape(-1, c)
     dv, db = k.relu_grad_column_sums_into(g2, y2) if owned else k.relu_grad_column_sums(g2, y2)
     return dv.reshape(vshape), db if needed[1] else None
