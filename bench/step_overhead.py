@@ -12,6 +12,11 @@
     .venv/bin/python bench/step_overhead.py opcodes
         Python opcodes and function calls one step executes, by function: the dispatch and
         tape work, counted, so the same on a loaded machine.
+    .venv/bin/python bench/step_overhead.py kernels [ROUNDS]
+        the real step at one BLAS thread (real GEMMs, so caches as cold as in the bench):
+        thread CPU time of each jitted elementwise/softmax/optimizer kernel per step, of the
+        step and of its GEMMs (interleaved blocks, medians); the step minus its GEMMs and
+        kernels is the Python, numpy-call and allocation work.
 
 ``parts`` times each statement where the step runs it, after the GEMMs' and the full-size
 passes' traffic has evicted its code and data from L1/L2: a small op there costs 2-5x its warm
@@ -190,6 +195,53 @@ def opcodes() -> None:
         print(f"{n:6d} {calls[(path, name)]:4d}x {path.replace(root, '')}:{name}")
 
 
+def kernels(rounds: int = 20) -> None:
+    from numba.core.registry import CPUDispatcher
+
+    from ipu_gpu.kernels import elementwise_cpu, optimizer_cpu, softmax_cpu
+
+    _, _, _, step, gemms = _mlp()
+    spent = collections.Counter()
+    clock = time.thread_time_ns
+    patched = []
+    for module in (elementwise_cpu, softmax_cpu, optimizer_cpu):
+        short = module.__name__.rsplit(".", 1)[1]
+        for name, fn in list(vars(module).items()):
+            if isinstance(fn, CPUDispatcher):
+                def timed(*args, _fn=fn, _key=f"{short}.{name}"):
+                    t0 = clock()
+                    out = _fn(*args)
+                    spent[_key] += clock() - t0
+                    return out
+                patched.append((module, name, fn))
+                setattr(module, name, timed)
+    steps, gemm = [], []
+    try:
+        with threadpool_limits(1):
+            for _ in range(10):
+                step(), gemms()
+            spent.clear()
+            for _ in range(rounds):
+                t0 = clock()
+                for _ in range(4):
+                    step()
+                t1 = clock()
+                for _ in range(4):
+                    gemms()
+                steps.append((t1 - t0) / 4e3)
+                gemm.append((clock() - t1) / 4e3)
+    finally:
+        for module, name, fn in patched:
+            setattr(module, name, fn)
+    n = rounds * 4
+    for key, ns in spent.most_common():
+        print(f"{key:45s} {ns / n / 1e3:7.1f} us")
+    k = sum(spent.values()) / n / 1e3
+    s, g = np.median(steps), np.median(gemm)
+    print(f"{'kernels':45s} {k:7.1f} us\n{'step - GEMMs':45s} {s - g:7.1f} us (step {s:.0f}, "
+          f"GEMMs {g:.0f})\n{'rest (Python, numpy calls, allocation)':45s} {s - g - k:7.1f} us")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "opcodes"
     args = sys.argv[2:]
@@ -200,5 +252,7 @@ if __name__ == "__main__":
         parts(int(args[0]) if args else 2000)
     elif what == "opcodes":
         opcodes()
+    elif what == "kernels":
+        kernels(int(args[0]) if args else 20)
     else:
         raise SystemExit(__doc__)
