@@ -15,8 +15,9 @@
     .venv/bin/python bench/step_overhead.py kernels [ROUNDS]
         the real step at one BLAS thread (real GEMMs, so caches as cold as in the bench):
         thread CPU time of each jitted elementwise/softmax/optimizer kernel per step, of the
-        step and of its GEMMs (interleaved blocks, medians); the step minus its GEMMs and
-        kernels is the Python, numpy-call and allocation work.
+        step and of its GEMMs (interleaved blocks, medians); the step less the time of its
+        own GEMM calls and kernels is the Python, numpy-call and allocation work (load
+        changes the GEMMs' time by more than that, so it is not taken from the GEMMs alone).
 
 ``parts`` times each statement where the step runs it, after the GEMMs' and the full-size
 passes' traffic has evicted its code and data from L1/L2: a small op there costs 2-5x its warm
@@ -215,31 +216,46 @@ def kernels(rounds: int = 20) -> None:
                     return out
                 patched.append((module, name, fn))
                 setattr(module, name, timed)
+    real_mm = matmul_module._mm
+
+    def timed_mm(xp, a, b):
+        t0 = clock()
+        out = real_mm(xp, a, b)
+        spent["GEMMs (in the step)"] += clock() - t0
+        return out
+    matmul_module._mm = timed_mm
     steps, gemm = [], []
     try:
         with threadpool_limits(1):
             for _ in range(10):
                 step(), gemms()
             spent.clear()
+            rest = []
             for _ in range(rounds):
+                before = sum(spent.values())
                 t0 = clock()
                 for _ in range(4):
                     step()
                 t1 = clock()
+                rest.append((t1 - t0 - (sum(spent.values()) - before)) / 4e3)
                 for _ in range(4):
                     gemms()
                 steps.append((t1 - t0) / 4e3)
                 gemm.append((clock() - t1) / 4e3)
     finally:
+        matmul_module._mm = real_mm
         for module, name, fn in patched:
             setattr(module, name, fn)
     n = rounds * 4
+    in_step = spent.pop("GEMMs (in the step)") / n / 1e3
     for key, ns in spent.most_common():
         print(f"{key:45s} {ns / n / 1e3:7.1f} us")
     k = sum(spent.values()) / n / 1e3
     s, g = np.median(steps), np.median(gemm)
     print(f"{'kernels':45s} {k:7.1f} us\n{'step - GEMMs':45s} {s - g:7.1f} us (step {s:.0f}, "
-          f"GEMMs {g:.0f})\n{'rest (Python, numpy calls, allocation)':45s} {s - g - k:7.1f} us")
+          f"GEMMs alone {g:.0f}, in the step {in_step:.0f})\n"
+          f"{'rest (Python, numpy calls, allocation)':45s} {np.median(rest):7.1f} us "
+          f"(the step less its own GEMM calls and kernels, median of rounds)")
 
 
 if __name__ == "__main__":
