@@ -72,11 +72,13 @@ def set_owned_backward(op, rule) -> None:
 # gets the consumer's cotangent ``g`` (``owned``: the tape alone holds it, so it may be
 # overwritten) and gives the producer's input gradients, or None for the records one by one.
 _PAIR_BACKWARD: dict = {}
+_PAIR_CONSUMERS: set = set()  # the consumer ops of _PAIR_BACKWARD's pairs
 
 
 def set_pair_backward(consumer, producer, rule) -> None:
     """Let ``rule`` differentiate ``consumer(producer(...))`` in one step (see above)."""
     _PAIR_BACKWARD[(consumer, producer)] = rule
+    _PAIR_CONSUMERS.add(consumer)
 
 
 def recording_tapes() -> list:
@@ -375,6 +377,8 @@ class GradientTape:
 
         owned_rules = _OWNED_BACKWARD if not nested else {}
         pair_rules = _PAIR_BACKWARD if not nested else {}
+        consumers = _PAIR_CONSUMERS if not nested else ()
+        ndarray = np.ndarray
         skip = -1
         for at in range(len(records) - 1, -1, -1):
             if at == skip:  # a producer already played back with its consumer
@@ -391,9 +395,10 @@ class GradientTape:
                     continue
                 op = rec.op
                 xp = rec.xp
-                rule = owned_rules.get(op)
-                prev = records[at - 1] if at and type(c) is np.ndarray else None
-                pair = None if prev is None else pair_rules.get((op, prev.op))
+                pair = None
+                if op in consumers and at and type(c) is ndarray:
+                    prev = records[at - 1]
+                    pair = pair_rules.get((op, prev.op))
                 if (pair is not None and len(prev.out_ids) == 1 and len(rec.in_ids) == 1
                         and prev.out_ids[0] == rec.in_ids[0] and rec.in_ids[0] not in grads
                         and rec.in_ids[0] not in source_ids):
@@ -408,9 +413,9 @@ class GradientTape:
                         skip = at - 1
                 if in_grads is not None:
                     pass
-                elif (rule is not None and type(c) is np.ndarray and o not in source_ids
-                        and c.base is None and sys.getrefcount(c) == _OWNED_REFS
-                        and c.flags.writeable):
+                elif ((rule := owned_rules.get(op)) is not None and type(c) is ndarray
+                        and o not in source_ids and c.base is None
+                        and sys.getrefcount(c) == _OWNED_REFS and c.flags.writeable):
                     # nothing else holds the cotangent (no other node's gradient, no
                     # caller's array): the rule may write the input gradient into it
                     in_grads = rule(_kernels(op, xp), xp, rec.residuals, c, **rec.static)
