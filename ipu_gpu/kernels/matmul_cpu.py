@@ -34,7 +34,11 @@ _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # GEMV above 2304 * 4 (numpy's product with one row or one column)
 SMALL_MNK = 1 << 18
 SMALL_MN_VECTOR = 2304 * 4
-SPLIT_MIN_MNK = 1 << 18  # products above this split into two tiles at least
+# products above this split into two tiles at least; smaller ones run as one tile on the
+# calling thread. A 2-tile split of 256x512x10 (1.3M multiply-adds) took 1.3x numpy's
+# threaded GEMM on a quiet 2-core EPYC and 2-32x (0.2-11 ms) with other processes on the
+# cores: OpenMP's static split waits for a descheduled thread; one tile: 0.4-1.3x
+SPLIT_MIN_MNK = 1 << 21
 TILE_MNK = 1 << 24  # about this many multiply-adds a tile
 MAX_TILES = 64  # per matrix
 ROW_MULTIPLE = 8
