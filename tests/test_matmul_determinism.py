@@ -384,3 +384,29 @@ def test_conv3d_bits_do_not_depend_on_the_blas_thread_count():
             gx, gw = tape.gradient(y, [tx, tw], output_gradients=np.ones(y.shape, np.float32))
         runs.add(tuple(v.numpy().tobytes() for v in (y, gx, gw)))
     assert len(runs) == 1
+
+
+def test_tiles_run_on_the_calling_thread_inside_a_single_threaded_section(monkeypatch):
+    """While a single_threaded_blas section is open (replicas running concurrently, a
+    convolution's blocks), or for one tile, the tiles run in order on the calling thread:
+    the same GEMMs, the same bits."""
+    a, b = _operands(((), 256, 784, 512), np.float32, 15)
+    small = _operands(((), 256, 512, 10), np.float32, 16)
+    real = matmul_cpu._kernels()
+    used = []
+
+    def spy(kernel, name):
+        def run(*args):
+            used.append(name)
+            return kernel(*args)
+        return run
+
+    spies = {d: (spy(p, "parallel"), spy(s, "serial")) for d, (p, s) in real.items()}
+    monkeypatch.setattr(matmul_cpu, "_kernels", lambda: spies)
+    free = matmul_cpu.matmul(a, b)
+    with single_threaded_blas():
+        inside = matmul_cpu.matmul(a, b)
+    one_tile = matmul_cpu.matmul(*small)
+    assert used == ["parallel", "serial", "serial"]
+    np.testing.assert_array_equal(inside, free)
+    np.testing.assert_array_equal(one_tile, _tilewise(*small))

@@ -132,6 +132,12 @@ class _SingleThreaded:
 _SINGLE = _SingleThreaded()
 
 
+def section_open() -> bool:
+    """Whether a ``single_threaded_blas`` section is open anywhere in the process: its opener
+    (the engine while replicas run, a convolution's blocks) is already the parallelism."""
+    return _depth > 0
+
+
 def single_threaded_blas_cheap():
     """``single_threaded_blas``'s section for hot paths (``with single_threaded_blas_cheap():``):
     one shared object, no generator."""

@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-from ._blas import single_threaded_blas_cheap
+from ._blas import section_open, single_threaded_blas_cheap
 from ._blas_gemm import cblas_gemms
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -93,11 +93,12 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _kernel(dtype, count):
-    """The tile loop for ``count`` GEMMs of ``dtype``, or None."""
-    pair = _kernels().get(dtype)
-    if pair is None:
-        return None
-    return pair[1] if count == 1 or _serial_only else pair[0]
+    """The tile loop for ``count`` GEMMs of ``dtype``: on the calling thread for one tile, in
+    a forked child (above), and while a ``single_threaded_blas`` section is open elsewhere
+    (replicas running concurrently, a convolution's blocks: they are the parallelism, and
+    more OpenMP teams would oversubscribe the cores); else over Numba's threads."""
+    pair = _kernels()[dtype]
+    return pair[1] if count == 1 or _serial_only or section_open() else pair[0]
 
 
 def _cuts(size, parts, multiple):
