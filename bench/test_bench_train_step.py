@@ -4,7 +4,8 @@ arithmetic that cannot be avoided.
 
 Groups (``step_vs_kernels-...``):
 * ipu_gpu: one SGD step written against the TF API (GradientTape, ``v.assign_sub(lr * g)``).
-* kernels: the same step's GEMMs (numpy's BLAS, as ipu_gpu's matmul calls it) and
+* kernels: the same step's GEMMs (``kernels/matmul_cpu.matmul``: numpy's BLAS in fixed
+  tiles on Numba's threads, the routine ipu_gpu's matmul and dense layers call) and
   convolutions (``kernels/conv_cpu`` forward and backward, as ipu_gpu's conv2d calls them),
   back to back on same-shaped arrays, outputs allocated per call as the step does: nothing
   else. ipu_gpu's row interleaves this one, so the ratio is the step's cost over the limit.
@@ -26,7 +27,7 @@ from benchutil import require, rng
 from test_bench_mlp import _problem, _tape_step
 
 import ipu_gpu as tf
-from ipu_gpu.kernels import conv_cpu
+from ipu_gpu.kernels import conv_cpu, matmul_cpu
 from ipu_gpu.ops.conv import _geometry
 
 LR = 0.01
@@ -43,23 +44,25 @@ def _mlp_step(x, y, init):
 
 
 def _mlp_gemms(x, init):
-    """The step's 8 GEMMs: 3 forward; per layer the weight gradient and, but for the first
-    layer (the data batch is not differentiated), the input gradient."""
+    """The step's 8 GEMMs, through the GEMM ipu_gpu's matmul calls (``matmul_cpu.matmul``):
+    3 forward; per layer the weight gradient and, but for the first layer (the data batch is
+    not differentiated), the input gradient."""
     w = init[::2]
     acts = [x]
     for wi in w[:-1]:
         acts.append(np.maximum(acts[-1] @ wi, 0))
     d_out = np.ones((x.shape[0], w[-1].shape[1]), np.float32) / x.shape[0]
+    mm = matmul_cpu.matmul
 
     def gemms():
         h = x
         for wi in w:
-            h = h @ wi
+            h = mm(h, wi)
         d = d_out
         for layer in reversed(range(len(w))):
-            _ = acts[layer].T @ d
+            _ = mm(acts[layer].T, d)
             if layer:
-                d = d @ w[layer].T
+                d = mm(d, w[layer].T)
     return gemms
 
 
@@ -106,7 +109,8 @@ def _cnn_step(x, y, init):
 
 def _cnn_kernels(x, init):
     """The step's convolutions (forward, and backward: both gradients of conv 2, the filter's
-    of conv 1) and its dense layer's 3 GEMMs, through the kernels ipu_gpu's ops call."""
+    of conv 1) and its dense layer's 3 GEMMs, through the kernels ipu_gpu's ops call
+    (``conv_cpu``, ``matmul_cpu.matmul``)."""
     w1, _, w2, _, wd, _ = init
     n, hw = x.shape[0], x.shape[1]
     pads1, (h1, _) = _geometry("conv2d", (hw, hw), (3, 3), _S1, _DIL, "SAME")
@@ -124,9 +128,10 @@ def _cnn_kernels(x, init):
         conv_cpu.conv2d_fwd(x, w1, _S1, _DIL, pads1, 1, o1, keep1)
         o2 = np.empty(a2.shape, np.float32)
         conv_cpu.conv2d_fwd(a1, w2, _S2, _DIL, pads2, 1, o2, keep2)
-        _ = flat @ wd
-        _ = flat.T @ d_out
-        d2 = (d_out @ wd.T).reshape(a2.shape)
+        mm = matmul_cpu.matmul
+        _ = mm(flat, wd)
+        _ = mm(flat.T, d_out)
+        d2 = mm(d_out, wd.T).reshape(a2.shape)
         dx2, dw2 = np.empty(a1.shape, np.float32), np.empty(w2.shape, np.float32)
         conv_cpu.conv2d_bwd(a1, w2, d2, _S2, _DIL, pads2, 1, dx2, dw2, keep2)
         dw1 = np.empty(w1.shape, np.float32)
