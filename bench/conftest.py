@@ -40,15 +40,20 @@ PAIR_BLOCK_SECONDS = 0.1  # work per block when a peer is interleaved (see ``run
 PAIR_SETTLE_SECONDS = 0.1  # idle time at each switch, for spinning worker threads to sleep
 
 
-def _paired_setup(paired, warmup, one, rounds):
+def _paired_setup(paired, warmup, one, rounds, block_seconds=None):
     """(setup, peer_times, rounds) for ``run(..., paired=...)``: ``setup`` runs and times a
-    block of peer calls before every block of ours, with a settle pause on both sides."""
+    block of peer calls before every block of ours, with a settle pause on both sides.
+    A block holds about PAIR_BLOCK_SECONDS of calls, at least 2; with ``block_seconds``,
+    about that much, at least 1 (calls that long alternate one by one)."""
     peer_impl, peer_fn = paired
     peer_sync = _sync_for(peer_impl)
     peer = peer_fn if peer_sync is None else (lambda: (peer_fn(), peer_sync()))
     for _ in range(warmup):
         peer()
-    block = max(2, int(PAIR_BLOCK_SECONDS / one))
+    if block_seconds is None:
+        block = max(2, int(PAIR_BLOCK_SECONDS / one))
+    else:
+        block = max(1, int(block_seconds / one))
     peer_times, calls = [], [0]
 
     def setup():
@@ -86,7 +91,8 @@ def run(benchmark, request):
 
     ``fn`` takes no arguments. On a GPU, the timed call includes a device synchronise.
     Rounds are chosen from one warm call so each row takes about BENCH_SECONDS (default
-    1 s) of timed work, between 7 and 1000 rounds.
+    1 s) of timed work, between ``min_rounds`` (default 7) and 1000 rounds: rows of 100 ms
+    calls and more need more than 7 rounds for a median that repeats run to run.
 
     ``paired=(peer_impl, peer_fn)`` interleaves the peer with ``fn`` in blocks of about
     ``PAIR_BLOCK_SECONDS`` of calls each (peer block, fn block, peer block, ...: the peer
@@ -96,8 +102,11 @@ def run(benchmark, request):
     section 9). Each switch first sleeps ``PAIR_SETTLE_SECONDS``: the worker threads of one
     library (OpenBLAS, OpenMP) keep spinning after its call, and when calls alternated one
     by one they slowed the other library by 2-7x. bench/report.py prefers this ratio.
+    ``pair_block_seconds`` sets the block length instead (a block then holds at least one
+    call, not two): blocks of single calls keep long calls' pairs close in time.
     """
-    def _run(fn, *, impl, sizes, warmup=3, group_note=None, paired=None):
+    def _run(fn, *, impl, sizes, warmup=3, group_note=None, paired=None, min_rounds=7,
+             pair_block_seconds=None):
         sync = _sync_for(impl)
         timed = fn if sync is None else (lambda: (fn(), sync()))
         if not benchmark.enabled:  # --benchmark-disable: one plain call, a correctness run
@@ -107,10 +116,11 @@ def run(benchmark, request):
         t0 = time.perf_counter()
         timed()
         one = max(time.perf_counter() - t0, 1e-6)
-        rounds = int(min(1000, max(7, TARGET_SECONDS / one)))
+        rounds = int(min(1000, max(min_rounds, TARGET_SECONDS / one)))
         setup, peer_times = None, []
         if paired is not None:
-            setup, peer_times, rounds = _paired_setup(paired, warmup, one, rounds)
+            setup, peer_times, rounds = _paired_setup(paired, warmup, one, rounds,
+                                                      pair_block_seconds)
         benchmark.extra_info.update(machine_facts())
         benchmark.extra_info.update({"impl": impl, "ours": impl in OURS,
                                      "device": "gpu" if impl in GPU_IMPLS else "cpu",

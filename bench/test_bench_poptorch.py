@@ -16,7 +16,11 @@ ReLU, max-pool 2, dense 2704->10) at B = 16, both with cross-entropy. Before tim
 of each is checked against the other from the same weights (the updated weights agree to
 float32 rounding: PopART's SGD update ``w -= slr0 * G`` on the summed gradient G, with
 ``slr0 = lr / (A * R)`` in float32, rounds differently from torch's fused ``w + (-lr) * g``
-on the mean). The ipu_gpu row interleaves the torch loop (bench/conftest.py ``run``).
+on the mean). The ipu_gpu row interleaves the torch loop (bench/conftest.py ``run``), one
+call against one for calls of 100 ms and more, in at least ``MIN_ROUNDS`` rounds: the
+S16 A4 calls take 0.1-0.4 s, and a median of the 7 rounds that BENCH_SECONDS=1 gives them
+moved by 10-20% run to run. ``extra_info["cpu_ratio"]`` holds the CPU-time ratios too
+(``_CpuTimes``).
 
 Target: at most 1.05x the torch loop for S >= 16 (the wrapper's per-call work is then spread
 over at least 16 optimizer steps): bench/report.py's TARGETS, prefix ``poptorch_train-S16_``.
@@ -25,6 +29,8 @@ over at least 16 optimizer steps): bench/report.py's TARGETS, prefix ``poptorch_
 from __future__ import annotations
 
 import copy
+import statistics
+import time
 
 import pytest
 from benchutil import paired_with, require
@@ -37,6 +43,8 @@ import ipu_gpu.poptorch as poptorch  # noqa: E402
 LR = 0.01
 MODELS = {"mlp-784-256-10-b32": 32, "cnn-c16-28x28-d10-b16": 16}
 CASES = [(s, a, r) for s in (1, 16) for a in (1, 4) for r in (1, 2)]
+MIN_ROUNDS = 21  # per side, interleaved (see the module doc)
+PAIR_BLOCK_SECONDS = 0.1
 
 
 class _MLP(nn.Module):
@@ -103,7 +111,7 @@ def _torch_loop(net, x, y, s, a, r, b):
     pytest.param((m, s, a, r), id=f"S{s}_A{a}_R{r}-{m}",
                  marks=pytest.mark.benchmark(group=f"poptorch_train-S{s}_A{a}_R{r}-{m}"))
     for m in MODELS for (s, a, r) in CASES])
-def test_training_call(run, case, impl):
+def test_training_call(run, benchmark, case, impl):
     require("torch")
     model, s, a, r = case
     net, x, y, b = _problem(model, s, a, r)
@@ -121,5 +129,35 @@ def test_training_call(run, case, impl):
     for p, q in zip(net.parameters(), twin.parameters()):
         torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-4, atol=1e-5)
     peer_net = copy.deepcopy(twin)
-    run(lambda: wrapped(x, y), impl=impl, sizes=sizes,
-        paired=paired_with(impl, lambda _: _torch_loop(peer_net, x, y, s, a, r, b)))
+    ours_cpu, peer_cpu = _CpuTimes(lambda: wrapped(x, y)), None
+
+    def peer(_):
+        nonlocal peer_cpu
+        peer_cpu = _CpuTimes(_torch_loop(peer_net, x, y, s, a, r, b))
+        return peer_cpu
+    run(ours_cpu, impl=impl, sizes=sizes, paired=paired_with(impl, peer),
+        min_rounds=MIN_ROUNDS, pair_block_seconds=PAIR_BLOCK_SECONDS)
+    if benchmark.enabled and peer_cpu is not None:
+        benchmark.extra_info["cpu_ratio"] = ours_cpu.ratio_to(peer_cpu)
+
+
+class _CpuTimes:
+    """``fn`` that also records each call's CPU time: the main thread's and the process's
+    (the main thread and torch's intra-op workers). Their ratios next to the wall ratio
+    tell work we add (CPU ratios up too) from scheduling (only the wall ratio up)."""
+
+    def __init__(self, fn):
+        self.fn, self.thread, self.process = fn, [], []
+
+    def __call__(self):
+        t, p = time.thread_time(), time.process_time()
+        out = self.fn()
+        self.thread.append(time.thread_time() - t)
+        self.process.append(time.process_time() - p)
+        return out
+
+    def ratio_to(self, peer) -> dict:
+        """Median CPU times of ours over the peer's (warm-up calls included)."""
+        med = statistics.median
+        return {"thread": med(self.thread) / med(peer.thread),
+                "process": med(self.process) / med(peer.process)}
