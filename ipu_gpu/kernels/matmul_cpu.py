@@ -180,6 +180,7 @@ def _operand(a):
 
 
 _ZERO = np.zeros(1, np.int64)
+_SECTION = single_threaded_blas_cheap()
 
 
 def _first(a):
@@ -206,6 +207,15 @@ def matmul(x, y, out=None):
     """``np.matmul(x, y, out=out)`` for numpy arrays (batch axes broadcasting, any strides),
     with bits that depend only on the shapes where ``deterministic``. ``out``: x's dtype and
     the broadcast shape, written in place."""
+    if out is None and type(x) is np.ndarray and type(y) is np.ndarray and x.ndim == 2 \
+            and y.ndim == 2:  # the step's products: the checks below, in fewer steps
+        m, k = x.shape
+        n = y.shape[1]
+        if (m * k * n > (SMALL_MN_VECTOR if m == 1 or n == 1 else SMALL_MNK)
+                and y.shape[0] == k and x.dtype == y.dtype):
+            pair = _kernels().get(x.dtype)
+            if pair is not None:
+                return _matmul_2d(x, y, m, k, n, pair)
     if not deterministic(x, y) or (out is not None and (type(out) is not np.ndarray
                                                         or out.dtype != x.dtype)):
         return np.matmul(x, y, out=out)
@@ -243,6 +253,19 @@ def matmul(x, y, out=None):
     with single_threaded_blas_cheap():
         kernel(ta, tb, _first(x), lda, _first(y), ldb, _first(out), n, k, rows, cols, ao, bo,
                co, 0.0)
+    return out
+
+
+def _matmul_2d(x, y, m, k, n, pair):
+    out = np.empty((m, n), x.dtype)
+    x, ta, lda = _operand(x)
+    y, tb, ldb = _operand(y)
+    rows, cols = tiles(m, k, n)
+    one = rows.shape[0] == 2 and cols.shape[0] == 2
+    kernel = pair[1] if one or _serial_only or section_open() else pair[0]
+    with _SECTION:
+        kernel(ta, tb, x[0, :1], lda, y[0, :1], ldb, out[0, :1], n, k, rows, cols, _ZERO, _ZERO,
+               _ZERO, 0.0)
     return out
 
 
