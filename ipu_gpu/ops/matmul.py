@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import register
-from ..kernels import matmul_cpu
 from ..kernels._blas import limit_thread_spin
 from ._util import astype, quiet, require_same_dtype, unbroadcast
 from ._util import elementwise_cpu as _elementwise_cpu
@@ -27,9 +26,10 @@ def _mT(xp, x):
 _cublas = None
 
 
-# the CPU GEMM: numpy's BLAS in fixed tiles on Numba's threads, whose bits do not depend on
-# the thread count (a module global so that benches can swap in np.matmul)
-_cpu_matmul = matmul_cpu.matmul
+# the CPU GEMM, imported on the first product (no kernel family loads with ipu_gpu): numpy's
+# BLAS in fixed tiles on Numba's threads, whose bits do not depend on the thread count (a
+# module global so that benches can swap in np.matmul)
+_cpu_matmul = None
 
 
 def _mm(xp, x, y):
@@ -38,6 +38,8 @@ def _mm(xp, x, y):
     (``kernels/cublas_gpu``: a GEMM a CUDA graph can capture), cupy.matmul for the dtypes it
     does not cover."""
     if xp is np:
+        if _cpu_matmul is None:
+            _load_cpu_matmul()
         return _cpu_matmul(x, y)
     if getattr(xp, "__name__", "") != "cupy":  # Tensors (nested tapes)
         return xp.matmul(x, y)
@@ -48,6 +50,13 @@ def _mm(xp, x, y):
         _cublas = _cublas_module
     out = _cublas.matmul(x, y)
     return xp.matmul(x, y) if out is None else out
+
+
+def _load_cpu_matmul():
+    global _cpu_matmul
+    from ..kernels import matmul_cpu
+
+    _cpu_matmul = matmul_cpu.matmul
 
 
 def _check(a, b, *, transpose_a, transpose_b):
