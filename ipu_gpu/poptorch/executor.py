@@ -971,6 +971,16 @@ class PoplarExecutor:
                     b = t.shape[0] // n
                     return t[k * b:(k + 1) * b]
                 return _map(pick, list(args)), _map(pick, kwargs)
+        elif (state.synthetic is None and not kwargs
+              and all(isinstance(t, torch.Tensor) and t.dim() for t in args)):
+            # the usual call, model(x, y, ...): every micro-batch's view of dim 0 at once
+            # (micro-batch k = (s * A + a) * R + r is rows [k * B, (k + 1) * B))
+            n = s * a * r
+            micro = [t.split(t.shape[0] // n) for t in args]
+
+            def inputs(si, ai, ri):
+                k = (si * a + ai) * r + ri
+                return [m[k] for m in micro], {}
         elif state.synthetic is None:
             def view(t):  # dim 0 as [S, A, R, B]; a 0-dim tensor goes to every micro-batch
                 return t.reshape(s, a, r, t.shape[0] // (s * a * r), *t.shape[1:]) \
@@ -979,18 +989,10 @@ class PoplarExecutor:
             shaped_kwargs = _map(view, kwargs)
 
             if not kwargs and all(isinstance(t, torch.Tensor) for t in args):
-                # the usual call, model(x, y, ...): index the views directly (what _map
-                # does for a flat list of tensors, without its per-micro-batch overhead)
-                if all(v.dim() for v in shaped_args):
-                    # every micro-batch's view at once (one unbind, not three selects each)
-                    micro = [v.flatten(0, 2).unbind(0) for v in shaped_args]
-
-                    def inputs(si, ai, ri):
-                        k = (si * a + ai) * r + ri
-                        return [m[k] for m in micro], {}
-                else:
-                    def inputs(si, ai, ri):
-                        return [v[si, ai, ri] if v.dim() else v for v in shaped_args], {}
+                # tensors only, some 0-dim: index the views directly (what _map does for a
+                # flat list of tensors, without its per-micro-batch overhead)
+                def inputs(si, ai, ri):
+                    return [v[si, ai, ri] if v.dim() else v for v in shaped_args], {}
             else:
                 def inputs(si, ai, ri):
                     def pick(v):

@@ -139,7 +139,8 @@ class HostSync:
             obj = ref()
             target = wrapper if wrapped else plain
             if obj is not None and type(obj) is not target and type(obj) in (plain, wrapper):
-                obj.__class__ = target
+                # what ``obj.__class__ = target`` ends in, without Module.__setattr__'s checks
+                object.__setattr__(obj, "__class__", target)
 
     def suspend(self) -> None:
         """The plain classes until the matching ``resume()`` (nests)."""
