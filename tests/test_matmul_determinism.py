@@ -410,3 +410,30 @@ def test_tiles_run_on_the_calling_thread_inside_a_single_threaded_section(monkey
     assert used == ["parallel", "serial", "serial"]
     np.testing.assert_array_equal(inside, free)
     np.testing.assert_array_equal(one_tile, _tilewise(*small))
+
+
+def test_concurrent_callers_and_byte_swapped_inputs():
+    """Python threads multiplying at once (each its own OpenMP team or the calling thread)
+    get the single-caller bits; byte-swapped float32 goes to numpy."""
+    import threading
+
+    pairs = _mlp_pairs()[:3]
+    want = [matmul_cpu.matmul(x, y) for x, y in pairs]
+    bad = []
+
+    def work():
+        for _ in range(3):
+            for (x, y), w in zip(pairs, want):
+                if not np.array_equal(matmul_cpu.matmul(x, y), w):
+                    bad.append(1)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    a, b = pairs[0]
+    sa, sb = a.astype(a.dtype.newbyteorder()), b.astype(b.dtype.newbyteorder())
+    assert sa.dtype == sb.dtype and not matmul_cpu.deterministic(sa, sb)
+    np.testing.assert_array_equal(matmul_cpu.matmul(sa, sb), np.matmul(sa, sb))
