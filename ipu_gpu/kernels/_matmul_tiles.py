@@ -9,7 +9,7 @@ transpose flags ``ta``/``tb`` (111 or 112) and leading dimensions ``ld*`` in ele
 tiles go over Numba's threads (``prange``), each GEMM whole on one thread; the ``*_serial``
 twins run them in order on the calling thread (the same GEMMs, so the same bits), for a
 forked child of a process that started GNU OpenMP's threads (which would abort it). The CBLAS
-functions are the symbols ``matmul_cpu`` registers with LLVM before this module is imported.
+functions are the symbols ``matmul_cpu.register_cblas`` registers with LLVM.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import numpy as np
 from numba import njit, prange, types
 
 from . import _threads  # noqa: F401  # Numba's threading layer, before the first parallel kernel
+from .matmul_cpu import register_cblas
+
+register_cblas()  # the CBLAS symbols the loops below call, before any of them links
 
 _I32, _I64 = types.int32, types.int64
 

@@ -68,8 +68,10 @@ _SYMBOLS = {np.dtype(np.float32): "ipu_gpu_cblas_sgemm64",
             np.dtype(np.float64): "ipu_gpu_cblas_dgemm64"}
 
 
-def _register() -> frozenset:
-    """Register numpy's 64-bit-integer CBLAS ?gemm with LLVM under this module's names; the
+@functools.cache
+def register_cblas() -> frozenset:
+    """Register numpy's 64-bit-integer CBLAS ?gemm with LLVM under the names the jitted tile
+    loops call (``_matmul_tiles`` does it at its import, before any of them links); the
     dtypes done."""
     from llvmlite import binding
 
@@ -85,7 +87,7 @@ def _register() -> frozenset:
 def _kernels():
     """{dtype: (tile loop over Numba's threads, the same loop on the calling thread)}:
     compiled (or loaded from Numba's disk cache) on first use."""
-    done = _register()
+    done = register_cblas()
     if not done:
         return {}
     from . import _matmul_tiles as t
