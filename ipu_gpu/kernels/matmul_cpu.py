@@ -19,9 +19,10 @@ numpy.matmul unchanged.
 Measured on the 2-core AMD EPYC (OpenBLAS 0.3.31 Haswell kernels, Numba 0.68 omp layer),
 shared with other engineers' processes (load 2-5), interleaved blocks, medians of per-block
 ratios against numpy.matmul on OpenBLAS's own 2 threads:
-* entry cost: the jitted call ~4 us (1 or 2 threads, quiet), the Python entry ~7 us over
-  numpy's for a product forced through the kernel, against ~0.1 ms for the Python thread
-  pool of the first version (``conv_cpu.run_blocks``, efb7b9b);
+* entry cost: the jitted call of a 2-tile 16^3 product ~4 us on 1 or 2 threads at load ~2,
+  19-58 us on 2 threads at load ~3 (the second OpenMP thread waits for a core); the Python
+  entry adds ~7 us over numpy's; the Python thread pool of the first version
+  (``conv_cpu.run_blocks``, efb7b9b) cost ~0.1 ms;
 * the MLP step's GEMMs (256x784@784x512, 256x512@512x512, 256x512@512x10 and the backward
   ones with transposed operands): 0.43-0.96x wall each in most runs (the 784x256 @ 256x512
   weight gradient 0.75-1.5x, the noisiest), all eight back to back 0.62-0.96x wall and
