@@ -19,8 +19,8 @@ float32 rounding: PopART's SGD update ``w -= slr0 * G`` on the summed gradient G
 on the mean). The ipu_gpu row interleaves the torch loop (bench/conftest.py ``run``), one
 call against one for calls of 100 ms and more, in at least ``MIN_ROUNDS`` rounds: the
 S16 A4 calls take 0.1-0.4 s, and a median of the 7 rounds that BENCH_SECONDS=1 gives them
-moved by 10-20% run to run. ``extra_info["cpu_ratio"]`` holds the CPU-time ratios too
-(``_CpuTimes``).
+moved by 10-20% run to run. ``extra_info["ratios"]`` holds the per-pair wall ratio and
+the CPU-time ratios too (``_CpuTimes``).
 
 Target: at most 1.05x the torch loop for S >= 16 (the wrapper's per-call work is then spread
 over at least 16 optimizer steps): bench/report.py's TARGETS, prefix ``poptorch_train-S16_``.
@@ -138,26 +138,33 @@ def test_training_call(run, benchmark, case, impl):
     run(ours_cpu, impl=impl, sizes=sizes, paired=paired_with(impl, peer),
         min_rounds=MIN_ROUNDS, pair_block_seconds=PAIR_BLOCK_SECONDS)
     if benchmark.enabled and peer_cpu is not None:
-        benchmark.extra_info["cpu_ratio"] = ours_cpu.ratio_to(peer_cpu)
+        benchmark.extra_info["ratios"] = ours_cpu.ratio_to(peer_cpu)
 
 
 class _CpuTimes:
-    """``fn`` that also records each call's CPU time: the main thread's and the process's
-    (the main thread and torch's intra-op workers). Their ratios next to the wall ratio
-    tell work we add (CPU ratios up too) from scheduling (only the wall ratio up)."""
+    """``fn`` that also records each call's wall time and CPU time: the main thread's and
+    the process's (the main thread and torch's intra-op workers)."""
 
     def __init__(self, fn):
-        self.fn, self.thread, self.process = fn, [], []
+        self.fn, self.wall, self.thread, self.process = fn, [], [], []
 
     def __call__(self):
-        t, p = time.thread_time(), time.process_time()
+        w, t, p = time.perf_counter(), time.thread_time(), time.process_time()
         out = self.fn()
-        self.thread.append(time.thread_time() - t)
         self.process.append(time.process_time() - p)
+        self.thread.append(time.thread_time() - t)
+        self.wall.append(time.perf_counter() - w)
         return out
 
     def ratio_to(self, peer) -> dict:
-        """Median CPU times of ours over the peer's (warm-up calls included)."""
+        """Ours over the peer: the median of each call pair's wall ratio (our timed call
+        over the peer call just before it: load that drifts during the row cancels) and
+        the median CPU times' ratios (CPU ratios up with the wall ratio: work we add; the
+        wall ratio alone: scheduling). The CPU medians include the warm-up calls."""
         med = statistics.median
-        return {"thread": med(self.thread) / med(peer.thread),
+        # the calls after run()'s warm-up: its 3 warm-up calls each, and our timing probe
+        n = min(len(self.wall) - 4, len(peer.wall) - 3)
+        pairs = [o / q for o, q in zip(self.wall[-n:], peer.wall[-n:])]
+        return {"wall_pairs": med(pairs),
+                "thread": med(self.thread) / med(peer.thread),
                 "process": med(self.process) / med(peer.process)}
