@@ -30,12 +30,22 @@ modelled).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
 from .enums import MeanReductionStrategy, ReductionType
 
 __all__ = ["GradientReduction"]
+
+
+@functools.lru_cache(maxsize=256)
+def _float32_product(ls: float, af: int, rf: int) -> float:
+    """``(ls * af) * rf`` in float32 (numpy's scalar arithmetic costs microseconds a call,
+    and a training model asks for the same few values every call)."""
+    f = np.float32
+    return float((f(ls) * f(af)) * f(rf))
 
 
 class GradientReduction:
@@ -78,8 +88,7 @@ class GradientReduction:
     def divisor(self, loss_scale: float) -> float:
         """``ls * af * rf`` as PopART's C++ float computes it."""
         if loss_scale != self._divisor[0]:
-            f = np.float32
-            self._divisor = (loss_scale, float((f(loss_scale) * f(self.af)) * f(self.rf)))
+            self._divisor = (loss_scale, _float32_product(loss_scale, self.af, self.rf))
         return self._divisor[1]
 
     def begin_step(self) -> None:
