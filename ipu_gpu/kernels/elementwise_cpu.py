@@ -84,15 +84,18 @@ def _add_rows(x, b, out):
             out[r, j] = x[r, j] + b[j]
 
 
+def rows(a, c):
+    """``a`` as rows of its last axis (of size ``c``): itself when 2-D (a dense layer's, no
+    view to make), else a reshaped view."""
+    return a if a.ndim == 2 else a.reshape(-1, c)
+
+
 def bias_add_last(x, b):
     """x + b with the 1-D ``b`` added along x's last axis; as ``fits`` requires."""
     out = np.empty_like(x)
     if x.size:
-        if x.ndim == 2:  # a dense layer's: no views to make
-            _add_rows(x, b, out)
-        else:
-            c = b.shape[0]
-            _add_rows(x.reshape(-1, c), b, out.reshape(-1, c))
+        c = b.shape[0]
+        _add_rows(rows(x, c), b, rows(out, c))
     return out
 
 
@@ -111,11 +114,11 @@ def column_sums(g, c):
     rows added in order, as numpy's ``sum`` over the leading axes adds them (the same bits).
     numpy's strided reduction costs 4x this loop when ``c`` is a conv layer's 64 channels."""
     out = np.empty(c, g.dtype)
-    rows = g if g.ndim == 2 else g.reshape(-1, c)
-    if rows.shape[0] == 0:
+    g2 = rows(g, c)
+    if g2.shape[0] == 0:
         out[:] = 0
     else:
-        _column_sums(rows, out)
+        _column_sums(g2, out)
     return out
 
 
@@ -133,11 +136,8 @@ def bias_relu(x, b):
     written out: the bits of the two kernels; as ``fits`` requires."""
     out = np.empty_like(x)
     if x.size:
-        if x.ndim == 2:  # a dense layer's: no views to make
-            _bias_relu_rows_to(x, b, out)
-        else:
-            c = b.shape[0]
-            _bias_relu_rows_to(x.reshape(-1, c), b, out.reshape(-1, c))
+        c = b.shape[0]
+        _bias_relu_rows_to(rows(x, c), b, rows(out, c))
     return out
 
 

@@ -117,7 +117,11 @@ def _kernel(dtype, count):
     a forked child (above), and while a ``single_threaded_blas`` section is open elsewhere
     (replicas running concurrently, a convolution's blocks: they are the parallelism, and
     more OpenMP teams would oversubscribe the cores); else over Numba's threads."""
-    pair = _kernels()[dtype]
+    return _pick(_kernels()[dtype], count)
+
+
+def _pick(pair, count):
+    """``_kernel``'s choice within ``pair`` (parallel loop, serial loop)."""
     return pair[1] if count == 1 or _serial_only or section_open() else pair[0]
 
 
@@ -270,7 +274,7 @@ def matmul(x, y, out=None):
         ao, bo = _offsets(x, batch), _offsets(y, batch)
         co = np.arange(0, out.nbytes, m * n * out.itemsize, dtype=np.int64)
     kernel = _kernel(x.dtype, co.shape[0] * (rows.shape[0] - 1) * (cols.shape[0] - 1))
-    with single_threaded_blas_cheap():
+    with _SECTION:
         kernel(ta, tb, _first(x), lda, _first(y), ldb, _first(out), n, k, rows, cols, ao, bo,
                co, 0.0)
     return out
@@ -281,8 +285,7 @@ def _matmul_2d(x, y, m, k, n, pair):
     x, ta, lda = _operand(x)
     y, tb, ldb = _operand(y)
     rows, cols = tiles(m, k, n)
-    one = rows.shape[0] == 2 and cols.shape[0] == 2
-    kernel = pair[1] if one or _serial_only or section_open() else pair[0]
+    kernel = _pick(pair, (rows.shape[0] - 1) * (cols.shape[0] - 1))
     with _SECTION:
         kernel(ta, tb, x[0, :1], lda, y[0, :1], ldb, out[0, :1], n, k, rows, cols, _ZERO, _ZERO,
                _ZERO, 0.0)
@@ -310,7 +313,7 @@ def gemm_accumulate(x, y, out) -> bool:
     y, tb, ldb = _operand(y)
     rows, cols = tiles(m, k, n)
     kernel = _kernel(out.dtype, (rows.shape[0] - 1) * (cols.shape[0] - 1))
-    with single_threaded_blas_cheap():
+    with _SECTION:
         kernel(ta, tb, _first(x), lda, _first(y), ldb, _first(out), out.strides[0] // isz, k,
                rows, cols, _ZERO, _ZERO, _ZERO, 1.0)
     return True

@@ -16,8 +16,8 @@ element in the same order as the op expressions (so results equal the generic pa
       accum = accum * momentum - g * lr
       var += accum                                    (nesterov: var += accum * momentum - g * lr)
 
-* ``sgd``: ``var -= g * lr``; ``add_scaled``: ``var += g * lr``; ``sub_product`` and
-  ``add_product``, the same for ``Variable.assign_sub``/``assign_add`` of a pending ``lr * g``
+* ``sgd``: ``var -= g * lr``; ``sub_product`` and ``add_product``: ``var -= g * lr`` and
+  ``var += g * lr`` for ``Variable.assign_sub``/``assign_add`` of a pending ``lr * g``
   (arrays of any rank, reshaped in the kernel: the three Python-side reshapes cost as much as
   the dispatch on a bias). No fastmath: the product is rounded before the sum, as numpy's two
   passes round it (no fused multiply-add).
@@ -96,12 +96,6 @@ def _add_scaled(var, g, lr):
 def sgd(var, g, coef):
     """Plain SGD step in place: ``coef`` = (lr,)."""
     _sub_scaled(var, g, coef[0])
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def add_scaled(var, g, coef):
-    """``var += g * lr`` in place: ``coef`` = (lr,)."""
-    _add_scaled(var, g, coef[0])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -21,6 +21,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.registry import register
 from ..errors import InvalidArgumentError, UnimplementedError
+from .matmul import cpu_matmul
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _FORMATS = ("NDHWC", "NCDHW")
@@ -219,11 +220,7 @@ def _conv_fwd(xp, x, w, strides, dilations, pads, outs, groups):
 
 def _mm(xp, a, b):
     """a @ b: on the CPU ipu_gpu's GEMM, whose bits do not depend on the thread count."""
-    if xp is not np:
-        return a @ b
-    from ..kernels import matmul_cpu  # on first use: no kernel family loads with ipu_gpu
-
-    return matmul_cpu.matmul(a, b)
+    return a @ b if xp is not np else cpu_matmul(a, b)
 
 
 def _conv_bwd_input(xp, g, w, shape, strides, dilations, pads, groups):

@@ -38,9 +38,7 @@ def _mm(xp, x, y):
     (``kernels/cublas_gpu``: a GEMM a CUDA graph can capture), cupy.matmul for the dtypes it
     does not cover."""
     if xp is np:
-        if _cpu_matmul is None:
-            _load_cpu_matmul()
-        return _cpu_matmul(x, y)
+        return cpu_matmul(x, y)
     if getattr(xp, "__name__", "") != "cupy":  # Tensors (nested tapes)
         return xp.matmul(x, y)
     global _cublas
@@ -52,11 +50,15 @@ def _mm(xp, x, y):
     return xp.matmul(x, y) if out is None else out
 
 
-def _load_cpu_matmul():
+def cpu_matmul(x, y):
+    """``x @ y`` of numpy arrays through ``kernels/matmul_cpu`` (bits that do not depend on
+    the thread count), imported on the first product."""
     global _cpu_matmul
-    from ..kernels import matmul_cpu
+    if _cpu_matmul is None:
+        from ..kernels import matmul_cpu
 
-    _cpu_matmul = matmul_cpu.matmul
+        _cpu_matmul = matmul_cpu.matmul
+    return _cpu_matmul(x, y)
 
 
 def _check(a, b, *, transpose_a, transpose_b):

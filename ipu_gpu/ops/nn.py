@@ -427,12 +427,9 @@ def _relu_of_bias_add_backward(xp, producer, consumer, g, owned, needed):
     k = _elementwise_cpu(xp, g, y)
     if k is None:
         return None
-    if g.ndim == 2:  # a dense layer's: no views to make
-        dv, db = k.relu_grad_column_sums_into(g, y) if owned else k.relu_grad_column_sums(g, y)
-        return dv, db if needed[1] else None
-    g2, y2 = g.reshape(-1, c), y.reshape(-1, c)
+    g2, y2 = k.rows(g, c), k.rows(y, c)
     dv, db = k.relu_grad_column_sums_into(g2, y2) if owned else k.relu_grad_column_sums(g2, y2)
-    return dv.reshape(vshape), db if needed[1] else None
+    return dv if g.ndim == 2 else dv.reshape(vshape), db if needed[1] else None
 
 
 _tape.set_pair_backward(_RELU, _BIAS_ADD, _relu_of_bias_add_backward)
