@@ -186,6 +186,42 @@ def test_tiles_cover_the_output_and_depend_on_the_shape_only():
     assert len(sizes) == 1 and ((len(rows) - 1) * (len(cols) - 1)) % 2 == 0
 
 
+def _repacked(m, k, n, rows, cols):
+    """Operand elements packed once more than by one GEMM of the whole product."""
+    return (len(rows) - 2) * k * n + (len(cols) - 2) * m * k
+
+
+@pytest.mark.parametrize("shape", [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
+                                   (2048, 512, 2048), (256, 784, 512), (784, 256, 512),
+                                   (8192, 8192, 8192), (100000, 64, 3), (3, 1000, 1000)])
+def test_tiles_repack_within_the_budget(shape):
+    """Each tile's GEMM packs its operand panels again: above two tiles, the repacking stays
+    within PACK_BUDGET of the product's work, and twice the count would break it (or the
+    cap); the count is a power of two (two or more threads share it evenly)."""
+    m, k, n = shape
+    rows, cols = matmul_cpu.tiles(m, k, n)
+    count = (len(rows) - 1) * (len(cols) - 1)
+    assert count >= 2 and count & (count - 1) == 0
+    budget = matmul_cpu.PACK_BUDGET * m * k * n
+    if count > 2:
+        assert matmul_cpu.PACK_COST * _repacked(m, k, n, rows, cols) <= budget
+    if 2 * count <= min(matmul_cpu.MAX_TILES, m * k * n // matmul_cpu.SPLIT_MIN_MNK):
+        grids = [(matmul_cpu._cuts(m, tr, matmul_cpu.ROW_MULTIPLE),
+                  matmul_cpu._cuts(n, 2 * count // tr, matmul_cpu.COL_MULTIPLE))
+                 for tr in (1, 2, 4, 8, 16, 32, 64, 128) if tr <= 2 * count]
+        assert all(matmul_cpu.PACK_COST * _repacked(m, k, n, r, c) > budget for r, c in grids
+                   if (len(r) - 1) * (len(c) - 1) == 2 * count)
+
+
+def test_tiles_of_the_bench_products():
+    """1024^3 in two row tiles, 2048^3 in 2 x 2 (1% repacking), the MLP's forward GEMM in two
+    column tiles (its 256 rows are the shorter side)."""
+    assert [len(t) - 1 for t in matmul_cpu.tiles(1024, 1024, 1024)] == [2, 1]
+    assert [len(t) - 1 for t in matmul_cpu.tiles(2048, 2048, 2048)] == [2, 2]
+    rows, cols = matmul_cpu.tiles(256, 784, 512)
+    assert list(rows) == [0, 256] and list(cols) == [0, 256, 512]
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.int32, np.int64])
 def test_other_dtypes_and_small_products_are_numpys(dtype):
     rng = np.random.default_rng(4)

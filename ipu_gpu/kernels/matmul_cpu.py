@@ -7,7 +7,20 @@ each per-thread call, and the threaded driver moves those calls' borders with th
 count: 256x784 @ 784x512 float32 gets other bits on 1, 2, 3 and 4 OpenBLAS threads. Here the
 output is cut into tiles that depend only on (m, k, n) (``tiles``); each tile is one CBLAS
 GEMM on one BLAS thread, and a Numba ``prange`` over the tiles shares them out over Numba's
-persistent OpenMP threads (a hand-off of microseconds). CBLAS (numpy's own OpenBLAS,
+persistent OpenMP threads (a hand-off of microseconds).
+
+The tiles are few and large. Each tile's GEMM packs its own panels of A and B, where
+OpenBLAS's threaded driver packs each panel once and shares it between its threads, so every
+cut between tile rows packs B once more and every cut between tile columns A once more. The
+first version cut about 2**24 multiply-adds a tile (8 x 8 tiles of 128 x 128 at 1024^3):
+that repacking cost 11% more CPU time than one GEMM at 1024^3, 7% at 2048 x 1024 x 2048, and
+was the whole gap to numpy's threaded GEMM on the quiet 2-core EPYC (1.10-1.17x at 1024^3,
+2048 x 2048 x 1024 and 2048 x 2048 x 512; per-thread CPU time, not a fixed cost a call or
+idle threads: the same tiles on one thread cost as much more). Now a product is cut into as
+many tiles (a power of two) as ``PACK_BUDGET`` of repacking allows: 2 at 512^3 and 1024^3,
+4 at 2048^3, 16 at 4096^3. On a machine with more cores than a product has tiles, the other
+cores idle where numpy's OpenBLAS would use them: the price of bits that do not depend on the
+thread count, kept small by the tiles' count growing with the product. CBLAS (numpy's own OpenBLAS,
 ``_blas_gemm.cblas_gemms``) is reached from jitted code through symbols registered with
 LLVM at import (``llvmlite.binding.add_symbol``), so the kernels stay cacheable on disk.
 Transposed operands go to CBLAS with its transpose flag, not copied.
@@ -16,9 +29,10 @@ Products of at most ``SMALL_MNK`` multiply-adds (OpenBLAS runs them on one threa
 other dtypes, and every product when numpy's BLAS has no 64-bit-integer CBLAS go to
 numpy.matmul unchanged.
 
-Measured on the 2-core AMD EPYC (OpenBLAS 0.3.31 Haswell kernels, Numba 0.68 omp layer),
-shared with other engineers' processes (load 2-5), interleaved blocks, medians of per-block
-ratios against numpy.matmul on OpenBLAS's own 2 threads:
+Measured with the first version's tiles on the 2-core AMD EPYC (OpenBLAS 0.3.31 Haswell
+kernels, Numba 0.68 omp layer), shared with other engineers' processes (load 2-5),
+interleaved blocks, medians of per-block ratios against numpy.matmul on OpenBLAS's own 2
+threads:
 * entry cost: the jitted call of a 2-tile 16^3 product ~4 us on 1 or 2 threads at load ~2,
   19-58 us on 2 threads at load ~3 (the second OpenMP thread waits for a core); the Python
   entry adds ~7 us over numpy's; the Python thread pool of the first version
@@ -57,12 +71,18 @@ SMALL_MN_VECTOR = 2304 * 4
 # threaded GEMM on a quiet 2-core EPYC and 2-32x (0.2-11 ms) with other processes on the
 # cores: OpenMP's static split waits for a descheduled thread; one tile: 0.4-1.3x
 SPLIT_MIN_MNK = 1 << 21
-TILE_MNK = 1 << 24  # about this many multiply-adds a tile
 MAX_TILES = 64  # per matrix
 ROW_MULTIPLE = 8
 COL_MULTIPLE = 16
-# extra packing (one element of an operand copied once more per tile) priced in multiply-adds
-PACK_COST = 4
+# Each tile's GEMM packs its own panels of A and B: a cut between tile rows packs B once
+# more, one between tile columns A once more. Packing an element costs about PACK_COST
+# multiply-adds in CPU time (float32, numpy's OpenBLAS 0.3.31 Haswell kernels on the 2-core
+# AMD EPYC, one thread, tilings of one product interleaved: 1024^3 in 2x2/4x4/8x8/16x16 tiles
+# took 2.5/6.3/11.5/24% more CPU time than in one, 2048x1024x2048 in 4x4/8x8 3.7/7.3% more).
+PACK_COST = 10
+# the repacking a product may pay for parallelism, as a share of its multiply-adds: tiles
+# split a product in as many (a power of two) as this allows, two at least
+PACK_BUDGET = 0.015
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _SYMBOLS = {np.dtype(np.float32): "ipu_gpu_cblas_sgemm64",
@@ -145,28 +165,41 @@ def _makespan(sizes, threads=2):
 @functools.lru_cache(maxsize=256)
 def tiles(m, k, n):
     """(row borders, column borders) of the output tiles of one m x k @ k x n product (int64
-    arrays): a function of the shape only. Targets about TILE_MNK multiply-adds a tile (an
-    even count, two at least above SPLIT_MIN_MNK, at most MAX_TILES) and picks, among row,
-    column and 2-D cuttings, the one with the least time on two threads plus packing (each
-    tile repacks its operand panels)."""
+    arrays): a function of the shape only. One tile up to SPLIT_MIN_MNK multiply-adds; above,
+    the largest power-of-two count of tiles (2 at least, at most MAX_TILES, about
+    SPLIT_MIN_MNK multiply-adds a tile at least) whose repacking (``PACK_COST``) stays within
+    ``PACK_BUDGET`` of the work, cut into rows and columns with the least time on two threads
+    plus packing."""
     mnk = m * k * n
+    one = np.array([0, m], np.int64), np.array([0, n], np.int64)
     if mnk <= SPLIT_MIN_MNK:
-        return np.array([0, m], np.int64), np.array([0, n], np.int64)
-    want = min(MAX_TILES, max(2, -(-mnk // TILE_MNK)))
-    want += want % 2
-    best = None
-    for tr in range(1, want + 1):
-        if want % tr:
-            continue
-        rows = _cuts(m, tr, ROW_MULTIPLE)
-        cols = _cuts(n, want // tr, COL_MULTIPLE)
-        sizes = [(r1 - r0) * (c1 - c0) * k for r0, r1 in zip(rows, rows[1:])
-                 for c0, c1 in zip(cols, cols[1:])]
-        nr, nc = len(rows) - 1, len(cols) - 1
-        cost = _makespan(sizes) + PACK_COST * ((nr - 1) * k * n + (nc - 1) * m * k) // 2
-        if best is None or cost < best[0]:
-            best = (cost, rows, cols)
-    return np.array(best[1], np.int64), np.array(best[2], np.int64)
+        return one
+    cap = min(MAX_TILES, max(2, mnk // SPLIT_MIN_MNK))
+    chosen, count = None, 2
+    while count <= cap:
+        best = None
+        tr = count
+        while tr >= 1:  # row cuts first: on a tie, whole rows of the output a tile
+            rows = _cuts(m, tr, ROW_MULTIPLE)
+            cols = _cuts(n, count // tr, COL_MULTIPLE)
+            nr, nc = len(rows) - 1, len(cols) - 1
+            tr //= 2
+            if nr * nc != count:  # a side too short for that many cuts
+                continue
+            extra = PACK_COST * ((nr - 1) * k * n + (nc - 1) * m * k)
+            sizes = [(r1 - r0) * (c1 - c0) * k for r0, r1 in zip(rows, rows[1:])
+                     for c0, c1 in zip(cols, cols[1:])]
+            cost = _makespan(sizes) + extra // 2
+            if best is None or cost < best[0]:
+                best = (cost, extra, rows, cols)
+        if best is not None and (chosen is None or best[1] <= PACK_BUDGET * mnk):
+            chosen = best
+        elif chosen is not None:
+            break
+        count *= 2
+    if chosen is None:
+        return one
+    return np.array(chosen[2], np.int64), np.array(chosen[3], np.int64)
 
 
 def deterministic(x, y) -> bool:
