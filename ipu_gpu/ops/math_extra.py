@@ -4,10 +4,12 @@
 ``unsorted_segment_sum`` scatter-adds rows with the indexing kernels (deterministic: duplicate
 ids accumulate in index order on both devices). As TF's kernels, negative ids are dropped, and
 ids at or above ``num_segments`` raise InvalidArgumentError on the CPU and are dropped on the
-GPU (no device sync to look for them). ``einsum`` is ``xp.einsum`` (with its contraction-order
-optimizer, so two-operand products run as BLAS GEMMs); its gradient with respect to an operand
-is the einsum of the cotangent with the other operands, broadcast over labels only that operand
-sums over and placed on the diagonal for repeated labels.
+GPU (no device sync to look for them). ``einsum`` of two operands or more is, on the CPU,
+``einsum_contract.contract`` (pairwise contractions as transposes, reshapes and one batched
+product of the tiled GEMM: bits independent of the thread count), on the GPU ``cupy.einsum``
+with its contraction-order optimizer; of one operand ``xp.einsum``. Its gradient with respect
+to an operand is the einsum of the cotangent with the other operands, broadcast over labels
+only that operand sums over and placed on the diagonal for repeated labels.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..core import dtypes
 from ..core.registry import register
 from ..errors import InvalidArgumentError
 from ._util import check_axis, require_int, require_numeric, require_same_dtype
+from .einsum_contract import contract
 
 
 def _acc(dtype):
@@ -307,7 +310,11 @@ def _check_einsum(*ops, terms, out):
     require_same_dtype("einsum", tuple(f"inputs[{i}]" for i in range(len(ops))), *ops)
     if ops[0].dtype.kind not in "fi":
         raise TypeError(f"einsum: inputs must be float16/32/64 or int32/64, got {ops[0].dtype}")
-    _label_sizes(terms, [o.shape for o in ops])
+    _, ellipsis = _label_sizes(terms, [o.shape for o in ops])
+    if ellipsis and "..." not in out:
+        raise InvalidArgumentError(f"einsum: Output contains {len(ellipsis)} broadcasting "
+                                   "dimension(s) but no ellipsis (...) was found in the output "
+                                   "subscripts.")
 
 
 def _equation(terms, out):
@@ -317,7 +324,11 @@ def _equation(terms, out):
 def _einsum_forward(k, xp, *ops, terms, out):
     acc = _acc(ops[0].dtype)
     arrays = [o.astype(acc, copy=False) for o in ops]
-    y = xp.einsum(_equation(terms, out), *arrays, optimize=len(ops) > 1)
+    if xp is np and len(ops) > 1:
+        new_terms, new_out, _ = _explicit(terms, out, [o.shape for o in ops])
+        y = contract(new_terms, new_out, arrays)
+    else:
+        y = xp.einsum(_equation(terms, out), *arrays, optimize=len(ops) > 1)
     return xp.asarray(y).astype(ops[0].dtype, copy=False), tuple(ops)
 
 
@@ -361,8 +372,8 @@ def _einsum_backward(k, xp, ops, g, *, terms, out, needed=None):
     new_terms, new_out, sizes = _explicit(terms, out, [o.shape for o in ops])
     acc = _acc(g.dtype)
     # the operands broadcast over the whole ellipsis (views), so every label has one size
-    full = [xp.broadcast_to(o.astype(acc, copy=False), [sizes[c] for c in t])
-            for t, o in zip(new_terms, ops)]
+    arrays = [o.astype(acc, copy=False) for o in ops]
+    full = [xp.broadcast_to(a, [sizes[c] for c in t]) for t, a in zip(new_terms, arrays)]
     cotangent = g.astype(acc, copy=False)
     grads = []
     for i, (t, o) in enumerate(zip(new_terms, ops)):
@@ -375,7 +386,11 @@ def _einsum_backward(k, xp, ops, g, *, terms, out, needed=None):
         # labels summed inside this operand alone are broadcast back afterwards
         keep = "".join(c for c in unique if c in reachable)
         eq = ",".join([new_out] + [new_terms[j] for j in others]) + "->" + keep
-        part = xp.einsum(eq, cotangent, *[full[j] for j in others], optimize=bool(others))
+        if xp is np and others:
+            part = contract([new_out] + [new_terms[j] for j in others], keep,
+                            [cotangent] + [arrays[j] for j in others])
+        else:
+            part = xp.einsum(eq, cotangent, *[full[j] for j in others], optimize=bool(others))
         part = xp.reshape(xp.asarray(part), [sizes[c] if c in keep else 1 for c in unique])
         spread = xp.broadcast_to(part, [sizes[c] for c in unique])
         grad = _diagonal(xp, spread, t, [sizes[c] for c in t], acc)
@@ -397,11 +412,13 @@ def einsum(equation, *inputs, **kwargs):
     "->" the output is the ellipsis and the labels that appear once, alphabetically. Named
     labels must have one size everywhere; ellipsis dimensions broadcast. The inputs share one
     dtype (float16/32/64, int32/64; float16 is computed in float32). ``name`` and
-    ``optimize`` are accepted and ignored (numpy's contraction-order optimizer always runs).
+    ``optimize`` are accepted and ignored (three operands or more contract in the order of
+    numpy's greedy ``einsum_path``).
 
     Raises:
       ValueError: a malformed equation, or one term per input not given.
-      InvalidArgumentError: ranks that do not match the subscripts, or a label with two sizes.
+      InvalidArgumentError: ranks that do not match the subscripts, a label with two sizes,
+        or an explicit output without "..." where the ellipsis stands for dimensions.
       TypeError: mixed or unsupported dtypes."""
     unknown = set(kwargs) - {"name", "optimize"}
     if unknown:

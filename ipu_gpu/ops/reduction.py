@@ -10,6 +10,8 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.registry import register
+from ..kernels._blas import single_threaded_blas
+from .matmul import cpu_matmul
 from ._util import (astype, check_axis, normalize_axis, quiet, require_bool, require_float,
                     require_numeric)
 
@@ -436,11 +438,17 @@ def _check_norm(x, *, kind, ord, axis, keepdims):  # noqa: A002
 
 
 def _spectral(xp, a, rows, cols, compute_uv):
-    """The 2-D slices over (rows, cols) moved last, and their SVD."""
+    """The 2-D slices over (rows, cols) moved last, and their SVD. On the CPU LAPACK runs on
+    one OpenBLAS thread: its blocked steps are threaded GEMMs, whose bits (U's, at 300 x 300)
+    change with the thread count."""
     m = xp.moveaxis(a, (rows, cols), (-2, -1))
-    if compute_uv:
-        return m, xp.linalg.svd(m, full_matrices=False)
-    return m, xp.linalg.svd(m, compute_uv=False)
+    if xp is not np:
+        return m, (xp.linalg.svd(m, full_matrices=False) if compute_uv
+                   else xp.linalg.svd(m, compute_uv=False))
+    with single_threaded_blas():
+        if compute_uv:
+            return m, np.linalg.svd(m, full_matrices=False)
+        return m, np.linalg.svd(m, compute_uv=False)
 
 
 def _norm_forward(k, xp, x, *, kind, ord, axis, keepdims):  # noqa: A002
@@ -486,7 +494,9 @@ def _norm_backward(k, xp, res, g, *, kind, ord, axis, keepdims):  # noqa: A002
             w = _share_ties(xp, s, s[..., :1], (s.ndim - 1,)) if s.shape[-1] else s
             gm = xp.reshape(g, y.shape)
             gm = xp.moveaxis(gm, axes, (-2, -1))  # [..., 1, 1]
-            grad = xp.moveaxis(xp.matmul(u * (w[..., None, :] * gm), vh), (-2, -1), axes)
+            uw = u * (w[..., None, :] * gm)
+            prod = cpu_matmul(uw, vh) if xp is np else xp.matmul(uw, vh)
+            grad = xp.moveaxis(prod, (-2, -1), axes)
         elif kind == "matrix":
             inner, outer = axes if ord == 1 else axes[::-1]
             sums = xp.sum(xp.abs(a), axis=inner, keepdims=True)
