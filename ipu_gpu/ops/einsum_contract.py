@@ -9,11 +9,13 @@ summed out (numpy's single-operand einsum: one C loop, no BLAS). A dimension of 
 label is longer elsewhere (a broadcast ellipsis dimension) is dropped from that operand. With
 three operands or more the pairs contract in the order of numpy's greedy ``einsum_path``
 (a function of the shapes). A pair sharing no summed label is a broadcast product, one rounding
-per element as a GEMM with an inner length of one would give.
+per element as a GEMM with an inner length of one would give. The plan (every reduction,
+transpose and product shape) is computed once per equation and shapes.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -23,80 +25,102 @@ from .matmul import cpu_matmul
 
 def contract(terms, out, arrays):
     """``np.einsum(",".join(terms) + "->" + out, *arrays)`` for two arrays or more of one
-    float dtype, ``terms`` and ``out`` explicit (no ellipsis; the caller expands it, with each
+    dtype, ``terms`` and ``out`` explicit (no ellipsis; the caller expands it, with each
     label's size checked)."""
+    drops, steps, perm = _plan(tuple(terms), out, tuple(a.shape for a in arrays))
+    ops = [a if d is None else a.reshape(d) for a, d in zip(arrays, drops)]
+    for i, j, reduce_i, reduce_j, spec_i, spec_j, shape in steps:
+        if j is None:  # one operand: diagonals and sums only
+            result = np.einsum(reduce_i, ops[i])
+        else:
+            a = ops[i] if reduce_i is None else np.einsum(reduce_i, ops[i])
+            b = ops[j] if reduce_j is None else np.einsum(reduce_j, ops[j])
+            a3, b3 = _matrices(a, spec_i), _matrices(b, spec_j)
+            if spec_i[3]:
+                c3 = a3 * b3  # no summed label: one product per element
+            elif a3.shape[0] == 1:
+                c3 = cpu_matmul(a3[0], b3[0])
+            else:
+                c3 = cpu_matmul(a3, b3)
+            result = c3.reshape(shape)
+        ops = [o for p, o in enumerate(ops) if p != i and p != j] + [result]
+    return np.transpose(ops[0], perm)
+
+
+def _matrices(a, spec):
+    """``a`` as its stack of matrices (``spec`` from ``_matrix_spec``)."""
+    order, shape, view, _ = spec
+    if view and a.flags.c_contiguous:
+        return a.reshape(shape[0], shape[2], shape[1]).swapaxes(1, 2)
+    return np.transpose(a, order).reshape(shape)
+
+
+def _matrix_spec(term, batch, rows, cols, dims, outer):
+    """How an operand (labels ``term``) becomes a stack of [rows, cols] matrices over
+    ``batch``: (axis order, stack shape, whether a C-contiguous operand holds them transposed
+    already: a view the GEMM takes as it is, whether no label is summed)."""
+    nb, nr, nc = (math.prod(dims[c] for c in s) for s in (batch, rows, cols))
+    return (tuple(term.index(c) for c in batch + rows + cols), (nb, nr, nc),
+            term == batch + cols + rows, outer)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(terms, out, shapes):
+    """(per operand: the shape without its broadcast size-1 dimensions or None, the steps,
+    the output's axis order). A step (i, j, reduce_i, reduce_j, spec_i, spec_j, shape)
+    contracts operands i and j (j None: reduces i by the einsum ``reduce_i``) into one of
+    ``shape``, appended after the others."""
     sizes = {}
-    for t, a in zip(terms, arrays):
-        for c, d in zip(t, a.shape):
+    for t, shape in zip(terms, shapes):
+        for c, d in zip(t, shape):
             if d != 1 or c not in sizes:
                 sizes[c] = d
-    ops = [_drop_broadcast(t, a, sizes) for t, a in zip(terms, arrays)]
+    drops, ops = [], []
+    for t, shape in zip(terms, shapes):
+        kept = [(c, d) for c, d in zip(t, shape) if d != 1 or sizes[c] == 1]
+        drops.append(None if len(kept) == len(t) else tuple(d for _, d in kept))
+        ops.append("".join(c for c, _ in kept))
     if len(ops) > 2:
-        path = np.einsum_path(*_path_args(ops, out), optimize="greedy")[0][1:]
+        stand_ins = [np.broadcast_to(np.zeros(()), [sizes[c] for c in t]) for t in ops]
+        path = np.einsum_path(",".join(ops) + "->" + out, *stand_ins, optimize="greedy")[0][1:]
     else:
         path = [(0, 1)]
+    steps = []
     for group in path:
-        picked = [ops[p] for p in group]
-        ops = [o for p, o in enumerate(ops) if p not in group]
-        needed = set(out).union(*(t for t, _ in ops))
-        if len(picked) == 1:
-            term, a = picked[0]
-            keep = "".join(dict.fromkeys(c for c in term if c in needed))
-            ops.append((keep, _reduce(term, a, keep)))
-            continue
-        while len(picked) > 1:
-            rest = needed.union(*(t for t, _ in picked[2:]))
-            picked = [_pair(picked[0], picked[1], rest)] + picked[2:]
-        ops.append(picked[0])
-    term, a = ops[0]
-    # every output label is some operand's (one of size 1 everywhere is never dropped)
-    return np.transpose(a, [term.index(c) for c in out])
+        group = list(group)
+        while group:
+            rest = [t for p, t in enumerate(ops) if p not in group[:2]]
+            needed = set(out).union(*rest)
+            if len(group) == 1:
+                t = ops[group[0]]
+                keep = "".join(dict.fromkeys(c for c in t if c in needed))
+                steps.append((group[0], None, f"{t}->{keep}", None, None, None, None))
+                term = keep
+            else:
+                step, term = _pair_step(ops, group[0], group[1], needed, sizes)
+                steps.append(step)
+            ops = [t for p, t in enumerate(ops) if p not in group[:2]] + [term]
+            # the rest of a group of three or more: folded into the new last operand
+            group = [p - sum(q < p for q in group[:2]) for p in group[2:]]
+            group = group + [len(ops) - 1] if group else []
+    term = ops[0]
+    return tuple(drops), tuple(steps), tuple(term.index(c) for c in out)
 
 
-def _drop_broadcast(term, a, sizes):
-    """(term, a) without the dimensions of size 1 whose label is longer elsewhere."""
-    drop = [p for p, (c, d) in enumerate(zip(term, a.shape)) if d == 1 and sizes[c] != 1]
-    if not drop:
-        return term, a
-    keep = "".join(c for p, c in enumerate(term) if p not in drop)
-    return keep, np.squeeze(a, axis=tuple(drop))
-
-
-def _path_args(ops, out):
-    """einsum_path's arguments: the equation and zero-stride stand-ins of the operands'
-    shapes (it reads nothing else)."""
-    eq = ",".join(t for t, _ in ops) + "->" + out
-    return [eq] + [np.broadcast_to(np.zeros((), a.dtype), a.shape) for _, a in ops]
-
-
-def _reduce(term, a, keep):
-    """``a`` (labels ``term``) as the labels ``keep`` (in term's order, each once): its
-    diagonals where ``term`` repeats a label, summed over the labels not kept."""
-    if term == keep:
-        return a
-    return np.einsum(f"{term}->{keep}", a)
-
-
-def _pair(x, y, needed):
-    """(term, array) of the contraction of (term, array) pairs ``x`` and ``y`` over the
-    labels they share that ``needed`` does not hold."""
-    (tx, a), (ty, b) = x, y
+def _pair_step(ops, i, j, needed, sizes):
+    """The step contracting operands i and j over the labels they share that ``needed``
+    does not hold, and its result's labels."""
+    tx, ty = ops[i], ops[j]
     kx = "".join(dict.fromkeys(c for c in tx if c in needed or c in ty))
     ky = "".join(dict.fromkeys(c for c in ty if c in needed or c in tx))
-    a, b = _reduce(tx, a, kx), _reduce(ty, b, ky)
     batch = "".join(c for c in kx if c in ky and c in needed)
     inner = "".join(c for c in kx if c in ky and c not in needed)
     left = "".join(c for c in kx if c not in ky)
     right = "".join(c for c in ky if c not in kx)
-    dims = dict(zip(kx, a.shape)) | dict(zip(ky, b.shape))
-    nb, nm, nk, nn = (math.prod(dims[c] for c in s) for s in (batch, left, inner, right))
-    a3 = np.transpose(a, [kx.index(c) for c in batch + left + inner]).reshape(nb, nm, nk)
-    b3 = np.transpose(b, [ky.index(c) for c in batch + inner + right]).reshape(nb, nk, nn)
-    if not inner:
-        c3 = a3 * b3.reshape(nb, 1, nn)  # one product per element
-    elif nb == 1:
-        c3 = cpu_matmul(a3[0], b3[0])
-    else:
-        c3 = cpu_matmul(a3, b3)
     term = batch + left + right
-    return term, c3.reshape([dims[c] for c in term])
+    outer = not inner
+    step = (i, j, None if kx == tx else f"{tx}->{kx}", None if ky == ty else f"{ty}->{ky}",
+            _matrix_spec(kx, batch, left, inner, sizes, outer),
+            _matrix_spec(ky, batch, inner, right, sizes, outer),
+            tuple(sizes[c] for c in term))
+    return step, term
