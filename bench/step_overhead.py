@@ -18,6 +18,9 @@
         step and of its GEMMs (interleaved blocks, medians); the step less the time of its
         own GEMM calls and kernels is the Python, numpy-call and allocation work (load
         changes the GEMMs' time by more than that, so it is not taken from the GEMMs alone).
+        Each kernel's floor: the bytes it reads and writes over np.copyto's bandwidth, cache-warm
+        and right after the GEMMs; and the minor page faults per step (fresh outputs that
+        fault pages each step would show here).
 
 ``parts`` times each statement where the step runs it, after the GEMMs' and the full-size
 passes' traffic has evicted its code and data from L1/L2: a small op there costs 2-5x its warm
@@ -29,6 +32,13 @@ loop shows.
 With 2 BLAS threads the GEMMs use both cores and whatever else the step does runs on one, so
 the ratio is about ``1 + 2 * s`` where ``s`` is that work's share of the single-thread GEMM
 time (``ratio`` shows both).
+
+``kernels`` with floors, same machine and load (3-4, 2026-11-28 13:45 UTC): sub_product 225 us
+for 8.0 MB (floor 189 us warm, 442 us at the post-GEMM bandwidth), bias+relu 86 us for 2.1 MB
+(49 / 116), relu-grad with column sums 72 us for 3.2 MB (74 / 173), cross-entropy 19 us; copy
+bandwidth 39-43 GB/s warm, 18 GB/s after the GEMMs; 0.07-0.08 minor faults per step (host
+memory pool: no first-touch of fresh outputs). The jitted passes run at the warm copy floor;
+the rest (Python, numpy calls) was 757-796 us, about two thirds of what the step adds.
 
 ``kernels`` on the 2-core EPYC with other work running (load 4-5, 2026-11-28): the step's
 jitted kernels took 440-520 us per step (the SGD updates about 55%, bias+relu 20%, relu and
@@ -43,6 +53,7 @@ from __future__ import annotations
 
 import collections
 import os
+import resource
 import sys
 import time
 
@@ -212,6 +223,7 @@ def kernels(rounds: int = 20) -> None:
     _, _, _, step, gemms = _mlp()
     step()  # compiled before the patch: a jitted kernel calling a patched one cannot type it
     spent = collections.Counter()
+    moved = collections.Counter()  # bytes the kernels read and write (arguments, once each)
     clock = time.thread_time_ns
     patched = []
     for module in (elementwise_cpu, softmax_cpu, optimizer_cpu):
@@ -222,6 +234,8 @@ def kernels(rounds: int = 20) -> None:
                     t0 = clock()
                     out = _fn(*args)
                     spent[_key] += clock() - t0
+                    moved[_key] += sum(a.nbytes for a in args if type(a) is np.ndarray) + (
+                        args[0].nbytes if _key.rsplit(".", 1)[1] in _IN_PLACE else 0)
                     return out
                 patched.append((module, name, fn))
                 setattr(module, name, timed)
@@ -239,7 +253,9 @@ def kernels(rounds: int = 20) -> None:
             for _ in range(10):
                 step(), gemms()
             spent.clear()
+            moved.clear()
             rest = []
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             for _ in range(rounds):
                 before = sum(spent.values())
                 t0 = clock()
@@ -251,20 +267,52 @@ def kernels(rounds: int = 20) -> None:
                     gemms()
                 steps.append((t1 - t0) / 4e3)
                 gemm.append((clock() - t1) / 4e3)
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+            warm_bw, cold_bw = _copy_bandwidth(gemms)
     finally:
         matmul_module._mm = real_mm
         for module, name, fn in patched:
             setattr(module, name, fn)
     n = rounds * 4
     in_step = spent.pop("GEMMs (in the step)") / n / 1e3
+    print(f"{'kernel (thread CPU per step)':45s} {'us':>7s} {'MB':>6s} {'floor us':>17s}")
     for key, ns in spent.most_common():
-        print(f"{key:45s} {ns / n / 1e3:7.1f} us")
+        mb = moved[key] / n / 1e6
+        print(f"{key:45s} {ns / n / 1e3:7.1f} {mb:6.2f} {mb * 1e3 / warm_bw:7.1f} warm "
+              f"{mb * 1e3 / cold_bw:5.1f} cold")
     k = sum(spent.values()) / n / 1e3
     s, g = np.median(steps), np.median(gemm)
     print(f"{'kernels':45s} {k:7.1f} us\n{'step - GEMMs':45s} {s - g:7.1f} us (step {s:.0f}, "
           f"GEMMs alone {g:.0f}, in the step {in_step:.0f})\n"
           f"{'rest (Python, numpy calls, allocation)':45s} {np.median(rest):7.1f} us "
-          f"(the step less its own GEMM calls and kernels, median of rounds)")
+          f"(the step less its own GEMM calls and kernels, median of rounds)\n"
+          f"copy bandwidth (np.copyto, 2 x 2.7 MB): {warm_bw:.0f} GB/s warm, {cold_bw:.0f} GB/s "
+          f"just after the GEMMs; minor page faults per step {faults / n / 2:.2f} (step and "
+          f"GEMMs rounds together, halved)")
+
+
+# kernels whose first argument is read and written (counted twice in the bytes moved)
+_IN_PLACE = frozenset({"sub_product", "add_product", "sgd", "adam", "momentum",
+                       "_relu_grad_into", "_relu_grad_column_sums_into", "_bias_relu_rows"})
+
+
+def _copy_bandwidth(gemms, rounds: int = 20):
+    """GB/s (read + write bytes over thread CPU time) of np.copyto of 2.7 MB, the step's
+    weights: repeated (cache-warm) and right after the GEMMs (evicted as in the step)."""
+    src = np.ones(670_000, np.float32)
+    dst = np.empty_like(src)
+    clock = time.thread_time_ns
+    warm, cold = [], []
+    for _ in range(rounds):
+        gemms()
+        t0 = clock()
+        np.copyto(dst, src)
+        cold.append(clock() - t0)
+        t0 = clock()
+        for _ in range(4):
+            np.copyto(dst, src)
+        warm.append((clock() - t0) / 4)
+    return 2 * src.nbytes / np.median(warm), 2 * src.nbytes / np.median(cold)
 
 
 if __name__ == "__main__":
