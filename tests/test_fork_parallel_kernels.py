@@ -23,12 +23,15 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def kernel_bits():
     """sha256 of each parallel kernel family's output on inputs above its parallel threshold
     (one product of matmul_cpu's tiles, embedding gather and scatter-add, scatter_add_rows,
-    histogram, sequence_slice, depthwise convolution forward and gradients)."""
+    histogram, sequence_slice, depthwise convolution forward and gradients, CTC loss and its
+    gradient, CTC beam search)."""
     import hashlib
 
     import ipu_gpu as tf
     from ipu_gpu.kernels import (embedding_cpu, histogram_cpu, indexing_cpu, matmul_cpu,
                                  sequence_slice_cpu)
+    from ipu_gpu.ops.ctc import ctc_loss_v2
+    from ipu_gpu.ops.ctc_decoder import ctc_beam_search_decoder
 
     rng = np.random.default_rng(0)
     out = []
@@ -61,6 +64,16 @@ def kernel_bits():
         y = tf.nn.depthwise_conv2d(img, filt, [1, 1, 1, 1], "SAME")
     gx, gf = tape.gradient(y, [img, filt], output_gradients=tf.ones_like(y))
     for v in (y, gx, gf):
+        add(v.numpy())
+    logits = tf.constant(rng.standard_normal((200, 16, 40)).astype(np.float32))
+    labels = tf.constant(rng.integers(1, 40, (16, 20)).astype(np.int32))
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss = ctc_loss_v2(labels, logits, tf.fill([16], 20), tf.fill([16], 200), 0)
+    add(loss.numpy())
+    add(tape.gradient(loss, logits).numpy())
+    scores = rng.standard_normal((200, 16, 700)).astype(np.float32)
+    for v in ctc_beam_search_decoder(scores, np.full(16, 200, np.int32), beam_width=4):
         add(v.numpy())
     return out
 
