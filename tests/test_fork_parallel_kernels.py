@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import timeit
 
 import numpy as np
 import pytest
@@ -194,12 +193,11 @@ def test_serial_twin_has_its_own_cache_entry_and_the_same_options():
 
 
 def test_the_parent_pays_nothing_per_call():
-    """The hook runs at fork only: the parent calls Numba's dispatchers as they are (a kernel
-    call costs what it cost before; the module attribute is the decorated dispatcher)."""
+    """The hook runs in forked children only: the parent calls Numba's dispatchers as they
+    are (a kernel call costs what it cost before; the module attribute is the decorated
+    dispatcher)."""
     from ipu_gpu.kernels import embedding_cpu
 
     assert _threads.is_parallel_kernel(embedding_cpu._gather_parallel)
     assert not _threads.serial_only()
     assert type(embedding_cpu._gather_parallel).__name__ == "CPUDispatcher"
-    hook = timeit.timeit(_threads._after_fork_in_child, number=1000) / 1000
-    assert hook < 1e-3  # in the parent it returns at its first test
