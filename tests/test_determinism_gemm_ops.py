@@ -1,9 +1,10 @@
 """The ops and layers whose CPU path is a GEMM (through tf.matmul's tiled GEMM or einsum's
 contractions) give bits that depend only on the shapes: tensordot, matvec, xw_plus_b,
 Keras's Dense on 3-D inputs, EinsumDense, MultiHeadAttention, batch_dot and a bilinear
-image resize, forward and gradients, the same under OpenBLAS thread counts 1-3 and Numba
-thread counts 1-4 (each product above OpenBLAS's threading threshold of 2**18
-multiply-adds); values close to a float64 numpy reference where one is short to write."""
+image resize, forward and gradients, and the Orthogonal initializer's QR, the same under
+OpenBLAS thread counts 1-3 and Numba thread counts 1-4 (each product above OpenBLAS's
+threading threshold of 2**18 multiply-adds); values close to a float64 numpy reference where
+one is short to write."""
 
 from __future__ import annotations
 
@@ -69,6 +70,9 @@ def op_results():
     }
     mha = keras.layers.MultiHeadAttention(num_heads=4, key_dim=32, kernel_initializer=init(seed=3))
     out["multi_head_attention"] = _layer(mha, _rand(rng, 2, 64, 128), _rand(rng, 2, 64, 128))
+    # LAPACK's QR (float64 bits changed with OpenBLAS's thread count)
+    out["orthogonal_init"] = [keras.initializers.Orthogonal(seed=4)((512, 512),
+                                                                     dtype="float64").numpy()]
     return out
 
 
@@ -120,3 +124,8 @@ def test_values_close_to_float64():
     m, v = (x.astype(np.float32).astype(np.float64) for x in (m, v))
     np.testing.assert_allclose(got["matvec"][0], np.einsum("bij,bj->bi", m, v), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_orthogonal_init_is_orthogonal():
+    q = op_results()["orthogonal_init"][0]
+    np.testing.assert_allclose(q.T @ q, np.eye(512), atol=1e-12)

@@ -22,6 +22,7 @@ import numpy as np
 from .. import ops as _ops  # noqa: F401  # registers every op
 from ..core import backend as _array_backend
 from ..core.tensor import wrap
+from ..kernels._blas import single_threaded_blas
 from ..ops import array as _array
 from ..ops import creation as _creation
 from ..ops import random as _random
@@ -311,7 +312,8 @@ class Orthogonal(_RandomInitializer):
     """An orthogonal matrix (Saxe et al. 2014): Q of the QR factorisation of a normal
     matrix, signs fixed by R's diagonal, times ``gain``; shapes of rank > 2 are treated as
     (prod(shape[:-1]), shape[-1]). The factorisation runs in numpy on the host (ipu_gpu has
-    no ``linalg.qr`` yet)."""
+    no ``linalg.qr`` yet), on one OpenBLAS thread: LAPACK's blocked QR updates through
+    threaded GEMMs, and its float64 bits changed with the thread count (512 x 512 and up)."""
 
     def __init__(self, gain=1.0, seed=None):
         self.gain, self.seed = gain, seed
@@ -328,7 +330,8 @@ class Orthogonal(_RandomInitializer):
         flat = (max(cols, rows), min(cols, rows))
         a = _random.stateless_normal(flat, self._stateless_seed(), dtype=d).numpy()
         # numpy's QR has no float16 (TF's has): factorise in float32, cast at the end
-        q, r = np.linalg.qr(a.astype(np.float32) if a.dtype == np.float16 else a)  # syncs device
+        with single_threaded_blas():  # syncs device
+            q, r = np.linalg.qr(a.astype(np.float32) if a.dtype == np.float16 else a)
         q = q * np.sign(np.diag(r))
         if rows < cols:
             q = q.T
