@@ -121,6 +121,8 @@ _SCRIPT = textwrap.dedent("""
     # others after the fork
     rng = np.random.default_rng(1)
     matmul_cpu.matmul(rng.standard_normal((512, 512)), rng.standard_normal((512, 512)))
+    loaded = [m for m in ("embedding_cpu", "histogram_cpu", "ctc_cpu", "conv_cpu")
+              if "ipu_gpu.kernels." + m in sys.modules]
     late, late_status = in_child(lambda: [kernel_bits(), parallel_kernels_left(),
                                           _threads.serial_only()])
     parent = kernel_bits()
@@ -130,7 +132,7 @@ _SCRIPT = textwrap.dedent("""
         pooled = pool.apply(kernel_bits)
     print(json.dumps({"parent": parent, "late": late, "late_status": late_status,
                       "early": early, "early_status": early_status, "pooled": pooled,
-                      "parent_left": parallel_kernels_left(),
+                      "parent_left": parallel_kernels_left(), "loaded": loaded,
                       "parent_serial": _threads.serial_only()}))
     """)
 
@@ -142,6 +144,7 @@ def test_forked_children_run_every_parallel_kernel_with_the_parents_bits():
     assert done.returncode == 0, done.stderr[-4000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert "fork() called" not in done.stderr
+    assert got["loaded"] == []  # the late child imported these kernel modules itself
     assert got["late_status"] == 0 and got["early_status"] == 0, done.stderr[-4000:]
     assert got["late"][0] == got["parent"]
     assert got["early"][0] == got["parent"]
