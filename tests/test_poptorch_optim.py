@@ -736,33 +736,63 @@ def test_program_trains_with_lamb(tmp_path):
     assert r.stdout.split() == ["True", "True"]
 
 
+def _sgd_update_data(g, dtype, n):
+    """Weights over 60 decades, subnormals, signed zeros, infinities and NaN; gradients
+    whose products with the learning rates round (and would round differently fused)."""
+    tiny = 1e-40 if dtype == torch.float32 else 1e-310
+    w = torch.randn(n, generator=g, dtype=dtype)
+    grad = torch.randn(n, generator=g, dtype=dtype) * 3
+    w[n // 2:] *= torch.logspace(-30, 30, n - n // 2, dtype=dtype)
+    w[:5] = tiny
+    w[5:9] = torch.tensor([0.0, -0.0, -0.0, 0.0], dtype=dtype)
+    grad[5:9] = torch.tensor([0.0, 0.0, -0.0, -0.0], dtype=dtype)
+    w[9:12] = torch.tensor([float("inf"), float("-inf"), float("nan")], dtype=dtype)
+    grad[12:15] = torch.tensor([float("inf"), float("-inf"), float("nan")], dtype=dtype)
+    return w, grad
+
+
 def test_one_pass_sgd_update_is_bit_for_bit_the_two_torch_ops():
     """fused_sgd.sgd_step (one pass, on the CPU) rounds lr * g, then w - that, as PopART's
-    ``w -= lr * g`` and the torch ops ``w.sub_(lr * g)`` do; tensors it does not take
-    (small, float16, non-contiguous) are left to the torch ops."""
-    from ipu_gpu.poptorch.fused_sgd import MIN_SIZE, sgd_step
+    ``w -= lr * g``, the torch ops ``w.sub_(lr * g)`` and numpy's two passes do, where
+    torch's fused ``w.add_(g, alpha=-lr)`` differs; any strides and sizes (one parallel
+    loop on large weights); tensors it does not take (float16, bfloat16, mixed dtypes,
+    sparse) are left to the torch ops."""
+    from ipu_gpu.poptorch.fused_sgd import sgd_step, sgd_steps
 
     g = torch.Generator().manual_seed(11)
     for dtype in (torch.float32, torch.float64):
-        n = MIN_SIZE * 3 + 7
-        tiny = 1e-40 if dtype == torch.float32 else 1e-310  # subnormal values too
-        w = torch.randn(n, generator=g, dtype=dtype) * torch.logspace(-30, 30, n, dtype=dtype)
-        w[:5] = tiny
-        grad = torch.randn(n, generator=g, dtype=dtype)
-        for lr in (0.01, 1 / 3, 7.0):
-            want = w.clone().sub_(lr * grad)
-            got = torch.nn.Parameter(w.clone())
-            before = got._version
-            with torch.no_grad():
-                assert sgd_step(got, grad, lr)
-            bits = torch.int32 if dtype == torch.float32 else torch.int64
-            assert torch.equal(got.detach().view(bits), want.view(bits))
-            assert got._version > before
-    w = torch.randn(MIN_SIZE * 2, generator=g)
-    assert not sgd_step(w[:10].clone(), torch.ones(10), 0.1)  # small
-    assert not sgd_step(w.half(), w.half(), 0.1)  # float16
-    assert not sgd_step(w.view(2, -1).t(), w.view(2, -1).t(), 0.1)  # not contiguous
+        bits = torch.int32 if dtype == torch.float32 else torch.int64
+        np_dtype = np.float32 if dtype == torch.float32 else np.float64
+        for n in (64, 3 * 32768 + 5):  # serial and parallel TensorIterator loops
+            w, grad1 = _sgd_update_data(g, dtype, n)
+            for lr in (0.01, 1 / 3, 7.0):
+                grad = grad1 / lr  # lr * g about w's size, where the roundings show
+                want = w.clone().sub_(lr * grad)
+                with np.errstate(all="ignore"):
+                    ref = w.numpy() - grad.numpy() * np_dtype(lr)
+                assert torch.equal(want.view(bits), torch.from_numpy(ref).view(bits))
+                fused = w.clone().add_(grad, alpha=-lr)
+                assert not torch.equal(fused.view(bits), want.view(bits))  # the data tells
+                got = torch.nn.Parameter(w.clone())
+                before = got._version
+                with torch.no_grad():
+                    assert sgd_step(got, grad, lr)
+                assert torch.equal(got.detach().view(bits), want.view(bits))
+                assert got._version > before
+                # several weights at once, one of them a transposed view
+                ws = [w.clone(), w[: n // 2 * 2].clone().view(2, -1).t()]
+                gs = [grad, grad[: n // 2 * 2].view(2, -1).t()]
+                with torch.no_grad():
+                    sgd_steps(ws, gs, lr)
+                for got_w, w0, g0 in zip(ws, [w, w[: n // 2 * 2].view(2, -1).t()], gs):
+                    assert torch.equal(got_w.reshape(-1).view(bits),
+                                       (w0 - lr * g0).reshape(-1).view(bits))
+    w = torch.randn(64, generator=g)
+    assert not sgd_step(w.half(), w.half(), 0.1)  # float16: addcmul rounds once
+    assert not sgd_step(w.bfloat16(), w.bfloat16(), 0.1)
     assert not sgd_step(w, w.double(), 0.1)  # mixed dtypes
+    assert not sgd_step(w, w.to_sparse(), 0.1)
+    assert not sgd_step(w, w, torch.tensor(0.1))  # a tensor learning rate
 
 
 def test_sgd_update_of_small_weights_is_bit_for_bit_the_two_torch_ops():

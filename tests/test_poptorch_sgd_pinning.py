@@ -6,8 +6,8 @@ micro-batch gradients summed in order, the replicas summed in replica order, the
 ``slr0 = f32(lr * (1 - dampening)) / f32(loss_scaling * A * R)`` (``ScaledLearningRate0Helper``;
 ``SGD0VarUpdateOpx`` is one ``scaledAddTo(w, G, -slr0)``, after ``w *= wdsf0`` with weight
 decay, ``wdsf0 = f32(1 - lr * (1 - dampening) * wd)``). Every returned loss and output is
-compared bit for bit too (OutputMode.All), for an MLP whose first weight takes the one-pass
-CPU kernel (``fused_sgd``) and a small CNN.
+compared bit for bit too (OutputMode.All), for an MLP whose first weight is updated in
+torch's parallel loop (``fused_sgd``: over 32768 elements) and a small CNN.
 
 A * R * loss_scaling of 3 or 6 is not a power of two: there ``slr0 * G`` rounds differently
 from a gradient first multiplied by ``1 / (A * R)`` and then by the learning rate (what the
@@ -32,7 +32,7 @@ LR = 0.05
 class _MLP(nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc1, self.fc2 = nn.Linear(784, 32), nn.Linear(32, 10)  # fc1: 25088 >= MIN_SIZE
+        self.fc1, self.fc2 = nn.Linear(784, 48), nn.Linear(48, 10)  # fc1: 37632 > 32768
 
     def forward(self, x, y):
         out = self.fc2(torch.relu(self.fc1(x)))

@@ -70,7 +70,7 @@ import numpy as np
 import torch
 
 from .errors import Error
-from .fused_sgd import sgd_step
+from .fused_sgd import sgd_step, sgd_steps, takes as takes_sgd_step
 from .log_level import logger
 
 __all__ = ["LAMB", "SGD", "Adam", "AdamW", "AttributeTracker", "Optimizer", "RMSprop",
@@ -483,9 +483,12 @@ def _sgd_update(opt, grad_divisor=None, max_norm=None, clip_scale=None):
             scale = float(np.float32(1.0) / np.float32(grad_divisor))
             if grads and scale != 1.0:
                 torch._foreach_mul_(grads, scale)
-        small, small_grads = [], []  # w -= step * g for the group's small weights at once
+        # w -= step * g for the group's weights at once: one pass each where fused_sgd
+        # takes them, else the two ops (foreach)
+        exact, exact_grads, rest, rest_grads = [], [], [], []
         step = scaled_learning_rate0(lr, dm, grad_divisor) if folded else lr * (1 - dm)
         decay = _weight_decay_scale_factor0(lr, dm, wd) if folded and wd != 0 else None
+        one_pass = type(step) in (float, int)
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -499,12 +502,14 @@ def _sgd_update(opt, grad_divisor=None, max_norm=None, clip_scale=None):
                         p.sub_(step * g)
                 elif wd != 0:
                     p.sub_(step * (g + wd * p))
-                elif not sgd_step(p, g, step):
-                    if g.layout != torch.strided:
-                        p.sub_(step * g)
-                    else:
-                        small.append(p)
-                        small_grads.append(g)
+                elif one_pass and takes_sgd_step(p, g):
+                    exact.append(p)
+                    exact_grads.append(g)
+                elif g.layout != torch.strided:
+                    p.sub_(step * g)
+                else:
+                    rest.append(p)
+                    rest_grads.append(g)
                 continue
             state = opt.state[p]
             if combined:
@@ -526,9 +531,10 @@ def _sgd_update(opt, grad_divisor=None, max_norm=None, clip_scale=None):
                 update = vs * d + mm * v if nesterov else v
                 after = None
             steps.append((p, update, lr / vs, after))
-        if small:
+        sgd_steps(exact, exact_grads, step)
+        if rest:
             # the same two roundings as p.sub_(step * g) per weight, in two calls in all
-            torch._foreach_sub_(small, torch._foreach_mul(small_grads, step))
+            torch._foreach_sub_(rest, torch._foreach_mul(rest_grads, step))
     factor = None if max_norm is None else clip_factor([u for _, u, _, _ in steps], max_norm)
     for p, update, alpha, after in steps:
         p.sub_(update if factor is None else update * factor, alpha=alpha)
