@@ -177,3 +177,20 @@ def test_sgd_step_as_users_write_it_matches_numpy():
     (grad,) = tape.gradient(loss, [v])
     v.assign_sub(0.1 * grad)
     assert v.numpy().tobytes() == (w - 0.1 * g).tobytes()
+
+
+def test_products_of_one_number_share_its_array_and_others_convert_anew():
+    # the learning rate's 0-d array is made once per number object and dtype; a new number
+    # (or dtype) converts anew, exactly as the multiply op converts it
+    lr, other = 0.1, 0.3
+    g32, g64 = _data(np.float32, (5,), 7), _data(np.float64, (5,), 8)
+    p1, p2 = lr * _fresh(g32), lr * _fresh(g32)
+    p3, p4 = other * _fresh(g32), lr * _fresh(g64)
+    for p in (p1, p2, p3, p4):
+        assert type(p) is _Product
+    s1, s2, s3, s4 = (p._pending()[1] for p in (p1, p2, p3, p4))
+    assert s1 is s2 and not s1.flags.writeable
+    assert s3 is not s1 and s3.dtype == np.float32 and s3 == np.float32(other)
+    assert s4.dtype == np.float64 and s4 == lr and s1 == np.float32(lr)
+    np.testing.assert_array_equal(p3.numpy(), np.multiply(np.float32(other), g32))
+    np.testing.assert_array_equal(p4.numpy(), np.multiply(np.float64(lr), g64))

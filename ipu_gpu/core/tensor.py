@@ -501,7 +501,9 @@ def _pending_product(t, s, scalar_first: bool):
             or (type(s) is int and not -_EXACT_INT <= s <= _EXACT_INT)):
         return None
     p = object.__new__(_Product)
-    _SLOT.__set__(p, (a, _scalar_array(s, a.dtype), scalar_first))
+    last = _SCALARS.get(a.dtype)  # ``_scalar_array(s, a.dtype)``, its common case inlined
+    _SLOT.__set__(p, (a, last[1] if last is not None and last[0] is s
+                      else _scalar_array(s, a.dtype), scalar_first))
     p._id = _next_id()
     return p
 

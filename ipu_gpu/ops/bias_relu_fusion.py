@@ -24,10 +24,11 @@ from ..core import registry as _registry
 from ..core import tape as _tape
 from ..core import tensor as _tensor
 from ..core.tensor import Tensor, Variable, wrap
-from ._util import elementwise_cpu
+from ._util import _ELEMENTWISE_CPU, elementwise_cpu
 
 _HELD_REFS = 3  # sys.getrefcount of an operand array held only by its Tensor: slot, local, call
 _tapes = _tape._local
+_SLOT = _tensor._SLOT  # a pending Tensor's slot: (compute, operands) until computed
 
 
 def _free(t):
@@ -57,8 +58,8 @@ def deferred_bias_add(op, value, bias, data_format):
     b = _free(bias) if a is not None else None
     if b is None or a.ndim < 2:
         return None
-    k = elementwise_cpu(np, a, b)
-    if k is None:
+    k = _ELEMENTWISE_CPU[0] if _ELEMENTWISE_CPU else elementwise_cpu(np, a)  # the module
+    if k is None or not k.fits2(a, b):
         return None
     static = {"data_format": data_format}
     op.check(a, b, **static)
@@ -75,11 +76,13 @@ def relu_of_deferred(op, features):
     """``op(features)`` (the registered relu) for a deferred bias_add sum, from its operands
     in one pass, recorded as the op records itself; None where ``features`` is no longer
     pending or not a bias_add's (the caller runs the op)."""
-    pending = features._pending()
-    if pending is None or _tensor._allocation_hook is not None:
+    pending = _SLOT.__get__(features)  # ``features._pending()``, inlined
+    if type(pending) is not tuple or _tensor._allocation_hook is not None:
         return None
     compute, (a, b) = pending
-    k = elementwise_cpu(np, a, b)
+    # a bias_add's sum (``deferred_bias_add``, which loaded the kernels): operands it checked
+    # with ``fits2``, held by nothing that could reshape or retype them since
+    k = _ELEMENTWISE_CPU[0] if _ELEMENTWISE_CPU else None
     if k is None or compute is not k.bias_add_last:
         return None
     y = k.bias_relu(a, b)
