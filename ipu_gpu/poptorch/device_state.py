@@ -123,7 +123,8 @@ class DeviceRandom:
     first call (its compilation: PopTorch's graph, random ops included, is fixed then) drew
     nothing from any replica's stream is not switched between replicas afterwards
     (``draws`` False); should such a model draw later after all, the call's end sees the
-    stream moved, warns, and switches again from the next call on."""
+    stream moved, warns, and switches again from the next call on. With one replica there
+    is nothing to switch, and ``draws`` stays None (no states compared per call)."""
 
     IDENTICAL = -1  # ``use()``'s key for the replica-identical stream
 
@@ -177,13 +178,13 @@ class DeviceRandom:
         self._host = (torch.get_rng_state(),
                       [torch.cuda.get_rng_state(d) for d in self._cuda_devices])
         self._load(0)
-        if self.draws is not True:
+        if self.draws is not True and self.replicas > 1:
             self._entered = dict(self._states)
         return self
 
     def __exit__(self, *exc):
         self._save()
-        if self.draws is not True:
+        if self._entered is not None:
             moved = any(not _same(self._states[k], self._entered[k])
                         for k in range(self.replicas))
             if self.draws is False and moved and self.replicas > 1:

@@ -45,7 +45,7 @@ from . import device_pool, host_sync, input_groups, loss_scaling
 from ._tensor_tree import tensor_leaves
 from .anchors import Anchors
 from .device_state import DeviceState, HalfUpdatesInFloat32, draws_integers, synthetic_batch
-from .enums import CommGroupType, OutputMode
+from .enums import CommGroupType, ConnectionType, OutputMode
 from .errors import Error
 from .grad_reduction import GradientReduction
 from .ops import _running
@@ -89,6 +89,7 @@ def _map(fn, x):
     return x
 
 
+_NEVER = ConnectionType.Never.value
 _NOTHING = object()  # no micro-batch has run yet
 _PLACEHOLDER = torch.empty(0)  # a tensor leaf in an output's structure
 
@@ -235,8 +236,6 @@ class PoplarExecutor:
         return f"poptorch.{kind}({name}) created at {self._origin}"
 
     def _connection(self):
-        from .enums import ConnectionType
-
         return ConnectionType(int(self.options.connection_type))
 
     def _uses_ipu_model(self) -> bool:
@@ -247,8 +246,6 @@ class PoplarExecutor:
                    for v in ("POPTORCH_IPU_MODEL", "POPTORCH_SMALL_IPU_MODEL"))
 
     def _check_device_options(self) -> None:
-        from .enums import ConnectionType
-
         values = self.options._values
         never = self._connection() == ConnectionType.Never
         cycles = self.options._Popart.options.get("instrumentWithHardwareCycleCounter", False)
@@ -278,7 +275,6 @@ class PoplarExecutor:
             logger.warning("Call to compile() ignored: the executable is already compiled")
             return
         from .blocks import _trace_placement
-        from .enums import ConnectionType
 
         self._check_device_options()
         show = getattr(self.options, "_show_compilation_progress_bar", False)
@@ -412,9 +408,8 @@ class PoplarExecutor:
 
     def _before_call(self) -> None:
         """PopTorch's first check in ``__call__``: an offline model cannot run."""
-        from .enums import ConnectionType
-
-        assert self._connection() != ConnectionType.Never, (
+        # the option's int: an enum built per call costs microseconds
+        assert int(self.options._values["connection_type"]) != _NEVER, (
             "Trying to run a model on an offline device (ConnectionType.Never): use "
             "model.compile(inputs) instead of model(inputs)")
 
@@ -482,8 +477,6 @@ class PoplarExecutor:
         Raises:
           poptorch.Error: not compiled, already attached, or no free IPUs.
           AssertionError: ``ConnectionType.Never`` (PopTorch's messages)."""
-        from .enums import ConnectionType
-
         self._needs_compiled()
         assert self._connection() != ConnectionType.Never, (
             "Trying to attach to an offline device (ConnectionType.Never)")
@@ -855,10 +848,12 @@ class PoplarExecutor:
 
     # ---- a call ---------------------------------------------------------------------------
     def _factors(self):
+        # the options' stores: each attribute read raises and catches an AttributeError
+        # before OptionsDict.__getattr__ answers (microseconds in every call)
         d = self.options
-        s = int(d.device_iterations)
-        r = int(d.replication_factor)
-        a = int(d.Training.gradient_accumulation) if self.training else 1
+        s = int(d._values["device_iterations"])
+        r = int(d._values["replication_factor"])
+        a = int(d.Training._values["gradient_accumulation"]) if self.training else 1
         return s, r, a
 
     def _check_first(self, args, kwargs):
@@ -929,8 +924,11 @@ class PoplarExecutor:
     def _run(self, state, args, kwargs, first):
         s, r, a = self._factors()
         training = self.training
-        mode = OutputMode(int(self.options.output_mode))
-        period = int(self.options.output_return_period)
+        mode = OutputMode(int(self.options._values["output_mode"]))
+        period = int(self.options._values["output_return_period"])
+        every_micro_batch = mode == OutputMode.All
+        final = mode == OutputMode.Final
+        every_n = mode == OutputMode.EveryN
         seed = 1.0  # the loss scale's factor at the loss (grad_reduction)
         als = state.loss_scaling  # automatic loss scaling, else None
         if training:
@@ -1024,9 +1022,9 @@ class PoplarExecutor:
                         ls = als.loss_scale(self.optimizer)
                         scale = seed * ls
                 for ai in range(a):
-                    keep = (mode == OutputMode.All
-                            or (mode == OutputMode.Final and si == s - 1 and ai == a - 1)
-                            or (mode == OutputMode.EveryN and si % period == period - 1))
+                    keep = (every_micro_batch
+                            or (final and si == s - 1 and ai == a - 1)
+                            or (every_n and si % period == period - 1))
                     for ri in range(r):
                         xs, kw = inputs(si, ai, ri)
                         leaves = None

@@ -39,6 +39,10 @@ from .enums import MeanReductionStrategy, ReductionType
 
 __all__ = ["GradientReduction"]
 
+_MEAN = ReductionType.Mean.value
+_RUNNING = MeanReductionStrategy.Running.value
+_POST_AND_LOSS = MeanReductionStrategy.PostAndLoss.value
+
 
 @functools.lru_cache(maxsize=256)
 def _float32_product(ls: float, af: int, rf: int) -> float:
@@ -59,13 +63,15 @@ class GradientReduction:
     (gradient anchors read it)."""
 
     def __init__(self, options, optimizer, a: int, r: int, *, seen: bool = False) -> None:
-        training = options.Training
-        mean = (int(training.accumulation_and_replication_reduction_type)
-                == ReductionType.Mean.value)
-        strategy = int(training.meanAccumulationAndReplicationReductionStrategy) if mean else None
-        self.running = strategy == MeanReductionStrategy.Running.value
+        # the option store itself: attribute reads and enum values cost microseconds, and
+        # a training model builds one of these per call
+        training = options.Training._values
+        mean = int(training["accumulation_and_replication_reduction_type"]) == _MEAN
+        strategy = (int(training["meanAccumulationAndReplicationReductionStrategy"])
+                    if mean else None)
+        self.running = strategy == _RUNNING
         self.a, self.r = a, r
-        loss_mean = strategy == MeanReductionStrategy.PostAndLoss.value
+        loss_mean = strategy == _POST_AND_LOSS
         self.seed_factor = 1.0 / r if loss_mean else 1.0
         post = mean and not self.running
         self.af = a if post else 1
