@@ -8,8 +8,9 @@ gradientAccumulation A in {1, 4}, replicationFactor R in {1, 2}:
 * ipu_gpu: ``poptorch.trainingModel(model, opts, torch.optim.SGD(lr))`` called on a batch of
   ``S * A * R * B`` rows (the default output mode, Final);
 * torch: the loop a user writes for the same arithmetic: for each of the S iterations,
-  ``zero_grad``, then for each of the A * R micro-batches ``(loss / (A * R)).backward()``,
-  then ``optimizer.step()``; each micro-batch's outputs are kept, as PopTorch computes them.
+  ``zero_grad``, then for each of the A * R micro-batches ``(loss / (A * R)).backward()``
+  (``loss.backward()`` when A * R is 1: no multiply by 1 and its backward), then
+  ``optimizer.step()``; each micro-batch's outputs are kept, as PopTorch computes them.
 
 Models: an MLP 784-256-10 at micro-batch B = 32 and a small CNN (conv 3x3 1->16 on 28x28,
 ReLU, max-pool 2, dense 2704->10) at B = 16, both with cross-entropy. Before timing, one call
@@ -99,7 +100,8 @@ def _torch_loop(net, x, y, s, a, r, b):
             for ai in range(a):
                 for ri in range(r):
                     out, loss = net(xs[si, ai, ri], ys[si, ai, ri])
-                    (loss * scale).backward()
+                    # as a user writes it: no scaling op when there is nothing to average
+                    (loss if scale == 1.0 else loss * scale).backward()
                     outs.append((out.detach(), loss.detach()))
             opt.step()
         return outs[-1][1]
