@@ -28,12 +28,13 @@ thread count, kept small by the tiles' count growing with the product.
 Measured on the 2-core EPYC, interleaved blocks (numpy.matmul on OpenBLAS's 2 threads, this
 module, the first version's tiles through the same kernel; order rotated each block), kept
 only when other processes used under 10% of the cores during the block (from /proc/stat),
-medians of per-block wall ratios to numpy (first version's in brackets): 512^3 1.03 (1.07),
-1024^3 1.01-1.03 (1.11), 2048 x 512 x 2048 1.00 (1.02), 2048 x 1024 x 2048 1.02 (1.00, two
-blocks), 2048^3 1.01 (1.06); the MLP step 0.97x of its wall time with the first
-version's tiles (its GEMMs: 2 tiles instead of 8, 0.97x). The main thread's and the OpenMP
-worker's CPU times per 1024^3 call differ by under 5%: no load imbalance; after a parallel
-call the worker spins about 1.5 ms (GNU OpenMP's default spin count) before it sleeps.
+medians of per-block wall ratios to numpy over 10-20 blocks, two or three runs (first
+version's in brackets): 512^3 0.92-1.03 (0.95-1.07), 1024^3 0.93-1.03 (1.02-1.11), 2048 x
+512 x 2048 1.00 (1.02), 2048 x 1024 x 2048 0.96 (0.99), 2048^3 1.01 (1.06); serialized_matmul
+b_rows 2048^3 F = 2/4/8 through the op, 0.98/0.97/0.94; the MLP step 0.97x of its wall time
+with the first version's tiles (its GEMMs: 2 tiles instead of 8, 0.97x). The main thread's
+and the OpenMP worker's CPU times per 1024^3 call differ by under 5%: no load imbalance;
+after a parallel call the worker spins about 1.5 ms (GNU OpenMP's default spin count).
 
 Products of at most ``SMALL_MNK`` multiply-adds (OpenBLAS runs them on one thread anyway),
 other dtypes, and every product when numpy's BLAS has no 64-bit-integer CBLAS go to
