@@ -64,8 +64,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
-import sys
 
 import numpy as np
 
@@ -123,24 +121,18 @@ def _kernels():
     if not done:
         return {}
     from . import _matmul_tiles as t
+    from ._threads import serial_only
 
+    global _serial_only
+    _serial_only = serial_only
     both = {np.dtype(np.float32): (t.sgemm_tiles, t.sgemm_tiles_serial),
             np.dtype(np.float64): (t.dgemm_tiles, t.dgemm_tiles_serial)}
     return {d: k for d, k in both.items() if d in done}
 
 
-_serial_only = False
-
-
-def _after_fork_in_child():
-    # GNU OpenMP aborts a forked child of a process whose OpenMP threads ran ("fork() called
-    # from a process already using GNU OpenMP"): here the tiles then run on the calling thread
-    global _serial_only
-    parallel = sys.modules.get("numba.np.ufunc.parallel")
-    _serial_only = _serial_only or bool(getattr(parallel, "_is_initialized", False))
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+# ``_threads.serial_only`` once the kernels load: whether this is a forked child of a process
+# whose GNU OpenMP threads ran (OpenMP would abort it), where the tiles run on the calling thread
+_serial_only = None
 
 
 def _kernel(dtype, count):
@@ -153,7 +145,7 @@ def _kernel(dtype, count):
 
 def _pick(pair, count):
     """``_kernel``'s choice within ``pair`` (parallel loop, serial loop)."""
-    return pair[1] if count == 1 or _serial_only or section_open() else pair[0]
+    return pair[1] if count == 1 or _serial_only() or section_open() else pair[0]
 
 
 def _cuts(size, parts, multiple):
