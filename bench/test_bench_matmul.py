@@ -2,14 +2,16 @@
 
 One group per size. 64x64 shows the per-call overhead, the large sizes the BLAS engine;
 ipu_gpu's CPU rows run its tiled GEMM (``kernels/matmul_cpu``: fixed tiles on one BLAS thread
-each, bits independent of the thread count), numpy's its threaded BLAS call.
+each, bits independent of the thread count), numpy's its threaded BLAS call. ipu_gpu's rows
+interleave the same product through numpy (cupy on a GPU) between their timed calls
+(``paired``), so their ratio to it is not moved by load drifting between rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from benchutil import as_impl, check_close, impl_params, require, rng
+from benchutil import as_impl, check_close, impl_params, paired_with, require, rng
 
 import ipu_gpu
 
@@ -48,7 +50,9 @@ def test_matmul(run, ipu_backend, size, impl):
     fn = _matmul_fn(impl, p, as_impl(impl, a), as_impl(impl, b))
     k = sa[-1]
     check_close(f"matmul {size} {impl}", fn(), want, rtol=1e-4, atol=2e-5 * k)
-    run(fn, impl=impl, sizes={"a": list(sa), "b": list(sb), "dtype": "float32"})
+    paired = paired_with(impl, lambda q: _matmul_fn(q, p, as_impl(q, a), as_impl(q, b)),
+                         peer="numpy" if impl == "ipu_gpu" else "cupy")
+    run(fn, impl=impl, paired=paired, sizes={"a": list(sa), "b": list(sb), "dtype": "float32"})
 
 
 # ---- a Dense layer: matmul + bias + relu, forward and backward ------------------------------
