@@ -439,6 +439,7 @@ def test_tiles_run_on_the_calling_thread_inside_a_single_threaded_section(monkey
 
     spies = {d: (spy(p, "parallel"), spy(s, "serial")) for d, (p, s) in real.items()}
     monkeypatch.setattr(matmul_cpu, "_kernels", lambda: spies)
+    monkeypatch.setattr(matmul_cpu, "_PLANS", {})  # plans of earlier calls hold the real kernels
     free = matmul_cpu.matmul(a, b)
     with single_threaded_blas():
         inside = matmul_cpu.matmul(a, b)

@@ -105,27 +105,26 @@ def single_threaded_blas():
 
 class _SingleThreaded:
     """``single_threaded_blas`` as a plain object (no generator: about a microsecond a use);
-    the same process-wide depth count and lock."""
+    the same process-wide depth count and lock. Used only through
+    ``single_threaded_blas_cheap``, which looks the setter up first."""
 
     __slots__ = ()
 
     def __enter__(self):
         global _depth, _saved
-        set_threads = _SETTER if _looked_up else thread_setter()
-        if set_threads is not None:
+        if _SETTER is not None:
             with _lock:
                 if _depth == 0:
-                    _saved = set_threads(1)
+                    _saved = _SETTER(1)
                 _depth += 1
 
     def __exit__(self, *exc):
         global _depth
-        set_threads = _SETTER
-        if set_threads is not None:
+        if _SETTER is not None:
             with _lock:
                 _depth -= 1
                 if _depth == 0:
-                    set_threads(_saved)
+                    _SETTER(_saved)
         return False
 
 
@@ -141,6 +140,7 @@ def section_open() -> bool:
 def single_threaded_blas_cheap():
     """``single_threaded_blas``'s section for hot paths (``with single_threaded_blas_cheap():``):
     one shared object, no generator."""
+    thread_setter()
     return _SINGLE
 
 

@@ -267,15 +267,25 @@ def matmul(x, y, out=None):
     """``np.matmul(x, y, out=out)`` for numpy arrays (batch axes broadcasting, any strides),
     with bits that depend only on the shapes where ``deterministic``. ``out``: x's dtype and
     the broadcast shape, written in place."""
-    if out is None and type(x) is np.ndarray and type(y) is np.ndarray and x.ndim == 2 \
-            and y.ndim == 2:  # the step's products: the checks below, in fewer steps
-        m, k = x.shape
-        n = y.shape[1]
-        if (m * k * n > (SMALL_MN_VECTOR if m == 1 or n == 1 else SMALL_MNK)
-                and y.shape[0] == k and x.dtype == y.dtype):
-            pair = _kernels().get(x.dtype)
-            if pair is not None:
-                return _matmul_2d(x, y, m, k, n, pair)
+    if out is None and type(x) is np.ndarray and type(y) is np.ndarray:
+        plan = _PLANS.get((x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype))
+        if plan is not None and x.flags.aligned and y.flags.aligned:  # a 2-D product seen
+            shape, dtype, ta, lda, tb, ldb, n, k, rows, cols, kernel, parallel = plan
+            out = np.empty(shape, dtype)
+            if parallel is not None and not _serial_only() and not section_open():
+                kernel = parallel
+            with _SECTION:
+                kernel(ta, tb, x[_FIRST], lda, y[_FIRST], ldb, out[_FIRST], n, k, rows, cols,
+                       _ZERO, _ZERO, _ZERO, 0.0)
+            return out
+        if x.ndim == 2 and y.ndim == 2:  # the step's products: the checks below, in fewer steps
+            m, k = x.shape
+            n = y.shape[1]
+            if (m * k * n > (SMALL_MN_VECTOR if m == 1 or n == 1 else SMALL_MNK)
+                    and y.shape[0] == k and x.dtype == y.dtype):
+                pair = _kernels().get(x.dtype)
+                if pair is not None:
+                    return _matmul_2d(x, y, m, k, n, pair)
     if not deterministic(x, y) or (out is not None and (type(out) is not np.ndarray
                                                         or out.dtype != x.dtype)):
         return np.matmul(x, y, out=out)
@@ -317,15 +327,36 @@ def matmul(x, y, out=None):
 
 
 def _matmul_2d(x, y, m, k, n, pair):
+    """``matmul`` of two 2-D operands of one tiled dtype above the size thresholds; remembers
+    the call's plan (``_PLANS``) where neither operand needs a copy."""
     out = np.empty((m, n), x.dtype)
-    x, ta, lda = _operand(x)
-    y, tb, ldb = _operand(y)
+    key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype)
+    xo, ta, lda = _operand(x)
+    yo, tb, ldb = _operand(y)
     rows, cols = tiles(m, k, n)
-    kernel = _pick(pair, (rows.shape[0] - 1) * (cols.shape[0] - 1))
+    count = (rows.shape[0] - 1) * (cols.shape[0] - 1)
+    if xo is x and yo is y:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        # one tile: the serial loop whatever the state (``_pick``), no parallel one
+        _PLANS[key] = ((m, n), x.dtype, ta, lda, tb, ldb, n, k, rows, cols, pair[1],
+                       None if count == 1 else pair[0])
+    kernel = _pick(pair, count)
     with _SECTION:
-        kernel(ta, tb, x[0, :1], lda, y[0, :1], ldb, out[0, :1], n, k, rows, cols, _ZERO, _ZERO,
-               _ZERO, 0.0)
+        kernel(ta, tb, xo[0, :1], lda, yo[0, :1], ldb, out[0, :1], n, k, rows, cols, _ZERO,
+               _ZERO, _ZERO, 0.0)
     return out
+
+
+# (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype) -> what ``_matmul_2d`` computed
+# for such operands when both are aligned and usable as they are (no copy): the output shape
+# and dtype, CBLAS transpose flags and leading dimensions, n, k, the tiles, the serial tile
+# loop and the parallel one (None for one tile: ``_pick`` takes the serial one then).
+# All functions of the key alone (alignment is checked at each use), so a repeated product
+# skips ``_operand``, ``tiles`` and ``_pick`` (about 250 Python opcodes a call).
+_PLANS = {}
+_PLANS_MAX = 512
+_FIRST = (0, slice(None, 1))  # a 2-D array's first element as a 1-D view (``_first``)
 
 
 def gemm_accumulate(x, y, out) -> bool:
