@@ -252,6 +252,22 @@ def test_variable_read_several_times_sums():
     np.testing.assert_array_equal(tape.gradient(y, v).numpy(), 3 + 2 * np.array([1, -2]) * 2 + 1)
 
 
+def test_gradients_of_a_node_used_three_times_sum_in_reverse_record_order():
+    """Each use's gradient is added to the sum of the later uses' (the order the tape plays
+    records back): bit for bit numpy's (gc + gb) + ga, float32."""
+    rng = np.random.default_rng(7)
+    xv, a, b, c = ((rng.standard_normal(1000) * 10.0 ** rng.integers(-3, 4, 1000))
+                   .astype(np.float32) for _ in range(4))
+    x = tf.constant(xv)
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(x * a) + tf.reduce_sum(x * b) + tf.reduce_sum(x * c)
+    g = tape.gradient(y, x).numpy()
+    assert g.dtype == np.float32
+    np.testing.assert_array_equal(g, (c + b) + a)
+    assert not np.array_equal((a + b) + c, (c + b) + a)  # the order shows in these bits
+
+
 def test_variable_assigned_inside_the_tape():
     v = Variable(2.0)
     with GradientTape() as tape:

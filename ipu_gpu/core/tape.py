@@ -462,11 +462,13 @@ class GradientTape:
                     continue
                 if g.dtype is not dtype and g.dtype != dtype:
                     g = _cast(g, dtype)
-                old = grads.get(node)
-                grads[node] = g if old is None else _add_grads(old, g, nested)
+                if node in grads:
+                    grads[node] = _add_grads(grads[node], g, nested)
+                else:
+                    grads[node] = g
             # hold no gradient past its record: a cotangent's reference count tells the
             # next record whether the tape alone holds it (_OWNED_REFS)
-            in_grads = cots = g = old = None
+            in_grads = cots = g = None
         return grads
 
 
