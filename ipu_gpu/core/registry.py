@@ -196,6 +196,11 @@ class Op:
             if tx is Tensor:
                 a = x._value
                 ids[j] = x._id
+            elif tx is Variable and _variable_read_probe is None:  # an eager read: the branch
+                if _tape_local.tapes:                               # below, fewer tests
+                    tape.variable_accessed(x)
+                a = x._value if _tensor_module._slotted else x._host_value
+                ids[j] = x._id
             elif tx is Variable or isinstance(x, Tensor):
                 if _variable_read_probe is not None and isinstance(x, Variable):
                     result = _record_variable_read(self, inputs, static)

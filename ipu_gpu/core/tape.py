@@ -122,10 +122,7 @@ def record(op, in_ids, in_arrays, out_ids, out_arrays, residuals, static, xp) ->
     rec = None
     for tp in _local.tapes:
         watched = tp._watched
-        for i in in_ids:
-            if i in watched:
-                break
-        else:
+        if watched.isdisjoint(in_ids):
             continue
         if rec is None:
             rec = Record(op, in_ids, out_ids, [a.dtype for a in in_arrays],
@@ -142,10 +139,7 @@ def record_one(op, in_ids, in_arrays, out_id, out_array, residuals, static, xp) 
     rec = None
     for tp in _local.tapes:
         watched = tp._watched
-        for i in in_ids:
-            if i in watched:
-                break
-        else:
+        if watched.isdisjoint(in_ids):
             continue
         if rec is None:
             rec = _new_record(Record)
