@@ -67,6 +67,7 @@ import functools
 
 import numpy as np
 
+from . import _blas
 from ._blas import section_open, single_threaded_blas_cheap
 from ._blas_gemm import cblas_gemms
 
@@ -272,7 +273,8 @@ def matmul(x, y, out=None):
         if plan is not None and x.flags.aligned and y.flags.aligned:  # a 2-D product seen
             shape, dtype, ta, lda, tb, ldb, n, k, rows, cols, kernel, parallel = plan
             out = np.empty(shape, dtype)
-            if parallel is not None and not _serial_only() and not section_open():
+            # ``_pick``: ``section_open()`` read inline (a section's depth)
+            if parallel is not None and not _blas._depth and not _serial_only():
                 kernel = parallel
             with _SECTION:
                 kernel(ta, tb, x[_FIRST], lda, y[_FIRST], ldb, out[_FIRST], n, k, rows, cols,
