@@ -58,7 +58,7 @@ def _count(shape, axes):
 
 
 def _mean(xp, x, axes, keepdims):
-    n = _count(x.shape, axes)
+    n = x.size if axes is None else _count(x.shape, axes)
     if x.dtype.kind in "iu":  # TF: integer mean is the C++ quotient, truncated toward zero
         s = xp.sum(x, axis=axes, keepdims=keepdims, dtype=np.int64)
         if not n:
