@@ -28,6 +28,11 @@ from ipu_gpu.ops.serialized_matmul import serialized_matmul
 N = 2048
 DIMS = ("a_columns", "a_rows_b_columns", "b_rows")
 FACTORS = (2, 4, 8)
+# ~0.1 s calls: at least 21 rounds a side, alternating one call against one, so a row's ratio
+# repeats run to run (with 7 rounds in blocks of two calls, the same np.matmul's median moved
+# 94-111 ms between rows of one run)
+MIN_ROUNDS = 21
+PAIR_BLOCK_SECONDS = 0.1
 CASES = [pytest.param(dim, f, marks=pytest.mark.benchmark(
     group=f"serialized_matmul-{dim}-F{f}-{N}x{N}x{N}"), id=f"{dim}-F{f}")
     for dim in DIMS for f in FACTORS]
@@ -64,6 +69,6 @@ def test_serialized_matmul(run, ipu_backend, dim, factor, impl):
     peer = "numpy" if impl == "ipu_gpu" else "cupy"
     paired = paired_with(impl, lambda q: _fn(q, p, as_impl(q, a), as_impl(q, b), dim, factor),
                          peer=peer)
-    run(fn, impl=impl, paired=paired,
+    run(fn, impl=impl, paired=paired, min_rounds=MIN_ROUNDS, pair_block_seconds=PAIR_BLOCK_SECONDS,
         sizes={"m": N, "k": N, "n": N, "dtype": "float32", "serialization_dimension": dim,
                "serialization_factor": factor})
