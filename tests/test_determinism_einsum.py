@@ -6,13 +6,9 @@ OpenBLAS's threaded GEMM; close to a float64 numpy reference and to TensorFlow."
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
+from thread_grid import bits_per_thread_count
 import pytest
 
 import ipu_gpu as tf
@@ -65,27 +61,7 @@ def all_bits():
 
 
 def test_bits_do_not_depend_on_the_blas_or_numba_thread_count():
-    script = textwrap.dedent("""
-        import json, sys
-        import numba
-        from threadpoolctl import threadpool_limits
-        sys.path.insert(0, sys.argv[1])
-        from test_determinism_einsum import all_bits
-        runs = {}
-        for nt in (1, 2, 3, 4):
-            numba.set_num_threads(nt)
-            for blas in (1, 2, 3):
-                with threadpool_limits(blas, "blas"):
-                    runs[f"{nt},{blas}"] = all_bits()
-        print(json.dumps(runs))
-        """)
-    env = dict(os.environ, NUMBA_NUM_THREADS="4")
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", script,
-                           os.path.dirname(__file__)], env=env, capture_output=True, text=True,
-                          timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    runs = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(runs) == 12
+    runs = bits_per_thread_count("test_determinism_einsum", "all_bits")
     here = all_bits()
     assert all(r == here for r in runs.values()), runs
 
