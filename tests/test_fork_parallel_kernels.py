@@ -204,3 +204,59 @@ def test_the_parent_pays_nothing_per_call():
     assert _threads.is_parallel_kernel(embedding_cpu._gather_parallel)
     assert not _threads.serial_only()
     assert type(embedding_cpu._gather_parallel).__name__ == "CPUDispatcher"
+
+
+def test_a_child_of_a_parent_that_started_numba_threads_itself_gets_the_twins():
+    """The parent imported ipu_gpu, ran only its own parallel Numba code (so no ipu_gpu kernel
+    module, and not kernels/_threads, was loaded), then forked: the child's first parallel
+    ipu_gpu kernel must run as a twin, with the parent's bits, not abort."""
+    script = textwrap.dedent("""
+        import hashlib, json, os, sys
+        import numba
+        import numpy as np
+        import ipu_gpu  # noqa: F401
+
+        @numba.njit(parallel=True)
+        def total(x):
+            s = 0.0
+            for i in numba.prange(x.shape[0]):
+                s += x[i]
+            return s
+
+        total(np.ones(1 << 16))
+        assert numba.threading_layer() == "omp"
+        assert "ipu_gpu.kernels._threads" not in sys.modules
+
+        def gather():
+            from ipu_gpu.kernels import _threads, embedding_cpu
+            rng = np.random.default_rng(0)
+            table = rng.standard_normal((4096, 64)).astype(np.float32)
+            ids = rng.integers(0, 4096, 20000).astype(np.int32)
+            out = embedding_cpu.embedding_fwd(table, ids, np.empty((20000, 64), np.float32))
+            return [hashlib.sha256(out.tobytes()).hexdigest(), _threads.serial_only()]
+
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                os.write(w, json.dumps(gather()).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        data = b""
+        while chunk := os.read(r, 1 << 16):
+            data += chunk
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"child": json.loads(data) if data else None, "status": status,
+                          "parent": gather()}))
+        """)
+    env = dict(os.environ, NUMBA_THREADING_LAYER="omp")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", script], capture_output=True,
+                          text=True, timeout=600, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "fork() called" not in done.stderr
+    assert got["status"] == 0, done.stderr[-4000:]
+    assert got["child"] == [got["parent"][0], True]
+    assert got["parent"][1] is False

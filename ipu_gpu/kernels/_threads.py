@@ -8,7 +8,9 @@ In such a child every ``parallel=True`` kernel of this package is replaced, in i
 a serial twin: the same Python function compiled without ``parallel`` (its ``prange`` loops run
 in order on the calling thread, so kernels whose parallel loops own their outputs give the
 same bits), compiled on its first call in the child (Numba's disk cache then serves later
-children). Kernel modules imported in the child get their twins as they load. The parent pays
+children). Kernel modules imported in the child get their twins as they load. The package
+(``kernels/__init__``) registers the same hook at ``import ipu_gpu``, for a parent that started
+Numba's threads with its own code before any kernel imported this module. The parent pays
 nothing per call: the kernels it calls are Numba's own dispatchers, untouched.
 """
 
@@ -115,7 +117,11 @@ class _SerialOnImport:
         return spec
 
 
-def _after_fork_in_child():
+def serialize_forked_child() -> None:
+    """In a forked child of a process whose GNU OpenMP layer started (else nothing): every
+    parallel kernel of the package, loaded now or later, becomes its serial twin. Runs at
+    fork (this module's hook, and the package's for children whose parent started Numba's
+    threads before importing this module); a second call does nothing."""
     global _serial_in_child
     if _serial_in_child or not _gnu_openmp_started():
         return
@@ -126,4 +132,4 @@ def _after_fork_in_child():
     sys.meta_path.insert(0, _SerialOnImport)
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(after_in_child=serialize_forked_child)
