@@ -4,17 +4,24 @@ close restores the count the process had."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 
 import pytest
-from threadpoolctl import ThreadpoolController, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 from ipu_gpu.kernels import _blas
 
 
 def _openblas_threads():
-    infos = [i for i in ThreadpoolController().info() if i["internal_api"] == "openblas"]
-    return infos[0]["num_threads"] if infos else None
+    """The thread count of numpy's own OpenBLAS (the library the sections set; threadpoolctl
+    also lists other OpenBLAS copies, such as scipy's), or None."""
+    lib = _blas.numpy_blas_library()
+    getter = None if lib is None else _blas._openblas_symbol(lib, "get_num_threads")
+    if getter is None:
+        return None
+    getter.argtypes, getter.restype = [], ctypes.c_int
+    return getter()
 
 
 pytestmark = pytest.mark.skipif(_blas.thread_setter() is None or _openblas_threads() is None,
