@@ -99,23 +99,8 @@ _SCRIPT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     import numpy as np
     from ipu_gpu.kernels import matmul_cpu, _threads
+    from fork_child import in_child
     from test_fork_parallel_kernels import kernel_bits, parallel_kernels_left
-
-    def in_child(fn):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            try:
-                os.write(w, json.dumps(fn()).encode())
-            finally:
-                os._exit(0)
-        os.close(w)
-        data = b""
-        while chunk := os.read(r, 1 << 16):
-            data += chunk
-        _, status = os.waitpid(pid, 0)
-        return json.loads(data) if data else None, status
 
     # the parent starts the OpenMP layer with one kernel family only: the child imports the
     # others after the fork
@@ -212,6 +197,7 @@ def test_a_child_of_a_parent_that_started_numba_threads_itself_gets_the_twins():
     ipu_gpu kernel must run as a twin, with the parent's bits, not abort."""
     script = textwrap.dedent("""
         import hashlib, json, os, sys
+        sys.path.insert(0, sys.argv[1])
         import numba
         import numpy as np
         import ipu_gpu  # noqa: F401
@@ -226,6 +212,7 @@ def test_a_child_of_a_parent_that_started_numba_threads_itself_gets_the_twins():
         total(np.ones(1 << 16))
         assert numba.threading_layer() == "omp"
         assert "ipu_gpu.kernels._threads" not in sys.modules
+        from fork_child import in_child
 
         def gather():
             from ipu_gpu.kernels import _threads, embedding_cpu
@@ -235,25 +222,14 @@ def test_a_child_of_a_parent_that_started_numba_threads_itself_gets_the_twins():
             out = embedding_cpu.embedding_fwd(table, ids, np.empty((20000, 64), np.float32))
             return [hashlib.sha256(out.tobytes()).hexdigest(), _threads.serial_only()]
 
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            try:
-                os.write(w, json.dumps(gather()).encode())
-            finally:
-                os._exit(0)
-        os.close(w)
-        data = b""
-        while chunk := os.read(r, 1 << 16):
-            data += chunk
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({"child": json.loads(data) if data else None, "status": status,
+        child, status = in_child(gather)
+        print(json.dumps({"child": child, "status": status,
                           "parent": gather()}))
         """)
     env = dict(os.environ, NUMBA_THREADING_LAYER="omp")
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", script], capture_output=True,
-                          text=True, timeout=600, env=env, check=False)
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", script,
+                           os.path.dirname(__file__)], capture_output=True, text=True,
+                          timeout=600, env=env, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert "fork() called" not in done.stderr
