@@ -419,6 +419,23 @@ def test_scatter_add_is_independent_of_the_thread_count(monkeypatch):
         np.testing.assert_array_equal(r, results[0])
 
 
+@pytest.mark.parametrize("zero_out", [True, False])
+def test_scatter_add_sort_with_int64_indices_gives_the_int32_bits(zero_out, monkeypatch):
+    rng = np.random.default_rng(21)
+    rows, d, n = 3000, 40, 30000  # parallel sorted path
+    grad = rng.standard_normal((n, d)).astype(np.float32)
+    ids = rng.integers(-5, rows + 5, n).astype(np.int32)
+    start = rng.standard_normal((rows, d)).astype(np.float32)
+    narrow = embedding_cpu.embedding_bwd(grad, ids, start.copy(), zero_out)
+    monkeypatch.setattr(embedding_cpu, "_INDEX32_MAX_IDS", 0)
+    wide = embedding_cpu.embedding_bwd(grad, ids, start.copy(), zero_out)
+    np.testing.assert_array_equal(narrow.view(np.uint32), wide.view(np.uint32))
+    want = np.zeros((rows, d), np.float32) if zero_out else start.copy()
+    keep = (ids >= 0) & (ids < rows)
+    np.add.at(want, ids[keep], grad[keep])
+    np.testing.assert_allclose(narrow, want, rtol=1e-5, atol=1e-5)
+
+
 def test_scatter_add_accumulates_when_not_zeroing():
     out = np.full((3, 2), 10.0, np.float32)
     embedding_cpu.embedding_bwd(np.ones((4, 2), np.float32), np.asarray([0, 0, 2, 7], np.int32),

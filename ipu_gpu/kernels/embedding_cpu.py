@@ -231,7 +231,9 @@ def embedding_bwd(grad, ids, out, zero_out: bool):
     if max(grad.size, out.size if zero_out else 0) < PARALLEL_MIN_ELEMENTS:
         _scatter_add_serial(g, ids, o, zero_out, lut)
     elif zero_out or rows <= _SORT_MAX_ROWS_PER_ID * ids.shape[0]:
-        _scatter_add_sorted(g, ids, o, zero_out, num_threads(), lut, max(1, 64 // o.itemsize))
+        index = _INDEX32 if ids.shape[0] <= _INDEX32_MAX_IDS else _INDEX64
+        _scatter_add_sorted(g, ids, o, zero_out, num_threads(), lut, max(1, 64 // o.itemsize),
+                            index)
     else:  # a large table and few ids, accumulated: not worth an O(rows) counting sort
         block = max(1, -(-_OWNER_BYTES // (d * o.itemsize)))
         _scatter_add_owned(g, ids, o, block, num_threads(), lut)
@@ -244,8 +246,12 @@ _SORT_MAX_ROWS_PER_ID = 4
 # Software prefetch distance of the sorted path, in entries, and how many 64-byte lines of
 # each upcoming row it touches (measured on the bench sizes; the hardware prefetcher follows
 # the rest of a row once it has started).
-_PREFETCH_AHEAD = 8
-_PREFETCH_LINES = 16
+_PREFETCH_AHEAD = 4
+_PREFETCH_LINES = 8
+# The sort's index type (its dtype): int32 unless there are more ids than int32 holds.
+_INDEX32_MAX_IDS = 2**31 - 1
+_INDEX32 = np.zeros(0, np.int32)
+_INDEX64 = np.zeros(0, np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -275,32 +281,31 @@ def _cost_bound(starts, zero_cost, target):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _scatter_add_sorted(grad, ids, out, zero_out, nthreads, lut, line):
+def _scatter_add_sorted(grad, ids, out, zero_out, nthreads, lut, line, index):
     # A stable counting sort of the ids groups each row's contributions (in index order);
     # thread t then owns a contiguous range of rows holding about 1/nthreads of the work, so
     # each output row is read and written once, in ascending order, while the gradient rows
-    # it needs are prefetched a few entries ahead.
+    # it needs are prefetched a few entries ahead. The sort is serial: its arrays take the
+    # narrowest index type (``index``'s dtype) and no copies, as it holds the other threads.
     rows = out.shape[0]
     n = ids.shape[0]
-    starts = np.zeros(rows + 1, np.int64)
+    starts = np.zeros(rows + 2, index.dtype)
     for i in range(n):
         r = ids[i]
         if 0 <= r < rows:
-            starts[r + 1] += 1
+            starts[r + 2] += 1
     for r in range(rows):
-        starts[r + 1] += starts[r]
-    fill = starts[:rows].copy()
-    order = np.empty(starts[rows], np.int64)
-    row_of = np.empty(starts[rows], np.int64)
-    for i in range(n):
+        starts[r + 2] += starts[r + 1]
+    order = np.empty(starts[rows + 1], index.dtype)
+    for i in range(n):  # starts[r + 1] walks row r's slots; it ends as row r + 1's start
         r = ids[i]
         if 0 <= r < rows:
-            order[fill[r]] = i
-            row_of[fill[r]] = r
-            fill[r] += 1
+            order[starts[r + 1]] = i
+            starts[r + 1] += 1
     zero_cost = 1 if zero_out else 0  # zeroing a row costs about half of adding one
     total = 2 * starts[rows] + zero_cost * rows
     lines = min(out.shape[1], _PREFETCH_LINES * line)
+    starts = starts[:rows + 1]
     for t in prange(nthreads):
         fbuf = np.empty(1, np.float32)
         r0 = _cost_bound(starts, zero_cost, total * t // nthreads)
@@ -314,9 +319,10 @@ def _scatter_add_sorted(grad, ids, out, zero_out, nthreads, lut, line):
             for q in range(starts[r], starts[r + 1]):
                 ahead = q + _PREFETCH_AHEAD
                 if ahead < q_end:
+                    i_ahead = order[ahead]
                     for c in range(0, lines, line):
-                        _prefetch_read(grad, order[ahead], c)
-                        _prefetch_write(out, row_of[ahead], c)
+                        _prefetch_read(grad, i_ahead, c)
+                        _prefetch_write(out, ids[i_ahead], c)
                 _add_row(dst, grad[order[q]], lut, fbuf)
 
 
