@@ -154,3 +154,27 @@ def test_gpu_arrays_decode_on_the_host_as_tensorflow():
         ipu_gpu.set_backend(previous)
     for a, b in zip(gpu, cpu):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("w", [1, 8])
+def test_parallel_batch_gives_the_serial_bits(w, monkeypatch):
+    from ipu_gpu.kernels import ctc_decoder_tf_cpu as kernel
+
+    rng = np.random.default_rng(77 + w)
+    t, b, c = 50, 7, 12
+    x = (2.0 * rng.standard_normal((t, b, c))).astype(np.float32)
+    lengths = rng.integers(1, t + 1, b).astype(np.int32)
+    lengths[0], lengths[1] = 1, t
+    calls = []
+    parallel = kernel._decode_batch
+    monkeypatch.setattr(kernel, "_decode_batch", lambda *a: calls.append(1) or parallel(*a))
+    monkeypatch.setattr(kernel, "PARALLEL_MIN_WORK", 1 << 62)
+    serial = _ours(x, lengths, w, min(w, 3))
+    assert not calls
+    monkeypatch.setattr(kernel, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(kernel, "num_threads", lambda: 2)
+    split = _ours(x, lengths, w, min(w, 3))
+    assert calls
+    for got, want in zip(split, serial):
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint8),
+                                      np.asarray(want).view(np.uint8))
