@@ -438,7 +438,10 @@ def test_tiles_run_on_the_calling_thread_inside_a_single_threaded_section(monkey
         return run
 
     spies = {d: (spy(p, "parallel"), spy(s, "serial")) for d, (p, s) in real.items()}
+    plan_spies = {d: (spy(p, "parallel"), spy(s, "serial"))
+                  for d, (p, s) in matmul_cpu._plan_kernels().items()}
     monkeypatch.setattr(matmul_cpu, "_kernels", lambda: spies)
+    monkeypatch.setattr(matmul_cpu, "_plan_kernels", lambda: plan_spies)
     monkeypatch.setattr(matmul_cpu, "_PLANS", {})  # plans of earlier calls hold the real kernels
     free = matmul_cpu.matmul(a, b)
     with single_threaded_blas():

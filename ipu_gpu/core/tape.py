@@ -95,26 +95,33 @@ def variable_accessed(var: Variable) -> None:
                 tp._variables.append(var)
 
 
-class Record:
-    """One differentiable op call as a tape keeps it."""
+_FIELDS = ("op", "in_ids", "out_ids", "in_dtypes", "out_meta", "residuals", "static", "xp",
+           "arrays")
 
-    __slots__ = ("op", "in_ids", "out_ids", "in_dtypes", "out_meta", "residuals", "static",
-                 "xp", "arrays")
 
-    def __init__(self, op, in_ids, out_ids, in_dtypes, out_meta, residuals, static, xp, arrays):
-        self.op = op
-        self.in_ids = in_ids
-        self.out_ids = out_ids
-        self.in_dtypes = in_dtypes
-        self.out_meta = out_meta
-        self.residuals = residuals
-        self.static = static
-        self.xp = xp
-        # for ops differentiable twice, the id()s of the input and output arrays, so second
-        # derivatives see a residual that is one of them as that node's Tensor (all were alive
-        # together when recorded, and residuals live on: an id matches only its own array);
-        # only the residuals stay alive, not every input and output. Else None.
-        self.arrays = arrays
+class Record(tuple):
+    """One differentiable op call as a tape keeps it: a tuple of ``_FIELDS``, read by name
+    (made with one tuple build; the tape makes one per op call). ``arrays``: for ops
+    differentiable twice, the id()s of the input and output arrays, so second derivatives see
+    a residual that is one of them as that node's Tensor (all were alive together when
+    recorded, and residuals live on: an id matches only its own array); only the residuals
+    stay alive, not every input and output. Else None."""
+
+    __slots__ = ()
+
+    def __new__(cls, op, in_ids, out_ids, in_dtypes, out_meta, residuals, static, xp, arrays):
+        return _tuple_new(cls, (op, in_ids, out_ids, in_dtypes, out_meta, residuals, static, xp,
+                                arrays))
+
+    __eq__ = object.__eq__  # records compare (and hash) by identity, never by their arrays
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
+for _j, _name in enumerate(_FIELDS):
+    setattr(Record, _name, property(operator.itemgetter(_j)))
+del _j, _name
+_tuple_new = tuple.__new__
 
 
 def record(op, in_ids, in_arrays, out_ids, out_arrays, residuals, static, xp) -> None:
@@ -142,23 +149,19 @@ def record_one(op, in_ids, in_arrays, out_id, out_array, residuals, static, xp) 
         if watched.isdisjoint(in_ids):
             continue
         if rec is None:
-            rec = _new_record(Record)
-            rec.op = op
-            rec.in_ids = in_ids
-            rec.out_ids = (out_id,)
-            rec.in_dtypes = list(map(_dtype_of, in_arrays))
-            rec.out_meta = None
-            rec.residuals = residuals
-            rec.static = static
-            rec.xp = xp
-            rec.arrays = ((tuple(map(id, in_arrays)), (id(out_array),))
-                          if op.twice_differentiable else None)
+            rec = _tuple_new(Record, (
+                op, in_ids, (out_id,), list(map(_dtype_of, in_arrays)), None, residuals, static,
+                xp, (tuple(map(id, in_arrays)), (id(out_array),))
+                if op.twice_differentiable else None))
         tp._records.append(rec)
         watched.add(out_id)
 
 
-_new_record = object.__new__
 _dtype_of = operator.attrgetter("dtype")
+_TENSOR_TYPES = frozenset({Tensor, Variable})
+_ndarray = np.ndarray
+_new_tensor = object.__new__
+_next_id = _tensor_module._next_id
 _id_of = operator.attrgetter("_id")
 
 
@@ -287,8 +290,7 @@ class GradientTape:
         flat = ts is list or ts is tuple
         if flat:
             for x in sources:
-                tx = type(x)
-                if tx is not Tensor and tx is not Variable:
+                if type(x) not in _TENSOR_TYPES:
                     flat = False
                     break
         flat_sources = list(sources) if flat else _leaves(sources)
@@ -333,8 +335,13 @@ class GradientTape:
                     results.append(wrap(xp.zeros_like(s._value)))
                 else:
                     results.append(None)
-            elif type(g) is np.ndarray:  # the common case
-                results.append(wrap(g))
+            elif type(g) is _ndarray:  # the common case: ``wrap(g)``, inlined
+                t = _new_tensor(Tensor)
+                t._value = g
+                t._id = _next_id()
+                if _tensor_module._allocation_hook is not None:
+                    _tensor_module._allocation_hook(t)
+                results.append(t)
             else:
                 results.append(g if isinstance(g, (Tensor, IndexedSlices)) else wrap(
                     g if type(g) is not np.generic and not isinstance(g, np.generic)
@@ -345,7 +352,6 @@ class GradientTape:
 
     def _backprop(self, targets, seeds, sources, nested: bool) -> dict:
         grads: dict = {}
-        arrays_type = Tensor if nested else np.ndarray  # a cotangent that needs no work
 
         for t, seed in zip(targets, seeds):
             if seed is None:
@@ -369,8 +375,8 @@ class GradientTape:
             if not reach.isdisjoint(rec.in_ids):
                 reach.update(rec.out_ids)
 
-        owned_rules = _OWNED_BACKWARD if not nested else {}
-        pair_rules = _PAIR_BACKWARD if not nested else {}
+        owned_rules = _OWNED_BACKWARD
+        pair_rules = _PAIR_BACKWARD
         consumers = _PAIR_CONSUMERS if not nested else ()
         ndarray = np.ndarray
         skip = -1
@@ -379,78 +385,60 @@ class GradientTape:
                 continue
             rec = records[at]
             out_ids = rec.out_ids
-            in_grads = None
-            if len(out_ids) == 1:  # most ops: one output
+            if len(out_ids) != 1:
+                cots = [grads.get(o) for o in out_ids]
+                if all(c is None for c in cots) or reach.isdisjoint(rec.in_ids):
+                    continue
+                in_grads = _general_backward(rec, cots, nested, reach)
+                cots = None
+            else:  # most ops: one output
                 o = out_ids[0]
                 # every use of the output came later and has been played back: its gradient
                 # is final, and the tape lets go of it unless it is asked for
                 c = grads.pop(o, None) if o not in source_ids else grads.get(o)
                 if c is None or reach.isdisjoint(rec.in_ids):
                     continue
-                op = rec.op
-                xp = rec.xp
-                pair = None
-                if op in consumers and at and type(c) is ndarray:
-                    prev = records[at - 1]
-                    pair = pair_rules.get((op, prev.op))
-                if (pair is not None and len(prev.out_ids) == 1 and len(rec.in_ids) == 1
-                        and prev.out_ids[0] == rec.in_ids[0] and rec.in_ids[0] not in grads
-                        and rec.in_ids[0] not in source_ids):
-                    # the producer's output reaches nothing but this record (a later use
-                    # would have left a gradient for it, and nothing was recorded between)
-                    owned = (o not in source_ids and c.base is None
-                             and sys.getrefcount(c) == _OWNED_REFS and c.flags.writeable)
-                    in_grads = pair(xp, prev, rec, c, owned,
-                                    _needed(prev.in_ids, prev.in_dtypes, reach))
-                    if in_grads is not None:
-                        rec = prev
-                        skip = at - 1
-                if in_grads is not None:
-                    pass
-                elif ((rule := owned_rules.get(op)) is not None and type(c) is ndarray
-                        and o not in source_ids and c.base is None
-                        and sys.getrefcount(c) == _OWNED_REFS and c.flags.writeable):
-                    # nothing else holds the cotangent (no other node's gradient, no
-                    # caller's array): the rule may write the input gradient into it
-                    in_grads = rule(_kernels(op, xp), xp, rec.residuals, c, **rec.static)
-                elif type(c) is arrays_type and not nested:  # a dense cotangent: the rule
-                    k = op._kernel_modules.get(xp, _NO_MODULE)
-                    if k is _NO_MODULE:
-                        k = op.kernels(xp)
-                    if op.partial_backward:  # told which input gradients are kept
-                        in_grads = op.backward(k, xp, rec.residuals, c, **rec.static,
-                                               needed=_needed(rec.in_ids, rec.in_dtypes,
-                                                              reach))
-                    else:
-                        in_grads = op.backward(k, xp, rec.residuals, c, **rec.static)
-                cots = [c]
-            else:
-                cots = [grads.get(o) for o in out_ids]
-                if all(c is None for c in cots) or reach.isdisjoint(rec.in_ids):
-                    continue
-            c = None
-            if in_grads is not None:
-                pass
-            elif len(cots) > 1 or type(cots[0]) is not arrays_type:  # else: dense, as it is
-                for j, c in enumerate(cots):
-                    if c is None:
-                        shape, dtype = rec.out_meta[j]
-                        z = rec.xp.zeros(shape, dtype)
-                        cots[j] = wrap(z) if nested else z
-                    elif type(c) is IndexedSlices:
-                        if rec.op.name in _SPARSE_PASSTHROUGH and len(cots) == 1:
-                            break  # handed on below
-                        cots[j] = _dense(c, nested)
+                if type(c) is not ndarray or nested:
+                    in_grads = _general_backward(rec, [c], nested, reach)
+                else:  # a dense cotangent off nested tapes: the rules on arrays
+                    op = rec.op
+                    in_grads = None
+                    if op in consumers and at:
+                        prev = records[at - 1]
+                        pair = pair_rules.get((op, prev.op))
+                        if (pair is not None and len(prev.out_ids) == 1
+                                and len(rec.in_ids) == 1 and prev.out_ids[0] == rec.in_ids[0]
+                                and rec.in_ids[0] not in grads
+                                and rec.in_ids[0] not in source_ids):
+                            # the producer's output reaches nothing but this record (a later
+                            # use would have left a gradient for it, and nothing was
+                            # recorded between)
+                            owned = (o not in source_ids and c.base is None
+                                     and sys.getrefcount(c) == _OWNED_REFS
+                                     and c.flags.writeable)
+                            in_grads = pair(rec.xp, prev, rec, c, owned,
+                                            _needed(prev.in_ids, prev.in_dtypes, reach))
+                            if in_grads is not None:
+                                rec = prev
+                                skip = at - 1
+                    if in_grads is None:
+                        xp = rec.xp
+                        k = op._kernel_modules.get(xp, _NO_MODULE)
+                        if k is _NO_MODULE:
+                            k = op.kernels(xp)
+                        rule = owned_rules.get(op)
+                        if (rule is not None and o not in source_ids and c.base is None
+                                and sys.getrefcount(c) == _OWNED_REFS and c.flags.writeable):
+                            # nothing else holds the cotangent (no other node's gradient, no
+                            # caller's array): the rule may write the input gradient into it
+                            in_grads = rule(k, xp, rec.residuals, c, **rec.static)
+                        elif op.partial_backward:  # told which input gradients are kept
+                            in_grads = op.backward(k, xp, rec.residuals, c, **rec.static,
+                                                   needed=_needed(rec.in_ids, rec.in_dtypes,
+                                                                  reach))
+                        else:
+                            in_grads = op.backward(k, xp, rec.residuals, c, **rec.static)
                 c = None
-            if in_grads is not None:
-                pass
-            elif type(cots[0]) is IndexedSlices:
-                in_grads = (cots[0] if rec.in_dtypes[0].kind == "f" else None,)
-            else:
-                needed = None
-                if rec.op.partial_backward:  # tell the rule which input gradients are kept
-                    needed = _needed(rec.in_ids, rec.in_dtypes, reach)
-                in_grads = _run_backward(rec, cots, nested, needed)
             for node, g, dtype in zip(rec.in_ids, in_grads, rec.in_dtypes):
                 if g is None or dtype.kind != "f" or node not in reach:
                     continue
@@ -462,8 +450,31 @@ class GradientTape:
                     grads[node] = g
             # hold no gradient past its record: a cotangent's reference count tells the
             # next record whether the tape alone holds it (_OWNED_REFS)
-            in_grads = cots = g = None
+            in_grads = g = None
         return grads
+
+
+def _general_backward(rec, cots: list, nested: bool, reach) -> tuple:
+    """The input gradients of ``rec`` from its output cotangents ``cots`` (None where an
+    output got none) on nested tapes or for cotangents other than one dense array: zeros for
+    the missing ones, sparse ones densified (or handed on by identity and cast)."""
+    arrays_type = Tensor if nested else np.ndarray  # a cotangent that needs no work
+    if len(cots) > 1 or type(cots[0]) is not arrays_type:  # else: dense, as it is
+        for j, c in enumerate(cots):
+            if c is None:
+                shape, dtype = rec.out_meta[j]
+                z = rec.xp.zeros(shape, dtype)
+                cots[j] = wrap(z) if nested else z
+            elif type(c) is IndexedSlices:
+                if rec.op.name in _SPARSE_PASSTHROUGH and len(cots) == 1:
+                    break  # handed on below
+                cots[j] = _dense(c, nested)
+    if type(cots[0]) is IndexedSlices:
+        return (cots[0] if rec.in_dtypes[0].kind == "f" else None,)
+    needed = None
+    if rec.op.partial_backward:  # tell the rule which input gradients are kept
+        needed = _needed(rec.in_ids, rec.in_dtypes, reach)
+    return _run_backward(rec, cots, nested, needed)
 
 
 def _needed(in_ids, in_dtypes, reach) -> tuple:

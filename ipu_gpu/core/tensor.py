@@ -494,18 +494,28 @@ def _pending_product(t, s, scalar_first: bool):
     # a caller's array (``convert_to_tensor`` keeps it) could be written before the product
     # is read: only an array that nothing but ``t`` holds (its slot, ``a``, the call's)
     if (type(a) is not np.ndarray or _tape_local.tapes or a.base is not None
-            or sys.getrefcount(a) > 3):
+            or sys.getrefcount(a) > 3 or not a.flags.c_contiguous):
         return None
-    big = _FLOAT_MAX.get(a.dtype)
-    if (big is None or not a.flags.c_contiguous or not -big <= s <= big
-            or (type(s) is int and not -_EXACT_INT <= s <= _EXACT_INT)):
+    last = _SCALARS.get(a.dtype)  # ``_scalar_array(s, a.dtype)``, its common case inlined
+    if last is not None and last[0] is s:  # the number of the last product: checked then
+        scalar = last[1]
+    elif _converts_exactly(s, a.dtype):
+        scalar = _scalar_array(s, a.dtype)
+    else:
         return None
     p = object.__new__(_Product)
-    last = _SCALARS.get(a.dtype)  # ``_scalar_array(s, a.dtype)``, its common case inlined
-    _SLOT.__set__(p, (a, last[1] if last is not None and last[0] is s
-                      else _scalar_array(s, a.dtype), scalar_first))
+    _SLOT.__set__(p, (a, scalar, scalar_first))
     p._id = _next_id()
     return p
+
+
+def _converts_exactly(s, dtype) -> bool:
+    """Whether the multiply op would convert the Python number ``s`` to ``dtype`` (float32 or
+    float64; False for other dtypes) as ``np.array(s, dtype)`` does: a finite value in range,
+    an int that a float64 holds exactly."""
+    big = _FLOAT_MAX.get(dtype)
+    return (big is not None and -big <= s <= big
+            and (type(s) is not int or -_EXACT_INT <= s <= _EXACT_INT))
 
 
 _SCALARS: dict = {}  # dtype -> (the Python number last multiplied, its read-only 0-d array)

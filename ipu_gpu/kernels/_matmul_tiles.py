@@ -99,3 +99,68 @@ def dgemm_tiles_serial(ta, tb, a1, lda, b1, ldb, c1, ldc, k, rows, cols, a_offs,
         a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, a_offs,
                                 b_offs, c_offs, 8)
         _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, bf, c, ldc)
+
+
+# ---- one planned 2-D product (``matmul_cpu._PLANS``): its fixed arguments in one array -------
+# ``plan`` (int64): ta, tb, lda, ldb, ldc, k, the tile rows nr and columns nc, then the nr + 1
+# row borders and the nc + 1 column borders. Four arguments instead of fifteen: the product a
+# training step repeats pays less Python and Numba dispatch. The same GEMMs as the loops above
+# with beta 0 and one matrix, so the same bits.
+PLAN_HEAD = 8
+_NO_OFFSETS = np.zeros(1, np.int64)
+
+
+@njit(inline="always")
+def _plan_fields(plan):
+    nr, nc = plan[6], plan[7]
+    rows = plan[PLAN_HEAD:PLAN_HEAD + nr + 1]
+    cols = plan[PLAN_HEAD + nr + 1:PLAN_HEAD + nr + nc + 2]
+    return plan[0], plan[1], plan[2], plan[3], plan[4], plan[5], nr * nc, rows, cols
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sgemm_plan(a1, b1, c1, plan):
+    ta, tb, lda, ldb, ldc, k, count, rows, cols = _plan_fields(plan)
+    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
+    one = np.float32(1.0)
+    zero = np.float32(0.0)
+    for t in prange(count):
+        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, _NO_OFFSETS,
+                                _NO_OFFSETS, _NO_OFFSETS, 4)
+        _SGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def dgemm_plan(a1, b1, c1, plan):
+    ta, tb, lda, ldb, ldc, k, count, rows, cols = _plan_fields(plan)
+    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
+    one = np.float64(1.0)
+    zero = np.float64(0.0)
+    for t in prange(count):
+        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, _NO_OFFSETS,
+                                _NO_OFFSETS, _NO_OFFSETS, 8)
+        _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)
+
+
+@njit(cache=True, nogil=True)
+def sgemm_plan_serial(a1, b1, c1, plan):
+    ta, tb, lda, ldb, ldc, k, count, rows, cols = _plan_fields(plan)
+    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
+    one = np.float32(1.0)
+    zero = np.float32(0.0)
+    for t in range(count):
+        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, _NO_OFFSETS,
+                                _NO_OFFSETS, _NO_OFFSETS, 4)
+        _SGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)
+
+
+@njit(cache=True, nogil=True)
+def dgemm_plan_serial(a1, b1, c1, plan):
+    ta, tb, lda, ldb, ldc, k, count, rows, cols = _plan_fields(plan)
+    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
+    one = np.float64(1.0)
+    zero = np.float64(0.0)
+    for t in range(count):
+        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, _NO_OFFSETS,
+                                _NO_OFFSETS, _NO_OFFSETS, 8)
+        _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)

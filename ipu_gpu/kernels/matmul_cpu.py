@@ -131,6 +131,17 @@ def _kernels():
     return {d: k for d, k in both.items() if d in done}
 
 
+@functools.cache
+def _plan_kernels():
+    """{dtype: (parallel plan loop, serial plan loop)} (``_matmul_tiles.sgemm_plan``) for the
+    dtypes ``_kernels`` has."""
+    from . import _matmul_tiles as t
+
+    both = {np.dtype(np.float32): (t.sgemm_plan, t.sgemm_plan_serial),
+            np.dtype(np.float64): (t.dgemm_plan, t.dgemm_plan_serial)}
+    return {d: k for d, k in both.items() if d in _kernels()}
+
+
 # ``_threads.serial_only`` once the kernels load: whether this is a forked child of a process
 # whose GNU OpenMP threads ran (OpenMP would abort it), where the tiles run on the calling thread
 _serial_only = None
@@ -271,14 +282,13 @@ def matmul(x, y, out=None):
     if out is None and type(x) is np.ndarray and type(y) is np.ndarray:
         plan = _PLANS.get((x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype))
         if plan is not None and x.flags.aligned and y.flags.aligned:  # a 2-D product seen
-            shape, dtype, ta, lda, tb, ldb, n, k, rows, cols, kernel, parallel = plan
+            shape, dtype, fields, kernel, parallel = plan
             out = np.empty(shape, dtype)
             # ``_pick``: ``section_open()`` read inline (a section's depth)
             if parallel is not None and not _blas._depth and not _serial_only():
                 kernel = parallel
             with _SECTION:
-                kernel(ta, tb, x[_FIRST], lda, y[_FIRST], ldb, out[_FIRST], n, k, rows, cols,
-                       _ZERO, _ZERO, _ZERO, 0.0)
+                kernel(x[_FIRST], y[_FIRST], out[_FIRST], fields)
             return out
         if x.ndim == 2 and y.ndim == 2:  # the step's products: the checks below, in fewer steps
             m, k = x.shape
@@ -340,9 +350,12 @@ def _matmul_2d(x, y, m, k, n, pair):
     if xo is x and yo is y:
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.clear()
+        fields = np.concatenate([np.array([ta, tb, lda, ldb, n, k, rows.shape[0] - 1,
+                                           cols.shape[0] - 1], np.int64), rows, cols])
+        fields.flags.writeable = False
+        parallel, serial = _plan_kernels()[x.dtype]
         # one tile: the serial loop whatever the state (``_pick``), no parallel one
-        _PLANS[key] = ((m, n), x.dtype, ta, lda, tb, ldb, n, k, rows, cols, pair[1],
-                       None if count == 1 else pair[0])
+        _PLANS[key] = ((m, n), x.dtype, fields, serial, None if count == 1 else parallel)
     kernel = _pick(pair, count)
     with _SECTION:
         kernel(ta, tb, xo[0, :1], lda, yo[0, :1], ldb, out[0, :1], n, k, rows, cols, _ZERO,
@@ -352,10 +365,12 @@ def _matmul_2d(x, y, m, k, n, pair):
 
 # (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype) -> what ``_matmul_2d`` computed
 # for such operands when both are aligned and usable as they are (no copy): the output shape
-# and dtype, CBLAS transpose flags and leading dimensions, n, k, the tiles, the serial tile
-# loop and the parallel one (None for one tile: ``_pick`` takes the serial one then).
-# All functions of the key alone (alignment is checked at each use), so a repeated product
-# skips ``_operand``, ``tiles`` and ``_pick`` (about 250 Python opcodes a call).
+# and dtype, the plan kernels' fields (``_matmul_tiles.sgemm_plan``: CBLAS transpose flags and
+# leading dimensions, n, k, the tiles, in one read-only int64 array), the serial plan loop and
+# the parallel one (None for one tile: ``_pick`` takes the serial one then). All functions of
+# the key alone (alignment is checked at each use), so a repeated product skips
+# ``_operand``, ``tiles`` and ``_pick`` (about 250 Python opcodes a call), and its kernel
+# takes four arguments, not fifteen (about 0.5 us less Numba dispatch a call).
 _PLANS = {}
 _PLANS_MAX = 512
 _FIRST = (0, slice(None, 1))  # a 2-D array's first element as a 1-D view (``_first``)

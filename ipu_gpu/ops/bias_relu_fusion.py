@@ -47,22 +47,26 @@ def _free(t):
 
 
 def deferred_bias_add(op, value, bias, data_format):
-    """``op(value, bias, data_format=...)`` (the registered bias_add) as a deferred Tensor,
+    """``op(value, bias, data_format=...)`` (the registered bias_add; ``value`` a plain
+    Tensor) as a deferred Tensor,
     recorded on the recording tapes as the op records itself; None where the sum is not
     deferred (the caller runs the op)."""
     if (_tensor._allocation_hook is not None or _registry._variable_read_probe is not None
             or not (data_format is None or (type(data_format) is str
                                             and data_format.endswith("C")))):
         return None
-    a = _free(value)
-    b = _free(bias) if a is not None else None
+    a = value._value  # ``_free(value)`` inlined (``value`` is a plain Tensor)
+    if type(a) is not np.ndarray or a.base is not None or sys.getrefcount(a) > _HELD_REFS:
+        return None
+    b = _free(bias)
     if b is None or a.ndim < 2:
         return None
     k = _ELEMENTWISE_CPU[0] if _ELEMENTWISE_CPU else elementwise_cpu(np, a)  # the module
     if k is None or not k.fits2(a, b):
         return None
     static = {"data_format": data_format}
-    op.check(a, b, **static)
+    if data_format is not None or b.ndim != 1 or b.shape[0] != a.shape[-1]:
+        op.check(a, b, **static)  # else: one dtype (fits2), a matrix or more, a bias per column
     out = _tensor.deferred(k.bias_add_last, (a, b))
     if _tapes.tapes:
         if type(bias) is Variable:

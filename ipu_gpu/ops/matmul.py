@@ -38,7 +38,7 @@ def _mm(xp, x, y):
     (``kernels/cublas_gpu``: a GEMM a CUDA graph can capture), cupy.matmul for the dtypes it
     does not cover."""
     if xp is np:
-        return cpu_matmul(x, y)
+        return (_cpu_matmul or cpu_matmul)(x, y)  # the kernel itself once it is loaded
     if getattr(xp, "__name__", "") != "cupy":  # Tensors (nested tapes)
         return xp.matmul(x, y)
     global _cublas
@@ -62,6 +62,9 @@ def cpu_matmul(x, y):
 
 
 def _check(a, b, *, transpose_a, transpose_b):
+    if (a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and a.dtype.kind in "fi"
+            and a.shape[transpose_a - 1] == b.shape[-2 + transpose_b]):
+        return  # two matrices of one dtype whose inner dimensions agree: every check below
     require_same_dtype("matmul", _AB, a, b)
     if a.dtype.kind not in "fi":
         raise TypeError(f"matmul: a must be float16/32/64 or int32/64, got {a.dtype}")
@@ -106,6 +109,15 @@ def _backward(k, xp, res, g, *, transpose_a, transpose_b, needed=(True, True)):
     # the input batch's in a dense layer.
     a, b = res
     ga = gb = None
+    if a.ndim == 2 and b.ndim == 2:  # matrices: no batch axes to sum the gradients over
+        if xp is np and not transpose_a and not transpose_b:  # a dense layer's product
+            return (_mm(xp, g, b.T) if needed[0] else None,
+                    _mm(xp, a.T, g) if needed[1] else None)
+        if needed[0]:
+            ga = _grad_a(xp, a, b, g, transpose_a, transpose_b)
+        if needed[1]:
+            gb = _grad_b(xp, a, b, g, transpose_a, transpose_b)
+        return ga, gb
     if needed[0]:
         ga = unbroadcast(xp, _grad_a(xp, a, b, g, transpose_a, transpose_b), a.shape)
     if needed[1]:

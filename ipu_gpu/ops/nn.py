@@ -421,15 +421,20 @@ def _relu_of_bias_add_backward(xp, producer, consumer, g, owned, needed):
     vshape, bshape = producer.residuals
     c = bshape[0]
     y = consumer.residuals[0]
-    if (c < 2 or _channel_axis(len(vshape), producer.static["data_format"]) != len(vshape) - 1
+    data_format = producer.static["data_format"]
+    if (c < 2 or (data_format is not None
+                  and _channel_axis(len(vshape), data_format) != len(vshape) - 1)
             or g.shape != y.shape or not g.size):
         return None
     k = _elementwise_cpu(xp, g, y)
     if k is None:
         return None
+    if g.ndim == 2:  # a dense layer's: the rows as they are
+        dv, db = k.relu_grad_column_sums_into(g, y) if owned else k.relu_grad_column_sums(g, y)
+        return dv, db if needed[1] else None
     g2, y2 = k.rows(g, c), k.rows(y, c)
     dv, db = k.relu_grad_column_sums_into(g2, y2) if owned else k.relu_grad_column_sums(g2, y2)
-    return dv if g.ndim == 2 else dv.reshape(vshape), db if needed[1] else None
+    return dv.reshape(vshape), db if needed[1] else None
 
 
 _tape.set_pair_backward(_RELU, _BIAS_ADD, _relu_of_bias_add_backward)
