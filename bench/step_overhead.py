@@ -12,6 +12,12 @@
     .venv/bin/python bench/step_overhead.py opcodes
         Python opcodes and function calls one step executes, by function: the dispatch and
         tape work, counted, so the same on a loaded machine.
+    .venv/bin/python bench/step_overhead.py opcost [ROUNDS]
+        what Python costs inside the real step: each GEMM call is preceded by a small op chain
+        on a 4x4 Tensor (add, bias_add, relu, reduce_mean: the registry, fusion and kernel
+        calls the step makes, about 1,000 opcodes) or by a bare counting loop of as many
+        opcodes; padded and plain steps alternate (blocks of 4, medians of the per-block
+        differences of thread CPU time), against the same padding run warm in a loop.
     .venv/bin/python bench/step_overhead.py kernels [ROUNDS]
         the real step at one BLAS thread (real GEMMs, so caches as cold as in the bench):
         thread CPU time of each jitted elementwise/softmax/optimizer kernel per step, of the
@@ -39,6 +45,16 @@ for 8.0 MB (floor 189 us warm, 442 us at the post-GEMM bandwidth), bias+relu 86 
 bandwidth 39-43 GB/s warm, 18 GB/s after the GEMMs; 0.07-0.08 minor faults per step (host
 memory pool: no first-touch of fresh outputs). The jitted passes run at the warm copy floor;
 the rest (Python, numpy calls) was 757-796 us, about two thirds of what the step adds.
+
+``opcost`` on the 2-core EPYC (load 0.4-1.0, 2026-11-28 16:35-16:43 UTC, two runs): the op
+chain's opcodes cost 50-53 ns each in the step (25-43 ns warm), about 13 us an op call on a
+4x4 Tensor; the counting loop's 1.5-4.4 ns. An opcode's price is what it calls (frames,
+numpy, Numba dispatch, attribute and dict lookups on cold objects): the count ranks paths, a
+path's calls price it. Cutting 10999 -> 9635 opcodes a step (218 -> 174 calls: matmul's
+check and backward of matrices, 4-argument plan kernels, tuple records, the tape's dense
+branch, the deferred bias_add's check) took the ``parts`` total from 446-496 us to 448-482 us
+(medians 488 -> 464, alternating runs of the two trees) and moved the interleaved ratio to
+torch within its noise (0.935-0.942 -> 0.916-0.938, 120 rounds each, load 0.1-1.2).
 
 ``kernels`` on the 2-core EPYC with other work running (load 4-5, 2026-11-28): the step's
 jitted kernels took 440-520 us per step (the SGD updates about 55%, bias+relu 20%, relu and
@@ -215,6 +231,70 @@ def opcodes() -> None:
         print(f"{n:6d} {calls[(path, name)]:4d}x {path.replace(root, '')}:{name}")
 
 
+def _count_opcodes(fn) -> int:
+    count = [0]
+
+    def tracer(frame, event, arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count[0] += 1
+        return tracer
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return count[0]
+
+
+def opcost(rounds: int = 60) -> None:
+    _, _, _, step, _ = _mlp()
+    tiny = tf.constant(np.ones((4, 4), np.float32))
+    bias = tf.constant(np.ones(4, np.float32))
+
+    def ops():
+        tf.reduce_mean(tf.nn.relu(tf.nn.bias_add(tiny + tiny, bias)))
+    ops()
+    n = _count_opcodes(ops)
+
+    def loop(k=n // 6):  # about six opcodes an iteration
+        i = 0
+        while i < k:
+            i += 1
+    real = matmul_module._mm
+    clock = time.thread_time
+    for name, pad in (("op chain", ops), ("counting loop", loop)):
+        extra = _count_opcodes(pad) * 8  # the step's eight GEMM calls
+
+        def padded(xp, a, b, _pad=pad):
+            _pad()
+            return real(xp, a, b)
+        for _ in range(5):
+            step()
+        diffs = []
+        try:
+            for _ in range(rounds):
+                t0 = clock()
+                for _ in range(4):
+                    step()
+                t1 = clock()
+                matmul_module._mm = padded
+                for _ in range(4):
+                    step()
+                diffs.append(((clock() - t1) - (t1 - t0)) / 4)
+                matmul_module._mm = real
+        finally:
+            matmul_module._mm = real
+        t0 = clock()
+        for _ in range(2000):
+            pad()
+        warm = (clock() - t0) / 2000 * 8
+        cold = float(np.median(diffs))
+        print(f"{name:14s} +{extra} opcodes a step: +{cold * 1e6:6.1f} us thread CPU in the step "
+              f"({cold / extra * 1e9:5.1f} ns an opcode), {warm * 1e6:6.1f} us warm "
+              f"({warm / extra * 1e9:5.1f} ns)")
+
+
 def kernels(rounds: int = 20) -> None:
     from numba.core.registry import CPUDispatcher
 
@@ -325,6 +405,8 @@ if __name__ == "__main__":
         parts(int(args[0]) if args else 2000)
     elif what == "opcodes":
         opcodes()
+    elif what == "opcost":
+        opcost(int(args[0]) if args else 60)
     elif what == "kernels":
         kernels(int(args[0]) if args else 20)
     else:
