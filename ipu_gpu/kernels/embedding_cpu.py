@@ -3,8 +3,9 @@
 Rows are copied as raw machine words (the widest of 8/4/2 bytes that divides a row), so one
 gather serves float16, float32, float64 and int32; large outputs are written with streaming
 (non-temporal) stores. The scatter-add is deterministic and lock-free: every output row is
-owned by exactly one thread (a contiguous row range after a counting sort of the ids, or
-every nthreads-th row block when the table is much larger than the id list) and receives its
+owned by exactly one thread (a block of contiguous rows after a counting sort of the ids,
+taken by whichever thread comes free first, or every nthreads-th row block when the table is
+much larger than the id list) and receives its
 contributions in index order, so the result is bitwise the same for any thread count, serial
 or parallel, and equal to the GPU twin's default (sort-based) path. float16 sums are rounded
 to float16 after every addition (float32 arithmetic, then round-to-nearest-even), as a
@@ -111,6 +112,29 @@ def _store_fence(typingctx):
     return sig, codegen
 
 
+@intrinsic
+def _next_block(typingctx, counter):
+    """Atomically take the next block number from ``counter[0]`` (1-D int64) and return it."""
+    sig = types.int64(counter)
+
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        a = context.make_array(aty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aty, a, [ir.Constant(ir.IntType(64), 0)],
+                                       wraparound=False)
+        return builder.atomic_rmw("add", ptr, ir.Constant(ir.IntType(64), 1), "monotonic")
+
+    return sig, codegen
+
+
+# The parallel kernels hand out their work in this many blocks per thread, each taken by
+# whichever thread is free (an atomic counter): a thread that shares its core (another
+# process, a peer library's spinning OpenMP workers) takes fewer blocks instead of holding
+# the others at the end of a static split. Every block is a disjoint set of output rows
+# done in index order, so the bits do not depend on who takes which.
+_BLOCKS_PER_THREAD = 16
+
+
 # ---- gather --------------------------------------------------------------------------------
 def embedding_fwd(params, ids, out):
     """out[i] = params[ids[i]] for C-contiguous 2-D ``params`` [R, D] (any 1/2/4/8-byte dtype),
@@ -157,9 +181,15 @@ def _gather_serial(params, ids, out):
 @njit(cache=True, nogil=True, parallel=True)
 def _gather_parallel(params, ids, out, nthreads):
     n = ids.shape[0]
-    chunk = (n + nthreads - 1) // nthreads
-    for t in prange(nthreads):  # contiguous output slabs: streaming writes per thread
-        _gather_range(params, ids, out, t * chunk, min(n, (t + 1) * chunk))
+    blocks = nthreads * _BLOCKS_PER_THREAD
+    size = (n + blocks - 1) // blocks
+    counter = np.zeros(1, np.int64)
+    for _ in prange(nthreads):  # contiguous output slabs, taken as threads come free
+        while True:
+            b = _next_block(counter)
+            if b >= blocks:
+                break
+            _gather_range(params, ids, out, b * size, min(n, (b + 1) * size))
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -168,20 +198,26 @@ def _gather_stream(params, ids, out, nthreads):
     rows = params.shape[0]
     n = ids.shape[0]
     w = out.shape[1]
-    chunk = (n + nthreads - 1) // nthreads
-    for t in prange(nthreads):
-        hi = min(n, (t + 1) * chunk)
-        for i in range(t * chunk, hi):
-            _prefetch_row(params, ids, i + _GATHER_AHEAD, hi)
-            r = ids[i]
-            dst = out[i]
-            if 0 <= r < rows:
-                src = params[r]
-                for j in range(0, w, 4):
-                    _stream_store4(dst, j, src)
-            else:
-                for j in range(w):
-                    dst[j] = 0
+    blocks = nthreads * _BLOCKS_PER_THREAD
+    size = (n + blocks - 1) // blocks
+    counter = np.zeros(1, np.int64)
+    for _ in prange(nthreads):
+        while True:
+            b = _next_block(counter)
+            if b >= blocks:
+                break
+            hi = min(n, (b + 1) * size)
+            for i in range(b * size, hi):
+                _prefetch_row(params, ids, i + _GATHER_AHEAD, hi)
+                r = ids[i]
+                dst = out[i]
+                if 0 <= r < rows:
+                    src = params[r]
+                    for j in range(0, w, 4):
+                        _stream_store4(dst, j, src)
+                else:
+                    for j in range(w):
+                        dst[j] = 0
         _store_fence()
 
 
@@ -283,10 +319,11 @@ def _cost_bound(starts, zero_cost, target):
 @njit(cache=True, nogil=True, parallel=True)
 def _scatter_add_sorted(grad, ids, out, zero_out, nthreads, lut, line, index):
     # A stable counting sort of the ids groups each row's contributions (in index order);
-    # thread t then owns a contiguous range of rows holding about 1/nthreads of the work, so
-    # each output row is read and written once, in ascending order, while the gradient rows
-    # it needs are prefetched a few entries ahead. The sort is serial: its arrays take the
-    # narrowest index type (``index``'s dtype) and no copies, as it holds the other threads.
+    # the rows are then cut into contiguous blocks of about equal work, taken by threads as
+    # they come free, so each output row is read and written once, in ascending order within
+    # its block, while the gradient rows it needs are prefetched a few entries ahead. The
+    # sort is serial: its arrays take the narrowest index type (``index``'s dtype) and no
+    # copies, as it holds the other threads.
     rows = out.shape[0]
     n = ids.shape[0]
     starts = np.zeros(rows + 2, index.dtype)
@@ -306,24 +343,30 @@ def _scatter_add_sorted(grad, ids, out, zero_out, nthreads, lut, line, index):
     total = 2 * starts[rows] + zero_cost * rows
     lines = min(out.shape[1], _PREFETCH_LINES * line)
     starts = starts[:rows + 1]
-    for t in prange(nthreads):
+    blocks = nthreads * _BLOCKS_PER_THREAD
+    counter = np.zeros(1, np.int64)
+    for _ in prange(nthreads):
         fbuf = np.empty(1, np.float32)
-        r0 = _cost_bound(starts, zero_cost, total * t // nthreads)
-        r1 = rows if t == nthreads - 1 else _cost_bound(starts, zero_cost,
-                                                        total * (t + 1) // nthreads)
-        q_end = starts[r1]
-        for r in range(r0, r1):
-            dst = out[r]
-            if zero_out:
-                _zero_row(dst)
-            for q in range(starts[r], starts[r + 1]):
-                ahead = q + _PREFETCH_AHEAD
-                if ahead < q_end:
-                    i_ahead = order[ahead]
-                    for c in range(0, lines, line):
-                        _prefetch_read(grad, i_ahead, c)
-                        _prefetch_write(out, ids[i_ahead], c)
-                _add_row(dst, grad[order[q]], lut, fbuf)
+        while True:
+            b = _next_block(counter)
+            if b >= blocks:
+                break
+            r0 = _cost_bound(starts, zero_cost, total * b // blocks)
+            r1 = rows if b == blocks - 1 else _cost_bound(starts, zero_cost,
+                                                          total * (b + 1) // blocks)
+            q_end = starts[r1]
+            for r in range(r0, r1):
+                dst = out[r]
+                if zero_out:
+                    _zero_row(dst)
+                for q in range(starts[r], starts[r + 1]):
+                    ahead = q + _PREFETCH_AHEAD
+                    if ahead < q_end:
+                        i_ahead = order[ahead]
+                        for c in range(0, lines, line):
+                            _prefetch_read(grad, i_ahead, c)
+                            _prefetch_write(out, ids[i_ahead], c)
+                    _add_row(dst, grad[order[q]], lut, fbuf)
 
 
 @njit(cache=True, nogil=True, parallel=True)
