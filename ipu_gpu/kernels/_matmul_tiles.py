@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange, types
 
-from . import _threads  # noqa: F401  # Numba's threading layer, before the first parallel kernel
+from . import _threads  # Numba's threading layer, before the first parallel kernel
 from .matmul_cpu import register_cblas
 
 register_cblas()  # the CBLAS symbols the loops below call, before any of them links
@@ -142,25 +142,6 @@ def dgemm_plan(a1, b1, c1, plan):
         _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)
 
 
-@njit(cache=True, nogil=True)
-def sgemm_plan_serial(a1, b1, c1, plan):
-    ta, tb, lda, ldb, ldc, k, count, rows, cols = _plan_fields(plan)
-    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
-    one = np.float32(1.0)
-    zero = np.float32(0.0)
-    for t in range(count):
-        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, _NO_OFFSETS,
-                                _NO_OFFSETS, _NO_OFFSETS, 4)
-        _SGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)
-
-
-@njit(cache=True, nogil=True)
-def dgemm_plan_serial(a1, b1, c1, plan):
-    ta, tb, lda, ldb, ldc, k, count, rows, cols = _plan_fields(plan)
-    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
-    one = np.float64(1.0)
-    zero = np.float64(0.0)
-    for t in range(count):
-        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, _NO_OFFSETS,
-                                _NO_OFFSETS, _NO_OFFSETS, 8)
-        _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)
+# the plan loops run in order on the calling thread (a forked child, an open BLAS section)
+sgemm_plan_serial = _threads.serial_twin(sgemm_plan)
+dgemm_plan_serial = _threads.serial_twin(dgemm_plan)
