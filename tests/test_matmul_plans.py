@@ -74,7 +74,7 @@ def test_plan_runs_the_serial_loop_inside_a_section(plans, monkeypatch):
     used = []
     shape, dtype, fields, serial, parallel = plans[_key(a, b)]
     assert parallel is not None and fields[6] * fields[7] >= 2  # two tiles at least
-    assert serial is _matmul_tiles.sgemm_plan_serial and parallel is _matmul_tiles.sgemm_plan
+    assert serial is _matmul_tiles.gemm_plan_serial and parallel is _matmul_tiles.gemm_plan
 
     def spy(kernel, name):
         def run(*args):

@@ -119,29 +119,20 @@ def _plan_fields(plan):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def sgemm_plan(a1, b1, c1, plan):
+def gemm_plan(a1, b1, c1, plan):
+    """The planned product's tiles, float32 (SGEMM) or float64 (DGEMM) by the operands."""
     ta, tb, lda, ldb, ldc, k, count, rows, cols = _plan_fields(plan)
     pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
-    one = np.float32(1.0)
-    zero = np.float32(0.0)
+    isz = a1.itemsize
     for t in prange(count):
         a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, _NO_OFFSETS,
-                                _NO_OFFSETS, _NO_OFFSETS, 4)
-        _SGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)
+                                _NO_OFFSETS, _NO_OFFSETS, isz)
+        if isz == 4:
+            _SGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, np.float32(1.0), a, lda, b, ldb,
+                   np.float32(0.0), c, ldc)
+        else:
+            _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, 1.0, a, lda, b, ldb, 0.0, c, ldc)
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def dgemm_plan(a1, b1, c1, plan):
-    ta, tb, lda, ldb, ldc, k, count, rows, cols = _plan_fields(plan)
-    pa, pb, pc = a1.ctypes.data, b1.ctypes.data, c1.ctypes.data
-    one = np.float64(1.0)
-    zero = np.float64(0.0)
-    for t in prange(count):
-        a, b, c, mt, nt = _tile(t, ta, tb, pa, lda, pb, ldb, pc, ldc, rows, cols, _NO_OFFSETS,
-                                _NO_OFFSETS, _NO_OFFSETS, 8)
-        _DGEMM(_ROW_MAJOR, ta, tb, mt, nt, k, one, a, lda, b, ldb, zero, c, ldc)
-
-
-# the plan loops run in order on the calling thread (a forked child, an open BLAS section)
-sgemm_plan_serial = _threads.serial_twin(sgemm_plan)
-dgemm_plan_serial = _threads.serial_twin(dgemm_plan)
+# the plan loop run in order on the calling thread (a forked child, an open BLAS section)
+gemm_plan_serial = _threads.serial_twin(gemm_plan)

@@ -133,13 +133,11 @@ def _kernels():
 
 @functools.cache
 def _plan_kernels():
-    """{dtype: (parallel plan loop, serial plan loop)} (``_matmul_tiles.sgemm_plan``) for the
+    """{dtype: (parallel plan loop, serial plan loop)} (``_matmul_tiles.gemm_plan``) for the
     dtypes ``_kernels`` has."""
     from . import _matmul_tiles as t
 
-    both = {np.dtype(np.float32): (t.sgemm_plan, t.sgemm_plan_serial),
-            np.dtype(np.float64): (t.dgemm_plan, t.dgemm_plan_serial)}
-    return {d: k for d, k in both.items() if d in _kernels()}
+    return {d: (t.gemm_plan, t.gemm_plan_serial) for d in _kernels()}
 
 
 # ``_threads.serial_only`` once the kernels load: whether this is a forked child of a process
@@ -365,7 +363,7 @@ def _matmul_2d(x, y, m, k, n, pair):
 
 # (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype) -> what ``_matmul_2d`` computed
 # for such operands when both are aligned and usable as they are (no copy): the output shape
-# and dtype, the plan kernels' fields (``_matmul_tiles.sgemm_plan``: CBLAS transpose flags and
+# and dtype, the plan kernels' fields (``_matmul_tiles.gemm_plan``: CBLAS transpose flags and
 # leading dimensions, n, k, the tiles, in one read-only int64 array), the serial plan loop and
 # the parallel one (None for one tile: ``_pick`` takes the serial one then). All functions of
 # the key alone (alignment is checked at each use), so a repeated product skips

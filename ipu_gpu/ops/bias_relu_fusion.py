@@ -48,9 +48,8 @@ def _free(t):
 
 def deferred_bias_add(op, value, bias, data_format):
     """``op(value, bias, data_format=...)`` (the registered bias_add; ``value`` a plain
-    Tensor) as a deferred Tensor,
-    recorded on the recording tapes as the op records itself; None where the sum is not
-    deferred (the caller runs the op)."""
+    Tensor) as a deferred Tensor, recorded on the recording tapes as the op records itself;
+    None where the sum is not deferred (the caller runs the op)."""
     if (_tensor._allocation_hook is not None or _registry._variable_read_probe is not None
             or not (data_format is None or (type(data_format) is str
                                             and data_format.endswith("C")))):
